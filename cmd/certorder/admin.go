@@ -1,0 +1,255 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/certorder/certorder"
+)
+
+const adminUsage = `usage: certorder admin <command> [--db DSN] [arguments]
+
+  member add NAME              create a member (NAME is its AccessName)
+  member list                  list members
+  member disable NAME          refuse the member's requests from the next one on
+  member enable NAME           accept them again
+  key create NAME [--label T]  create an API key; printed once, on the last line
+  key list NAME                list a member's keys (never the secrets)
+  key revoke KEYID             refuse the key from the next request on
+  order import --member NAME FILE|-
+                               import one order object or an array of them, all or none
+  order renew OLD NEW          record that order NEW renewed order OLD
+  order list NAME              list a member's orders
+  order show ID                show an order as OrderInfo answers it
+`
+
+// adminFunc does one operator command on an open store.
+type adminFunc func(ctx context.Context, store certorder.Store, args []string) error
+
+// adminCommand is one operator command: its positional arguments, and setup,
+// which declares its flags and returns what it does.
+type adminCommand struct {
+	args  string // usage of the positional arguments
+	nargs int
+	setup func(fs *flag.FlagSet) adminFunc
+}
+
+func noFlags(f adminFunc) func(*flag.FlagSet) adminFunc {
+	return func(*flag.FlagSet) adminFunc { return f }
+}
+
+// adminCommands lists every operator command.
+func (e *env) adminCommands() map[string]adminCommand {
+	return map[string]adminCommand{
+		"member add":     {"NAME", 1, noFlags(e.memberAdd)},
+		"member list":    {"", 0, noFlags(e.memberList)},
+		"member disable": {"NAME", 1, noFlags(e.memberSetDisabled(true))},
+		"member enable":  {"NAME", 1, noFlags(e.memberSetDisabled(false))},
+		"key create":     {"NAME [--label TEXT]", 1, e.keyCreate},
+		"key list":       {"NAME", 1, noFlags(e.keyList)},
+		"key revoke":     {"KEYID", 1, noFlags(e.keyRevoke)},
+		"order import":   {"--member NAME FILE|-", 1, e.orderImport},
+		"order renew":    {"OLD NEW", 2, noFlags(e.orderRenew)},
+		"order list":     {"NAME", 1, noFlags(e.orderList)},
+		"order show":     {"ID", 1, noFlags(e.orderShow)},
+	}
+}
+
+func (e *env) admin(ctx context.Context, args []string) error {
+	if len(args) < 2 {
+		fmt.Fprint(e.stderr, adminUsage)
+		return usageError("admin: no command given")
+	}
+	name := args[0] + " " + args[1]
+	cmd, ok := e.adminCommands()[name]
+	if !ok {
+		fmt.Fprint(e.stderr, adminUsage)
+		return usageError("admin: unknown command %q", name)
+	}
+	fs := e.newFlags("admin "+name, cmd.args)
+	db := e.dbFlag(fs)
+	do := cmd.setup(fs)
+	pos, err := parse(fs, args[2:], cmd.nargs)
+	if err != nil {
+		return err
+	}
+	store, err := openStore(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	return do(ctx, store, pos)
+}
+
+func (e *env) memberAdd(ctx context.Context, store certorder.Store, args []string) error {
+	if _, err := store.AddMember(ctx, args[0]); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "member %s added\n", args[0])
+	return nil
+}
+
+func (e *env) memberList(ctx context.Context, store certorder.Store, _ []string) error {
+	ms, err := store.Members(ctx)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSTATUS\tCREATED")
+	for _, m := range ms {
+		status := "enabled"
+		if m.Disabled {
+			status = "disabled"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", m.Name, status, m.CreatedAt.Format(time.RFC3339))
+	}
+	return tw.Flush()
+}
+
+func (e *env) memberSetDisabled(disabled bool) adminFunc {
+	return func(ctx context.Context, store certorder.Store, args []string) error {
+		if err := store.SetMemberDisabled(ctx, args[0], disabled); err != nil {
+			return err
+		}
+		state := "enabled"
+		if disabled {
+			state = "disabled"
+		}
+		fmt.Fprintf(e.stdout, "member %s %s\n", args[0], state)
+		return nil
+	}
+}
+
+func (e *env) keyCreate(fs *flag.FlagSet) adminFunc {
+	label := fs.String("label", "", "a note on what the key is for")
+	return func(ctx context.Context, store certorder.Store, args []string) error {
+		text, key, err := certorder.NewKey(*label)
+		if err != nil {
+			return err
+		}
+		if err := store.AddKey(ctx, args[0], key); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "key %s created for member %s. It is shown this once and stored only as a hash:\n%s\n",
+			key.ID, args[0], text)
+		return nil
+	}
+}
+
+func (e *env) keyList(ctx context.Context, store certorder.Store, args []string) error {
+	keys, err := store.Keys(ctx, args[0])
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEYID\tLABEL\tCREATED\tSTATUS")
+	for _, k := range keys {
+		status := "active"
+		if k.Revoked() {
+			status = "revoked " + k.RevokedAt.Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.ID, k.Label, k.CreatedAt.Format(time.RFC3339), status)
+	}
+	return tw.Flush()
+}
+
+func (e *env) keyRevoke(ctx context.Context, store certorder.Store, args []string) error {
+	if err := store.RevokeKey(ctx, args[0]); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "key %s revoked\n", args[0])
+	return nil
+}
+
+func (e *env) orderImport(fs *flag.FlagSet) adminFunc {
+	member := fs.String("member", "", "the member the orders belong to (required)")
+	return func(ctx context.Context, store certorder.Store, args []string) error {
+		if *member == "" {
+			return usageError("order import: --member is required")
+		}
+		var r io.Reader = e.stdin
+		if args[0] != "-" {
+			f, err := os.Open(args[0])
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			r = f
+		}
+		n, err := store.ImportOrders(ctx, *member, certorder.DecodeOrders(r))
+		if err != nil {
+			return fmt.Errorf("nothing imported: %w", err)
+		}
+		fmt.Fprintf(e.stdout, "imported %d order(s) for member %s\n", n, *member)
+		return nil
+	}
+}
+
+func orderIDArg(s string) (int64, error) {
+	id, ok := certorder.ParseOrderID([]byte(s))
+	if !ok {
+		return 0, usageError("%q is not an order number", s)
+	}
+	return id, nil
+}
+
+func (e *env) orderRenew(ctx context.Context, store certorder.Store, args []string) error {
+	oldID, err := orderIDArg(args[0])
+	if err != nil {
+		return err
+	}
+	newID, err := orderIDArg(args[1])
+	if err != nil {
+		return err
+	}
+	if err := store.RecordRenewal(ctx, oldID, newID); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "order %d renewed by order %d\n", oldID, newID)
+	return nil
+}
+
+func (e *env) orderList(ctx context.Context, store certorder.Store, args []string) error {
+	orders, err := store.Orders(ctx, args[0])
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ORDER\tCOMMON NAME\tSTATUS\tVALID TILL\tDAYS\tRENEWED BY")
+	for _, o := range orders {
+		renewed := "-"
+		if o.RenewedBy != 0 {
+			renewed = strconv.FormatInt(o.RenewedBy, 10)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", o.ID, o.CommonName, o.Status, o.ValidTill,
+			certorder.DaysRemaining(o.ValidTill, now), renewed)
+	}
+	return tw.Flush()
+}
+
+func (e *env) orderShow(ctx context.Context, store certorder.Store, args []string) error {
+	id, err := orderIDArg(args[0])
+	if err != nil {
+		return err
+	}
+	o, err := store.FindOrder(ctx, id)
+	if err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, o.AppendJSON(nil, time.Now()), "", "  "); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "member: %s\n%s\n", o.Member, strings.TrimSpace(out.String()))
+	return nil
+}

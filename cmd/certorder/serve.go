@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/certorder/certorder/server"
+)
+
+func (e *env) serve(ctx context.Context, args []string) error {
+	fs := e.newFlags("serve", "[flags]")
+	addr := fs.String("addr", e.envDefault("CERTORDER_ADDR", "127.0.0.1:8080"), "listen address (env CERTORDER_ADDR)")
+	db := e.dbFlag(fs)
+	segment := fs.String("ca-segment", e.envDefault("CERTORDER_CA_SEGMENT", "digicert"),
+		"path segment of the endpoint /api/<segment>/ (env CERTORDER_CA_SEGMENT)")
+	demo := fs.Bool("demo", false, "add demo data and print working credentials and curl commands")
+	errorsAs200 := fs.Bool("errors-as-200", false, "answer failures with HTTP 200 (the body still carries error_message)")
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if err := server.ValidSegment(*segment); err != nil {
+		return usageError("%v", err)
+	}
+	logger := slog.New(slog.NewTextHandler(e.stderr, nil))
+
+	store, err := openStore(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	handler, err := server.New(store, server.Config{
+		CASegment:   *segment,
+		ErrorsAs200: *errorsAs200,
+		Logger:      logger,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	endpoint := fmt.Sprintf("http://%s/api/%s/", ln.Addr(), *segment)
+	if *demo {
+		if err := e.seedDemo(ctx, store, endpoint, *db); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	logger.Info("listening", "endpoint", endpoint, "db", *db)
+	fmt.Fprintf(e.stderr, "certorder: listening on %s\n", endpoint)
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	// Stop accepting, let the requests in flight finish, then close the store (deferred).
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	logger.Info("stopped")
+	return nil
+}

@@ -1,0 +1,24 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"strings"
+
+	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/sqlite"
+)
+
+// defaultDB is the SQLite file used when neither --db nor CERTORDER_DB is set.
+const defaultDB = "./certorder.db"
+
+// dbFlag adds --db, defaulting to CERTORDER_DB or defaultDB.
+func (e *env) dbFlag(fs *flag.FlagSet) *string {
+	return fs.String("db", e.envDefault("CERTORDER_DB", defaultDB),
+		"store: a SQLite file path, or a postgres:// URL (env CERTORDER_DB)")
+}
+
+// openStore opens the store a --db value names: the URL scheme picks the backend.
+func openStore(ctx context.Context, dsn string) (certorder.Store, error) {
+	return sqlite.Open(ctx, strings.TrimPrefix(dsn, "sqlite:"))
+}

@@ -1,0 +1,59 @@
+package certorder
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base32"
+	"encoding/hex"
+	"strings"
+)
+
+// KeyPrefix starts every API key, so that secret scanners can recognise a leaked one.
+const KeyPrefix = "cok_"
+
+var keyEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// NewKey makes a new API key. The key text has the form cok_<id>_<secret>,
+// where id is 48 random bits (the public key ID) and secret 192 random bits.
+// Only the returned Key, which holds the hash, may be stored; the text is
+// shown to the operator once.
+func NewKey(label string) (text string, k Key, err error) {
+	var b [6 + 24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", Key{}, err
+	}
+	id := hex.EncodeToString(b[:6])
+	text = KeyPrefix + id + "_" + strings.ToLower(keyEncoding.EncodeToString(b[6:]))
+	return text, Key{ID: id, Label: label, Hash: HashKey(text)}, nil
+}
+
+// HashKey is the hash under which a key is stored. Keys carry 192 random
+// bits, so a fast hash is enough: nothing is to be gained by guessing.
+func HashKey(text string) []byte {
+	h := sha256.Sum256([]byte(text))
+	return h[:]
+}
+
+// KeyID returns the public ID embedded in a key's text, or false if the text
+// is not shaped like a key.
+func KeyID(text string) (string, bool) {
+	rest, ok := strings.CutPrefix(text, KeyPrefix)
+	if !ok {
+		return "", false
+	}
+	id, secret, ok := strings.Cut(rest, "_")
+	if !ok || len(id) != 12 || len(secret) == 0 {
+		return "", false
+	}
+	return id, true
+}
+
+// Verify reports, in constant time, whether key text belongs to the
+// credential and the credential may be used: key not revoked, member enabled,
+// and the member's name is accessName.
+func (c Credential) Verify(accessName, text string) bool {
+	hashOK := subtle.ConstantTimeCompare(HashKey(text), c.KeyHash) == 1
+	nameOK := subtle.ConstantTimeCompare([]byte(accessName), []byte(c.Member)) == 1
+	return hashOK && nameOK && !c.KeyRevoked && !c.MemberDisabled
+}

@@ -1,0 +1,434 @@
+// Package sqlite is the embedded certorder.Store: one SQLite file in WAL
+// mode, through the pure-Go modernc.org/sqlite driver (no cgo).
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"iter"
+	"strings"
+	"time"
+
+	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/migrations"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+var _ certorder.Store = (*Store)(nil)
+
+// Store is a certorder.Store on one SQLite file.
+type Store struct {
+	read  *sql.DB // concurrent readers; WAL lets them run beside the writer
+	write *sql.DB // one connection: SQLite allows one writer at a time
+
+	findOrder, findCredential *sql.Stmt
+}
+
+// timeLayout sorts as text in time order.
+const timeLayout = "2006-01-02T15:04:05.000000000Z"
+
+// Open opens (creating if need be) the database file at path and applies
+// the migrations it has not seen yet. It refuses a database whose schema is
+// newer than this binary knows.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" || strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("sqlite: bad database path %q", path)
+	}
+	// PRAGMAs go in the DSN so that every pooled connection gets them.
+	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)" +
+		"&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
+	write, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
+	if err != nil {
+		return nil, err
+	}
+	write.SetMaxOpenConns(1)
+	s := &Store{write: write}
+	if err := s.migrate(ctx); err != nil {
+		write.Close()
+		return nil, err
+	}
+	read, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)")
+	if err != nil {
+		write.Close()
+		return nil, err
+	}
+	read.SetMaxOpenConns(8)
+	read.SetMaxIdleConns(8)
+	s.read = read
+	if s.findOrder, err = read.PrepareContext(ctx, `SELECT o.id, o.member_id, m.name, o.common_name,
+		o.status, o.valid_till, COALESCE(o.renewed_by, 0), o.doc, o.cert_end
+		FROM orders o JOIN members m ON m.id = o.member_id WHERE o.id = ?`); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	if s.findCredential, err = read.PrepareContext(ctx, `SELECT k.id, k.hash, k.revoked_at IS NOT NULL,
+		m.id, m.name, m.disabled FROM api_keys k JOIN members m ON m.id = k.member_id WHERE k.id = ?`); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	return s, nil
+}
+
+func migrationFS() fs.FS {
+	sub, _ := fs.Sub(migrationFiles, "migrations") // the path is a constant
+	return sub
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	ms, err := migrations.List(migrationFS())
+	if err != nil {
+		return err
+	}
+	if _, err := s.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)`); err != nil {
+		return fmt.Errorf("sqlite: open database: %w", err)
+	}
+	var current int
+	if err := s.write.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
+	if current > migrations.Latest(ms) {
+		return fmt.Errorf("sqlite: database schema version %d is newer than this binary knows (%d); upgrade certorder",
+			current, migrations.Latest(ms))
+	}
+	for _, m := range ms {
+		if m.Version <= current {
+			continue
+		}
+		err := s.inTx(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
+				m.Version, now())
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("sqlite: migration %s: %w", m.Name, err)
+		}
+	}
+	return nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error {
+	var errs []error
+	if s.read != nil {
+		errs = append(errs, s.read.Close())
+	}
+	return errors.Join(append(errs, s.write.Close())...)
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.read.PingContext(ctx); err != nil {
+		return fmt.Errorf("%w: %v", certorder.ErrUnavailable, err)
+	}
+	return nil
+}
+
+func now() string { return time.Now().UTC().Format(timeLayout) }
+
+func parseTime(s sql.NullString) time.Time {
+	if !s.Valid {
+		return time.Time{}
+	}
+	t, _ := time.Parse(timeLayout, s.String)
+	return t
+}
+
+func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// wrap turns a driver error into a store error; domain errors pass through.
+func wrap(op string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, certorder.ErrNotFound), errors.Is(err, certorder.ErrConflict),
+		errors.Is(err, certorder.ErrInvalid), errors.Is(err, context.Canceled),
+		errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%s: %w", op, err)
+	case strings.Contains(err.Error(), "UNIQUE constraint failed"):
+		return fmt.Errorf("%s: %w", op, certorder.ErrConflict)
+	}
+	return fmt.Errorf("%s: %w: %v", op, certorder.ErrUnavailable, err)
+}
+
+// AddMember creates a member.
+func (s *Store) AddMember(ctx context.Context, name string) (certorder.Member, error) {
+	if err := certorder.ValidMemberName(name); err != nil {
+		return certorder.Member{}, err
+	}
+	m := certorder.Member{Name: name, CreatedAt: time.Now().UTC()}
+	res, err := s.write.ExecContext(ctx, `INSERT INTO members (name, created_at) VALUES (?, ?)`,
+		name, m.CreatedAt.Format(timeLayout))
+	if err != nil {
+		return certorder.Member{}, wrap("add member "+name, err)
+	}
+	m.ID, err = res.LastInsertId()
+	return m, wrap("add member", err)
+}
+
+// Members lists every member by name.
+func (s *Store) Members(ctx context.Context) ([]certorder.Member, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT id, name, disabled, created_at FROM members ORDER BY name`)
+	if err != nil {
+		return nil, wrap("list members", err)
+	}
+	defer rows.Close()
+	var ms []certorder.Member
+	for rows.Next() {
+		var m certorder.Member
+		var created sql.NullString
+		if err := rows.Scan(&m.ID, &m.Name, &m.Disabled, &created); err != nil {
+			return nil, wrap("list members", err)
+		}
+		m.CreatedAt = parseTime(created)
+		ms = append(ms, m)
+	}
+	return ms, wrap("list members", rows.Err())
+}
+
+// SetMemberDisabled disables or re-enables a member.
+func (s *Store) SetMemberDisabled(ctx context.Context, name string, disabled bool) error {
+	res, err := s.write.ExecContext(ctx, `UPDATE members SET disabled = ? WHERE name = ?`, disabled, name)
+	return wrap("set member "+name, oneRow(res, err, "member "+name))
+}
+
+// oneRow turns an update that touched no row into ErrNotFound.
+func oneRow(res sql.Result, err error, what string) error {
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return fmt.Errorf("%w: %s", certorder.ErrNotFound, what)
+	}
+	return nil
+}
+
+func (s *Store) memberID(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, name string) (int64, error) {
+	var id int64
+	err := q.QueryRowContext(ctx, `SELECT id FROM members WHERE name = ?`, name).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("%w: member %s", certorder.ErrNotFound, name)
+	}
+	return id, err
+}
+
+// AddKey stores a new key for a member.
+func (s *Store) AddKey(ctx context.Context, member string, k certorder.Key) error {
+	return wrap("add key", s.inTx(ctx, func(tx *sql.Tx) error {
+		mid, err := s.memberID(ctx, tx, member)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO api_keys (id, member_id, label, hash, created_at) VALUES (?, ?, ?, ?, ?)`,
+			k.ID, mid, k.Label, k.Hash, now())
+		return err
+	}))
+}
+
+// Keys lists a member's keys, oldest first.
+func (s *Store) Keys(ctx context.Context, member string) ([]certorder.Key, error) {
+	mid, err := s.memberID(ctx, s.read, member)
+	if err != nil {
+		return nil, wrap("list keys", err)
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT id, label, hash, created_at, revoked_at
+		FROM api_keys WHERE member_id = ? ORDER BY created_at, id`, mid)
+	if err != nil {
+		return nil, wrap("list keys", err)
+	}
+	defer rows.Close()
+	var ks []certorder.Key
+	for rows.Next() {
+		k := certorder.Key{Member: member}
+		var created, revoked sql.NullString
+		if err := rows.Scan(&k.ID, &k.Label, &k.Hash, &created, &revoked); err != nil {
+			return nil, wrap("list keys", err)
+		}
+		k.CreatedAt, k.RevokedAt = parseTime(created), parseTime(revoked)
+		ks = append(ks, k)
+	}
+	return ks, wrap("list keys", rows.Err())
+}
+
+// RevokeKey revokes a key; the first revocation time is kept.
+func (s *Store) RevokeKey(ctx context.Context, id string) error {
+	res, err := s.write.ExecContext(ctx, `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?`, now(), id)
+	return wrap("revoke key", oneRow(res, err, "key "+id))
+}
+
+// FindCredential returns a key and its member.
+func (s *Store) FindCredential(ctx context.Context, keyID string) (certorder.Credential, error) {
+	var c certorder.Credential
+	err := s.findCredential.QueryRowContext(ctx, keyID).Scan(&c.KeyID, &c.KeyHash, &c.KeyRevoked,
+		&c.MemberID, &c.Member, &c.MemberDisabled)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, fmt.Errorf("%w: key %s", certorder.ErrNotFound, keyID)
+	}
+	return c, wrap("find credential", err)
+}
+
+// FindOrder returns one order.
+func (s *Store) FindOrder(ctx context.Context, id int64) (*certorder.Order, error) {
+	o := &certorder.Order{}
+	err := s.findOrder.QueryRowContext(ctx, id).Scan(&o.ID, &o.MemberID, &o.Member, &o.CommonName,
+		&o.Status, &o.ValidTill, &o.RenewedBy, &o.Doc, &o.CertEnd)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: order %d", certorder.ErrNotFound, id)
+	}
+	if err != nil {
+		return nil, wrap("find order", err)
+	}
+	return o, nil
+}
+
+// Orders lists a member's orders by number.
+func (s *Store) Orders(ctx context.Context, member string) ([]*certorder.Order, error) {
+	mid, err := s.memberID(ctx, s.read, member)
+	if err != nil {
+		return nil, wrap("list orders", err)
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT id, member_id, common_name, status, valid_till,
+		COALESCE(renewed_by, 0), doc, cert_end FROM orders WHERE member_id = ? ORDER BY id`, mid)
+	if err != nil {
+		return nil, wrap("list orders", err)
+	}
+	defer rows.Close()
+	var os []*certorder.Order
+	for rows.Next() {
+		o := &certorder.Order{Member: member}
+		if err := rows.Scan(&o.ID, &o.MemberID, &o.CommonName, &o.Status, &o.ValidTill,
+			&o.RenewedBy, &o.Doc, &o.CertEnd); err != nil {
+			return nil, wrap("list orders", err)
+		}
+		os = append(os, o)
+	}
+	return os, wrap("list orders", rows.Err())
+}
+
+// linkLookup reads an order's owner and renewal inside tx, for certorder.CheckRenewal.
+func linkLookup(stmt *sql.Stmt) func(context.Context, int64) (certorder.OrderLink, error) {
+	return func(ctx context.Context, id int64) (certorder.OrderLink, error) {
+		var l certorder.OrderLink
+		err := stmt.QueryRowContext(ctx, id).Scan(&l.MemberID, &l.RenewedBy)
+		if errors.Is(err, sql.ErrNoRows) {
+			return l, fmt.Errorf("%w: order %d", certorder.ErrNotFound, id)
+		}
+		return l, err
+	}
+}
+
+const selectLink = `SELECT member_id, COALESCE(renewed_by, 0) FROM orders WHERE id = ?`
+
+// RecordRenewal records that newID renewed oldID. Both must be stored.
+func (s *Store) RecordRenewal(ctx context.Context, oldID, newID int64) error {
+	return wrap("record renewal", s.inTx(ctx, func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, selectLink)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		lookup := linkLookup(stmt)
+		old, err := lookup(ctx, oldID)
+		if err != nil {
+			return err
+		}
+		if _, err := lookup(ctx, newID); err != nil {
+			return err
+		}
+		if old.RenewedBy == newID {
+			return nil
+		}
+		if old.RenewedBy != 0 {
+			return fmt.Errorf("%w: order %d is already renewed by order %d", certorder.ErrConflict, oldID, old.RenewedBy)
+		}
+		if err := certorder.CheckRenewal(ctx, old.MemberID, oldID, newID, lookup); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE orders SET renewed_by = ?, updated_at = ? WHERE id = ?`, newID, now(), oldID)
+		return err
+	}))
+}
+
+// ImportOrders stores orders for a member, all or none.
+func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq2[*certorder.Order, error]) (int, error) {
+	n := 0
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		mid, err := s.memberID(ctx, tx, member)
+		if err != nil {
+			return err
+		}
+		link, err := tx.PrepareContext(ctx, selectLink)
+		if err != nil {
+			return err
+		}
+		defer link.Close()
+		renewedFromOther, err := tx.PrepareContext(ctx,
+			`SELECT id FROM orders WHERE renewed_by = ? AND member_id <> ? LIMIT 1`)
+		if err != nil {
+			return err
+		}
+		defer renewedFromOther.Close()
+		upsert, err := tx.PrepareContext(ctx, `INSERT INTO orders
+			(id, member_id, common_name, status, valid_till, renewed_by, doc, cert_end, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET common_name = excluded.common_name, status = excluded.status,
+			valid_till = excluded.valid_till, renewed_by = excluded.renewed_by, doc = excluded.doc,
+			cert_end = excluded.cert_end, updated_at = excluded.updated_at`)
+		if err != nil {
+			return err
+		}
+		defer upsert.Close()
+		lookup := linkLookup(link)
+		stamp := now()
+		for o, err := range orders {
+			if err != nil {
+				return err
+			}
+			renewedBy, err := certorder.CheckImport(ctx, mid, o, lookup, func(ctx context.Context, id int64) (int64, error) {
+				var other int64
+				err := renewedFromOther.QueryRowContext(ctx, id, mid).Scan(&other)
+				if errors.Is(err, sql.ErrNoRows) {
+					return 0, nil
+				}
+				return other, err
+			})
+			if err != nil {
+				return err
+			}
+			if _, err := upsert.ExecContext(ctx, o.ID, mid, o.CommonName, o.Status, o.ValidTill,
+				sql.NullInt64{Int64: renewedBy, Valid: renewedBy != 0}, o.Doc, o.CertEnd, stamp); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, wrap("import orders", err)
+	}
+	return n, nil
+}
