@@ -1,0 +1,293 @@
+// Package storetest is the one test suite every certorder.Store must pass.
+// A backend's test calls Run with a function that opens a fresh, empty store.
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/certorder/certorder"
+)
+
+// OrderJSON is an import document for order id; renewedBy 0 means not renewed.
+func OrderJSON(id, renewedBy int64, validTill string) string {
+	renewal := ""
+	if renewedBy != 0 {
+		renewal = fmt.Sprintf(`"is_renewed":true,"was_renewed_by_order_id":%d,`, renewedBy)
+	}
+	return fmt.Sprintf(`{"OrderId":%d,"certificate":{"id":%d,"common_name":"host%d.example.com",`+
+		`"dns_names":["host%d.example.com"],"status":"issued","valid_from":"2025-01-01","valid_till":%q,`+
+		`"user_id":"42","receipt_id":1234,"purchased_dns_names":"1","purchased_wildcard_names":0},`+
+		`%s"status":"issued","product":{"name_id":"ssl_basic","name":"Basic","type":"ssl_certificate","csr_required":true},`+
+		`"purchased_dns_names":1,"purchased_wildcard_names":null,"api_key":{"name":"k","key_type":"api"}}`,
+		id, id*10, id, id, validTill, renewal)
+}
+
+// Orders parses import documents into the sequence ImportOrders takes.
+func Orders(t testing.TB, docs ...string) iter.Seq2[*certorder.Order, error] {
+	t.Helper()
+	return certorder.DecodeOrders(strings.NewReader("[" + strings.Join(docs, ",") + "]"))
+}
+
+// Run runs the suite. open must return a new, empty store; the suite closes it.
+func Run(t *testing.T, open func(t *testing.T) certorder.Store) {
+	newStore := func(t *testing.T) certorder.Store {
+		s := open(t)
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	t.Run("Members", func(t *testing.T) { testMembers(t, newStore(t)) })
+	t.Run("Keys", func(t *testing.T) { testKeys(t, newStore(t)) })
+	t.Run("ImportAndFind", func(t *testing.T) { testImportAndFind(t, newStore(t)) })
+	t.Run("ImportIsAtomic", func(t *testing.T) { testImportAtomic(t, newStore(t)) })
+	t.Run("ImportOwnership", func(t *testing.T) { testImportOwnership(t, newStore(t)) })
+	t.Run("Renewals", func(t *testing.T) { testRenewals(t, newStore(t)) })
+	t.Run("Ping", func(t *testing.T) {
+		if err := newStore(t).Ping(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func wantErr(t *testing.T, err, want error) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Fatalf("error = %v, want %v", err, want)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testMembers(t *testing.T, s certorder.Store) {
+	ctx := context.Background()
+	for _, name := range []string{"bob", "alice"} {
+		m, err := s.AddMember(ctx, name)
+		must(t, err)
+		if m.Name != name || m.ID == 0 || m.CreatedAt.IsZero() {
+			t.Fatalf("AddMember = %+v", m)
+		}
+	}
+	_, err := s.AddMember(ctx, "alice")
+	wantErr(t, err, certorder.ErrConflict)
+	_, err = s.AddMember(ctx, "no spaces")
+	wantErr(t, err, certorder.ErrInvalid)
+	wantErr(t, s.SetMemberDisabled(ctx, "nobody", true), certorder.ErrNotFound)
+	must(t, s.SetMemberDisabled(ctx, "bob", true))
+
+	ms, err := s.Members(ctx)
+	must(t, err)
+	var got []string
+	for _, m := range ms {
+		got = append(got, fmt.Sprintf("%s:%v", m.Name, m.Disabled))
+	}
+	if want := []string{"alice:false", "bob:true"}; !slices.Equal(got, want) {
+		t.Fatalf("Members = %v, want %v", got, want)
+	}
+	must(t, s.SetMemberDisabled(ctx, "bob", false))
+	ms, err = s.Members(ctx)
+	must(t, err)
+	if ms[1].Disabled {
+		t.Fatal("bob still disabled after enabling")
+	}
+}
+
+func testKeys(t *testing.T, s certorder.Store) {
+	ctx := context.Background()
+	_, err := s.AddMember(ctx, "alice")
+	must(t, err)
+	text, k, err := certorder.NewKey("cron")
+	must(t, err)
+	wantErr(t, s.AddKey(ctx, "nobody", k), certorder.ErrNotFound)
+	must(t, s.AddKey(ctx, "alice", k))
+	wantErr(t, s.AddKey(ctx, "alice", k), certorder.ErrConflict)
+
+	c, err := s.FindCredential(ctx, k.ID)
+	must(t, err)
+	if !c.Verify("alice", text) {
+		t.Fatalf("fresh key does not verify: %+v", c)
+	}
+	if c.Verify("bob", text) || c.Verify("alice", text+"x") {
+		t.Fatal("Verify accepts a wrong name or key")
+	}
+	_, err = s.FindCredential(ctx, "000000000000")
+	wantErr(t, err, certorder.ErrNotFound)
+	_, err = s.Keys(ctx, "nobody")
+	wantErr(t, err, certorder.ErrNotFound)
+
+	must(t, s.SetMemberDisabled(ctx, "alice", true))
+	c, err = s.FindCredential(ctx, k.ID)
+	must(t, err)
+	if !c.MemberDisabled || c.Verify("alice", text) {
+		t.Fatal("disabled member's key still verifies")
+	}
+	must(t, s.SetMemberDisabled(ctx, "alice", false))
+
+	must(t, s.RevokeKey(ctx, k.ID))
+	must(t, s.RevokeKey(ctx, k.ID)) // twice is fine
+	wantErr(t, s.RevokeKey(ctx, "000000000000"), certorder.ErrNotFound)
+	c, err = s.FindCredential(ctx, k.ID)
+	must(t, err)
+	if !c.KeyRevoked || c.Verify("alice", text) {
+		t.Fatal("revoked key still verifies")
+	}
+	keys, err := s.Keys(ctx, "alice")
+	must(t, err)
+	if len(keys) != 1 || keys[0].ID != k.ID || keys[0].Label != "cron" || !keys[0].Revoked() ||
+		!bytes.Equal(keys[0].Hash, k.Hash) || keys[0].CreatedAt.IsZero() {
+		t.Fatalf("Keys = %+v", keys)
+	}
+}
+
+func testImportAndFind(t *testing.T, s certorder.Store) {
+	ctx := context.Background()
+	_, err := s.AddMember(ctx, "alice")
+	must(t, err)
+	_, err = s.ImportOrders(ctx, "nobody", Orders(t, OrderJSON(1, 0, "2030-01-01")))
+	wantErr(t, err, certorder.ErrNotFound)
+
+	n, err := s.ImportOrders(ctx, "alice", Orders(t, OrderJSON(3, 0, "2030-01-01"), OrderJSON(1, 2, "2024-05-06")))
+	must(t, err)
+	if n != 2 {
+		t.Fatalf("imported %d, want 2", n)
+	}
+	want, err := certorder.ParseOrder([]byte(OrderJSON(1, 2, "2024-05-06")))
+	must(t, err)
+	got, err := s.FindOrder(ctx, 1)
+	must(t, err)
+	if got.ID != 1 || got.Member != "alice" || got.MemberID == 0 || got.RenewedBy != 2 ||
+		got.ValidTill != "2024-05-06" || got.CommonName != "host1.example.com" || got.Status != "issued" ||
+		got.CertEnd != want.CertEnd || !bytes.Equal(got.Doc, want.Doc) {
+		t.Fatalf("FindOrder = %+v\nwant doc %s", got, want.Doc)
+	}
+	_, err = s.FindOrder(ctx, 99)
+	wantErr(t, err, certorder.ErrNotFound)
+
+	// Importing again replaces the document.
+	_, err = s.ImportOrders(ctx, "alice", Orders(t, OrderJSON(3, 0, "2031-02-03")))
+	must(t, err)
+	got, err = s.FindOrder(ctx, 3)
+	must(t, err)
+	if got.ValidTill != "2031-02-03" {
+		t.Fatalf("re-import kept valid_till %s", got.ValidTill)
+	}
+	list, err := s.Orders(ctx, "alice")
+	must(t, err)
+	if len(list) != 2 || list[0].ID != 1 || list[1].ID != 3 || list[0].Member != "alice" {
+		t.Fatalf("Orders = %+v", list)
+	}
+	_, err = s.Orders(ctx, "nobody")
+	wantErr(t, err, certorder.ErrNotFound)
+}
+
+func testImportAtomic(t *testing.T, s certorder.Store) {
+	ctx := context.Background()
+	_, err := s.AddMember(ctx, "alice")
+	must(t, err)
+	_, err = s.ImportOrders(ctx, "alice", Orders(t, OrderJSON(1, 0, "2030-01-01")))
+	must(t, err)
+	before, err := s.FindOrder(ctx, 1)
+	must(t, err)
+
+	// The third order is malformed: the first two must not land either.
+	bad := `{"OrderId":7,"certificate":{"valid_till":"soon"}}`
+	_, err = s.ImportOrders(ctx, "alice", Orders(t, OrderJSON(1, 0, "2039-09-09"), OrderJSON(2, 0, "2030-01-01"), bad))
+	wantErr(t, err, certorder.ErrInvalid)
+	// A cycle in the file is refused the same way.
+	_, err = s.ImportOrders(ctx, "alice", Orders(t, OrderJSON(5, 6, "2030-01-01"), OrderJSON(6, 5, "2030-01-01")))
+	wantErr(t, err, certorder.ErrConflict)
+
+	list, err := s.Orders(ctx, "alice")
+	must(t, err)
+	after, err := s.FindOrder(ctx, 1)
+	must(t, err)
+	if len(list) != 1 || !bytes.Equal(before.Doc, after.Doc) {
+		t.Fatalf("failed imports changed the store: %d orders, doc %s", len(list), after.Doc)
+	}
+}
+
+func testImportOwnership(t *testing.T, s certorder.Store) {
+	ctx := context.Background()
+	for _, name := range []string{"alice", "bob"} {
+		_, err := s.AddMember(ctx, name)
+		must(t, err)
+	}
+	_, err := s.ImportOrders(ctx, "alice", Orders(t, OrderJSON(1, 0, "2030-01-01"), OrderJSON(2, 0, "2030-01-01")))
+	must(t, err)
+	// bob cannot take over alice's order, nor name it as his renewal, nor
+	// have his order named as the renewal of one of hers.
+	_, err = s.ImportOrders(ctx, "bob", Orders(t, OrderJSON(1, 0, "2030-01-01")))
+	wantErr(t, err, certorder.ErrConflict)
+	_, err = s.ImportOrders(ctx, "bob", Orders(t, OrderJSON(10, 1, "2030-01-01")))
+	wantErr(t, err, certorder.ErrConflict)
+	_, err = s.ImportOrders(ctx, "alice", Orders(t, OrderJSON(3, 20, "2030-01-01")))
+	must(t, err) // 20 is not stored yet: the CA's word is taken
+	_, err = s.ImportOrders(ctx, "bob", Orders(t, OrderJSON(20, 0, "2030-01-01")))
+	wantErr(t, err, certorder.ErrConflict)
+	o, err := s.FindOrder(ctx, 1)
+	must(t, err)
+	if o.Member != "alice" {
+		t.Fatalf("order 1 belongs to %s", o.Member)
+	}
+}
+
+func testRenewals(t *testing.T, s certorder.Store) {
+	ctx := context.Background()
+	for _, name := range []string{"alice", "bob"} {
+		_, err := s.AddMember(ctx, name)
+		must(t, err)
+	}
+	_, err := s.ImportOrders(ctx, "alice", Orders(t,
+		OrderJSON(1, 0, "2024-01-01"), OrderJSON(2, 0, "2025-01-01"), OrderJSON(3, 0, "2026-01-01"), OrderJSON(4, 0, "2027-01-01")))
+	must(t, err)
+	_, err = s.ImportOrders(ctx, "bob", Orders(t, OrderJSON(9, 0, "2030-01-01")))
+	must(t, err)
+
+	must(t, s.RecordRenewal(ctx, 1, 2))
+	must(t, s.RecordRenewal(ctx, 2, 3))
+	must(t, s.RecordRenewal(ctx, 1, 2)) // the same again is fine
+
+	for _, tc := range []struct {
+		old, new int64
+		want     error
+	}{
+		{3, 1, certorder.ErrConflict}, // 1 -> 2 -> 3 -> 1 would be a cycle
+		{3, 2, certorder.ErrConflict}, // 2 -> 3 -> 2
+		{1, 4, certorder.ErrConflict}, // 1 is already renewed by 2
+		{3, 3, certorder.ErrInvalid},  // an order cannot renew itself
+		{3, 9, certorder.ErrConflict}, // 9 is bob's
+		{9, 4, certorder.ErrConflict}, // and the other way round
+		{3, 99, certorder.ErrNotFound},
+		{99, 3, certorder.ErrNotFound},
+	} {
+		wantErr(t, s.RecordRenewal(ctx, tc.old, tc.new), tc.want)
+	}
+	for id, want := range map[int64]int64{1: 2, 2: 3, 3: 0, 4: 0, 9: 0} {
+		o, err := s.FindOrder(ctx, id)
+		must(t, err)
+		if o.RenewedBy != want {
+			t.Errorf("order %d renewed by %d, want %d", id, o.RenewedBy, want)
+		}
+	}
+	// Re-importing an order whose document says nothing of a renewal keeps
+	// the one recorded; a document that names one records it.
+	_, err = s.ImportOrders(ctx, "alice", Orders(t, OrderJSON(1, 0, "2024-01-01"), OrderJSON(3, 4, "2026-01-01")))
+	must(t, err)
+	for id, want := range map[int64]int64{1: 2, 3: 4} {
+		o, err := s.FindOrder(ctx, id)
+		must(t, err)
+		if o.RenewedBy != want {
+			t.Errorf("after re-import order %d renewed by %d, want %d", id, o.RenewedBy, want)
+		}
+	}
+}
