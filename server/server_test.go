@@ -250,7 +250,9 @@ func TestBadRequests(t *testing.T) {
 		return []string{"AccessName", name, "AccessKey", key}
 	}
 	alice := creds(`"alice"`, q(f.aliceKey))
-	with := func(base []string, more ...string) string { return body(append(append([]string{}, base...), more...)...) }
+	with := func(base []string, more ...string) string {
+		return body(append(append([]string{}, base...), more...)...)
+	}
 	info := func(orderID string) string { return with(alice, "action", `"OrderInfo"`, "orderId", orderID) }
 	otherKey, _, _ := certorder.NewKey("")
 

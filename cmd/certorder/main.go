@@ -125,7 +125,10 @@ func parse(fs *flag.FlagSet, args []string, want int) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, err
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usageError("%v", err)
 		}
 		args = fs.Args()
 		if len(args) == 0 {

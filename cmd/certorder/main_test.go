@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/certorder/certorder/storetest"
+)
+
+// cli runs the program with a temp database in CERTORDER_DB.
+type cli struct {
+	t   *testing.T
+	env map[string]string
+}
+
+func newCLI(t *testing.T) *cli {
+	return &cli{t: t, env: map[string]string{"CERTORDER_DB": filepath.Join(t.TempDir(), "certorder.db")}}
+}
+
+// run runs certorder with args and stdin; it returns stdout, stderr and the error.
+func (c *cli) run(stdin string, args ...string) (string, string, error) {
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), args, func(k string) string { return c.env[k] },
+		strings.NewReader(stdin), &stdout, &stderr)
+	return stdout.String(), stderr.String(), err
+}
+
+// ok runs a command that must succeed and returns its stdout.
+func (c *cli) ok(args ...string) string {
+	c.t.Helper()
+	out, errOut, err := c.run("", args...)
+	if err != nil {
+		c.t.Fatalf("certorder %s: %v\n%s", strings.Join(args, " "), err, errOut)
+	}
+	return out
+}
+
+// fails runs a command that must fail with the given exit code.
+func (c *cli) fails(code int, args ...string) string {
+	c.t.Helper()
+	_, errOut, err := c.run("", args...)
+	if err == nil || exitCode(err) != code {
+		c.t.Fatalf("certorder %s: err %v (exit %d), want exit %d", strings.Join(args, " "), err, exitCode(err), code)
+	}
+	return err.Error() + errOut
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+func TestAdminCommands(t *testing.T) {
+	c := newCLI(t)
+	c.ok("admin", "member", "add", "alice")
+	c.ok("admin", "member", "add", "bob")
+	c.fails(exitFailure, "admin", "member", "add", "alice")
+	c.fails(exitFailure, "admin", "member", "add", "not valid")
+	c.ok("admin", "member", "disable", "bob")
+	if out := c.ok("admin", "member", "list"); !regexp.MustCompile(`alice\s+enabled`).MatchString(out) ||
+		!regexp.MustCompile(`bob\s+disabled`).MatchString(out) {
+		t.Fatalf("member list:\n%s", out)
+	}
+	c.fails(exitFailure, "admin", "member", "disable", "nobody")
+
+	// key create: the key alone on the last line; flags after the name work.
+	out := c.ok("admin", "key", "create", "alice", "--label", "cron job")
+	key := lastLine(out)
+	if !regexp.MustCompile(`^cok_[0-9a-f]{12}_[a-z2-7]{39}$`).MatchString(key) {
+		t.Fatalf("key create printed %q", out)
+	}
+	list := c.ok("admin", "key", "list", "alice")
+	id := key[4:16]
+	if !strings.Contains(list, id) || !strings.Contains(list, "cron job") || strings.Contains(list, key[17:]) {
+		t.Fatalf("key list:\n%s", list)
+	}
+	c.fails(exitFailure, "admin", "key", "create", "nobody")
+
+	// order import from a file and from stdin.
+	file := filepath.Join(t.TempDir(), "orders.json")
+	if err := os.WriteFile(file, []byte("["+storetest.OrderJSON(1, 0, "2020-01-01")+","+
+		storetest.OrderJSON(2, 0, "2099-01-01")+"]"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := c.ok("admin", "order", "import", "--member", "alice", file); !strings.Contains(out, "imported 2 order(s)") {
+		t.Fatalf("import: %s", out)
+	}
+	out, errOut, err := c.run(storetest.OrderJSON(3, 0, "2099-06-01"), "admin", "order", "import", "-", "--member", "alice")
+	if err != nil || !strings.Contains(out, "imported 1 order(s)") {
+		t.Fatalf("import from stdin: %v %s %s", err, out, errOut)
+	}
+	// A file with one bad order imports nothing.
+	_, _, err = c.run("["+storetest.OrderJSON(4, 0, "2099-01-01")+`,{"OrderId":5}]`, "admin", "order", "import", "--member", "alice", "-")
+	if err == nil || !strings.Contains(err.Error(), "order 2") {
+		t.Fatalf("bad import: %v", err)
+	}
+	c.fails(exitUsage, "admin", "order", "import", file)
+
+	c.ok("admin", "order", "renew", "1", "2")
+	c.ok("admin", "order", "renew", "2", "3")
+	if msg := c.fails(exitFailure, "admin", "order", "renew", "3", "1"); !strings.Contains(msg, "cycle") {
+		t.Fatalf("cycle: %s", msg)
+	}
+	c.fails(exitUsage, "admin", "order", "renew", "1", "x")
+
+	list = c.ok("admin", "order", "list", "alice")
+	for _, re := range []string{`(?m)^1\s+host1.example.com\s+issued\s+2020-01-01\s+-\d+\s+2$`, `(?m)^2\s.*\s3$`, `(?m)^3\s.*\s-$`} {
+		if !regexp.MustCompile(re).MatchString(list) {
+			t.Fatalf("order list does not match %s:\n%s", re, list)
+		}
+	}
+	if strings.Contains(list, "host4") {
+		t.Fatal("the failed import left order 4 behind")
+	}
+	show := c.ok("admin", "order", "show", "1")
+	if !strings.Contains(show, "member: alice") || !strings.Contains(show, `"was_renewed_by_order_id": 2`) {
+		t.Fatalf("order show:\n%s", show)
+	}
+	c.fails(exitFailure, "admin", "order", "show", "99")
+
+	c.ok("admin", "key", "revoke", id)
+	if list := c.ok("admin", "key", "list", "alice"); !strings.Contains(list, "revoked") {
+		t.Fatalf("key list after revoke:\n%s", list)
+	}
+	c.fails(exitUsage, "admin", "nothing", "here")
+	c.fails(exitUsage, "admin", "member")
+	c.fails(exitUsage, "frobnicate")
+	c.fails(exitUsage, "admin", "member", "add")
+}
+
+// syncBuffer is written by the server goroutine and read by the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startServe runs "certorder serve" with args on a free port until the test
+// ends, and returns its endpoint and stdout.
+func startServe(t *testing.T, c *cli, args ...string) (endpoint string, stdout *syncBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...),
+			func(k string) string { return c.env[k] }, strings.NewReader(""), stdout, stderr)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v\n%s", err, stderr.String())
+		}
+	})
+	re := regexp.MustCompile(`listening on (\S+)`)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if m := re.FindStringSubmatch(stderr.String()); m != nil {
+			return m[1], stdout
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("serve stopped: %v\n%s", err, stderr.String())
+		default:
+		}
+	}
+	t.Fatalf("serve did not start:\n%s", stderr.String())
+	return "", nil
+}
+
+// The demo prints credentials and curl commands that work, every time it runs.
+func TestServeDemo(t *testing.T) {
+	c := newCLI(t)
+	for run := 0; run < 2; run++ {
+		endpoint, stdout := startServe(t, c, "--demo")
+		out := stdout.String()
+		curls := regexp.MustCompile(`curl -s -X POST (\S+) -H 'Content-Type: application/json' -d '([^']+)'`).FindAllStringSubmatch(out, -1)
+		if len(curls) != 3 {
+			t.Fatalf("want 3 curl commands:\n%s", out)
+		}
+		for i, want := range []string{`{"message":"Authenticated"}`, `"OrderId":10003`, `{"orderId":10001,"renewed_orderId":10002}`} {
+			if curls[i][1] != endpoint {
+				t.Errorf("curl address %s, want %s", curls[i][1], endpoint)
+			}
+			resp, err := http.Post(curls[i][1], "application/json", strings.NewReader(curls[i][2]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			b.ReadFrom(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || !strings.Contains(b.String(), want) {
+				t.Errorf("run %d, %s: %d %s", run, curls[i][2], resp.StatusCode, b.String())
+			}
+		}
+	}
+	// Each run revoked the demo key before it: exactly one is active.
+	if list := c.ok("admin", "key", "list", "demo"); strings.Count(list, "active") != 1 {
+		t.Fatalf("demo keys:\n%s", list)
+	}
+}
+
+func TestServeFlags(t *testing.T) {
+	c := newCLI(t)
+	c.fails(exitUsage, "serve", "--ca-segment", "a/b")
+	c.fails(exitUsage, "serve", "extra")
+	c.fails(exitUsage, "serve", "--no-such-flag")
+	c.env["CERTORDER_CA_SEGMENT"] = "sectigo"
+	endpoint, _ := startServe(t, c)
+	if !strings.HasSuffix(endpoint, "/api/sectigo/") {
+		t.Fatalf("endpoint %s ignores CERTORDER_CA_SEGMENT", endpoint)
+	}
+}
