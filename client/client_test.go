@@ -1,0 +1,127 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"go/build"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/client"
+	"github.com/certorder/certorder/server"
+	"github.com/certorder/certorder/sqlite"
+	"github.com/certorder/certorder/storetest"
+)
+
+// newService starts the real server on a temp SQLite store, with alice's
+// orders 1 -> 2 -> 3 (a chain of two renewals) and 4, and bob's order 9.
+func newService(t *testing.T) (endpoint, aliceKey string) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for _, m := range []string{"alice", "bob"} {
+		if _, err := s.AddMember(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text, k, err := certorder.NewKey("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddKey(ctx, "alice", k); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ImportOrders(ctx, "alice", storetest.Orders(t, storetest.OrderJSON(1, 2, "2020-01-01"),
+		storetest.OrderJSON(2, 0, "2021-01-01"), storetest.OrderJSON(3, 0, "2099-01-01"), storetest.OrderJSON(4, 0, "2099-01-01"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordRenewal(ctx, 2, 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ImportOrders(ctx, "bob", storetest.Orders(t, storetest.OrderJSON(9, 0, "2099-01-01"))); err != nil {
+		t.Fatal(err)
+	}
+	h, err := server.New(s, server.Config{CASegment: "digicert"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL + "/api/digicert/", text
+}
+
+func TestAgainstServer(t *testing.T) {
+	endpoint, key := newService(t)
+	ctx := context.Background()
+	c, err := client.New(endpoint, "alice", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Auth(ctx); err != nil {
+		t.Fatal(err)
+	}
+	o, err := c.OrderInfo(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.OrderID != 1 || !o.IsRenewed || o.WasRenewedByOrderID.Value != 2 || o.Certificate.CommonName != "host1.example.com" ||
+		o.Certificate.UserID != "42" || o.Certificate.ReceiptID.Value != 1234 || o.Certificate.DaysRemaining.Value >= 0 ||
+		o.PurchasedWildcardNames.Valid || !strings.Contains(string(o.Raw), `"OrderId":1`) {
+		t.Fatalf("OrderInfo = %+v", o)
+	}
+	r, err := c.RenewCheck(ctx, 2)
+	if err != nil || r.OrderID.Value != 2 || r.RenewedOrderID.Value != 3 {
+		t.Fatalf("RenewCheck = %+v, %v", r, err)
+	}
+	if _, err := c.RenewCheck(ctx, 3); !errors.Is(err, client.ErrNotRenewed) {
+		t.Fatalf("RenewCheck on the newest: %v", err)
+	}
+	cur, err := c.Current(ctx, 1)
+	if err != nil || !slices.Equal(cur.Chain, []int64{1, 2, 3}) || cur.Order.OrderID != 3 || cur.Order.IsRenewed {
+		t.Fatalf("Current(1) = %+v, %v", cur, err)
+	}
+	cur, err = c.Current(ctx, 4)
+	if err != nil || !slices.Equal(cur.Chain, []int64{4}) || cur.Order.OrderID != 4 {
+		t.Fatalf("Current(4) = %+v, %v", cur, err)
+	}
+	for _, id := range []int64{9, 99} { // bob's and nobody's
+		if _, err := c.OrderInfo(ctx, id); !errors.Is(err, client.ErrNoSuchOrder) {
+			t.Errorf("OrderInfo(%d): %v", id, err)
+		}
+		if _, err := c.Current(ctx, id); !errors.Is(err, client.ErrNoSuchOrder) {
+			t.Errorf("Current(%d): %v", id, err)
+		}
+	}
+	bad, _ := client.New(endpoint, "alice", key+"x")
+	if err := bad.Auth(ctx); !errors.Is(err, client.ErrCredentialsRejected) {
+		t.Fatalf("wrong key: %v", err)
+	}
+	if _, err := bad.OrderInfo(ctx, 1); !errors.Is(err, client.ErrCredentialsRejected) || errors.Is(err, client.ErrNoSuchOrder) {
+		t.Fatalf("wrong key, OrderInfo: %v", err)
+	}
+}
+
+// The client package pulls in no database driver: it imports the standard
+// library and at most the root package, which itself imports only the
+// standard library.
+func TestClientImports(t *testing.T) {
+	for _, dir := range []string{".", ".."} {
+		pkg, err := build.ImportDir(dir, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range pkg.Imports {
+			if strings.Contains(strings.Split(imp, "/")[0], ".") && imp != "github.com/certorder/certorder" {
+				t.Errorf("%s imports %s", pkg.ImportPath, imp)
+			}
+		}
+	}
+}
