@@ -82,6 +82,10 @@ type Store interface {
 	// RecordRenewal records that order newID renewed order oldID (see CheckRenewal).
 	RecordRenewal(ctx context.Context, oldID, newID int64) error
 
+	// Restore loads an export (see Export and ReadExport) into an empty
+	// store, in one transaction; ErrConflict if the store holds anything.
+	Restore(ctx context.Context, records iter.Seq2[Record, error]) error
+
 	// Ping reports whether the store can be reached.
 	Ping(ctx context.Context) error
 	Close() error

@@ -20,12 +20,17 @@ type Config struct {
 	CASegment    string           // path segment of the endpoint: /api/<CASegment>/
 	ErrorsAs200  bool             // answer failures with status 200, for clients that expect it
 	MaxBodyBytes int64            // request body limit; 0 means DefaultMaxBodyBytes
+	StoreTimeout time.Duration    // bound on the store's work for one request; 0 means DefaultStoreTimeout
 	Now          func() time.Time // clock for days_remaining; nil means time.Now
 	Logger       *slog.Logger     // access and error log; nil means none
 }
 
 // DefaultMaxBodyBytes bounds a request body. A real request is well under 1 KiB.
 const DefaultMaxBodyBytes = 16 << 10
+
+// DefaultStoreTimeout bounds the store's work for one request, so that a
+// database that stops answering gives a quick 503 rather than a hung client.
+const DefaultStoreTimeout = 5 * time.Second
 
 var segmentPattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
@@ -61,6 +66,9 @@ func New(store certorder.Store, cfg Config) (http.Handler, error) {
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.StoreTimeout <= 0 {
+		cfg.StoreTimeout = DefaultStoreTimeout
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -106,7 +114,9 @@ func (s *server) handleAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ev.action = req.Action
-	cred, f := s.authenticate(r.Context(), req)
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
+	defer cancel()
+	cred, f := s.authenticate(ctx, req)
 	if f != nil {
 		s.answer(w, r, ev, nil, f)
 		return
@@ -117,7 +127,7 @@ func (s *server) handleAPI(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, r, ev, nil, fail(certorder.NumUnknownAction))
 		return
 	}
-	body, f := act(r.Context(), cred, req, ev)
+	body, f := act(ctx, cred, req, ev)
 	s.answer(w, r, ev, body, f)
 }
 

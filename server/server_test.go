@@ -17,8 +17,9 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/server"
-	"github.com/certorder/certorder/sqlite"
+	"github.com/certorder/certorder/stores"
 	"github.com/certorder/certorder/storetest"
 )
 
@@ -27,21 +28,21 @@ var today = time.Date(2026, 1, 15, 13, 0, 0, 0, time.UTC)
 
 type fixture struct {
 	store             certorder.Store
-	dbPath            string
+	dbPath            string // the DSN; a file path on SQLite
 	url               string // the endpoint
 	aliceKey, bobKey  string
 	revokedKey        string
 	disabledMemberKey string
 }
 
-// newFixture starts the server on a temp SQLite file with members alice
+// newFixture starts the server on a fresh store (see testdb) with members alice
 // (orders 1001 -> 1002 -> 1003 from testdata), bob (order 2001) and carol
 // (disabled).
-func newFixture(t *testing.T, cfg server.Config) *fixture {
+func newFixture(t *testing.T, dsn string, cfg server.Config) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	f := &fixture{dbPath: filepath.Join(t.TempDir(), "certorder.db")}
-	s, err := sqlite.Open(ctx, f.dbPath)
+	f := &fixture{dbPath: dsn}
+	s, err := stores.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,88 +150,92 @@ func (f *fixture) alice(action string, more ...string) string {
 }
 
 func TestActions(t *testing.T) {
-	f := newFixture(t, server.Config{})
-	for _, tc := range []struct {
-		name, body, want string
-	}{
-		{"Auth", f.alice("Auth"), `{"message":"Authenticated"}`},
-		{"RenewCheck from the document", f.alice("RenewCheck", "orderId", "1001"), `{"orderId":1001,"renewed_orderId":1002}`},
-		{"RenewCheck from order renew", f.alice("RenewCheck", "orderId", `"1002"`), `{"orderId":1002,"renewed_orderId":1003}`},
-		{"unknown fields ignored", f.alice("Auth", "extra", `[1,{"x":null}]`), `{"message":"Authenticated"}`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			status, got := f.post(t, tc.body)
-			if status != http.StatusOK || got != tc.want {
-				t.Fatalf("got %d %s, want 200 %s", status, got, tc.want)
-			}
-		})
-	}
-	// The endpoint answers without the trailing slash too, rather than redirecting a POST.
-	status, got := do(t, http.MethodPost, strings.TrimSuffix(f.url, "/"), f.alice("Auth"))
-	if status != http.StatusOK || got != `{"message":"Authenticated"}` {
-		t.Fatalf("without slash: %d %s", status, got)
-	}
+	testdb.Each(t, func(t *testing.T, dsn string) {
+		f := newFixture(t, dsn, server.Config{})
+		for _, tc := range []struct {
+			name, body, want string
+		}{
+			{"Auth", f.alice("Auth"), `{"message":"Authenticated"}`},
+			{"RenewCheck from the document", f.alice("RenewCheck", "orderId", "1001"), `{"orderId":1001,"renewed_orderId":1002}`},
+			{"RenewCheck from order renew", f.alice("RenewCheck", "orderId", `"1002"`), `{"orderId":1002,"renewed_orderId":1003}`},
+			{"unknown fields ignored", f.alice("Auth", "extra", `[1,{"x":null}]`), `{"message":"Authenticated"}`},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				status, got := f.post(t, tc.body)
+				if status != http.StatusOK || got != tc.want {
+					t.Fatalf("got %d %s, want 200 %s", status, got, tc.want)
+				}
+			})
+		}
+		// The endpoint answers without the trailing slash too, rather than redirecting a POST.
+		status, got := do(t, http.MethodPost, strings.TrimSuffix(f.url, "/"), f.alice("Auth"))
+		if status != http.StatusOK || got != `{"message":"Authenticated"}` {
+			t.Fatalf("without slash: %d %s", status, got)
+		}
+	})
 }
 
 func TestOrderInfoFidelity(t *testing.T) {
-	f := newFixture(t, server.Config{})
-	raw, err := os.ReadFile("testdata/orders.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var imported []map[string]any
-	decode(t, raw, &imported)
-
-	for i, tc := range []struct {
-		id        string
-		days      int64
-		renewedBy int64
-	}{
-		{"1001", -2206, 1002}, // valid till 2020-01-01, renewed in the document
-		{"1002", 45, 1003},    // valid till 2026-03-01, renewed by order renew
-		{"1003", 410, 0},      // valid till 2027-03-01, current
-	} {
-		t.Run(tc.id, func(t *testing.T) {
-			status, got := f.post(t, f.alice("OrderInfo", "orderId", tc.id))
-			if status != http.StatusOK {
-				t.Fatalf("status %d: %s", status, got)
-			}
-			var answer map[string]any
-			decode(t, []byte(got), &answer)
-			want := imported[i]
-			cert := answer["certificate"].(map[string]any)
-			if cert["days_remaining"] != json.Number(itoa(tc.days)) {
-				t.Errorf("days_remaining = %v, want %d", cert["days_remaining"], tc.days)
-			}
-			if (tc.renewedBy != 0) != answer["is_renewed"] {
-				t.Errorf("is_renewed = %v", answer["is_renewed"])
-			}
-			if tc.renewedBy != 0 && answer["was_renewed_by_order_id"] != json.Number(itoa(tc.renewedBy)) {
-				t.Errorf("was_renewed_by_order_id = %v, want %d", answer["was_renewed_by_order_id"], tc.renewedBy)
-			}
-			if _, ok := answer["was_renewed_by_order_id"]; tc.renewedBy == 0 && ok {
-				t.Errorf("was_renewed_by_order_id present on an order not renewed")
-			}
-			// Everything else comes back exactly as imported, types included
-			// (json.Number and string stay apart).
-			for _, m := range []map[string]any{answer, want} {
-				delete(m, "is_renewed")
-				delete(m, "was_renewed_by_order_id")
-				delete(m["certificate"].(map[string]any), "days_remaining")
-			}
-			if !reflect.DeepEqual(answer, want) {
-				t.Errorf("answer differs from the import:\n got %v\nwant %v", answer, want)
-			}
-		})
-	}
-	// The spec's field names, as written.
-	_, got := f.post(t, f.alice("OrderInfo", "orderId", "1001"))
-	for _, s := range []string{`"OrderId":1001`, `"dns_names":["old.example.com","www.old.example.com"]`,
-		`"user_id":31337`, `"receipt_id":"8800123"`, `"purchased_dns_names":"2"`, `"purchased_wildcard_names":null`} {
-		if !strings.Contains(got, s) {
-			t.Errorf("answer lacks %s: %s", s, got)
+	testdb.Each(t, func(t *testing.T, dsn string) {
+		f := newFixture(t, dsn, server.Config{})
+		raw, err := os.ReadFile("testdata/orders.json")
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		var imported []map[string]any
+		decode(t, raw, &imported)
+
+		for i, tc := range []struct {
+			id        string
+			days      int64
+			renewedBy int64
+		}{
+			{"1001", -2206, 1002}, // valid till 2020-01-01, renewed in the document
+			{"1002", 45, 1003},    // valid till 2026-03-01, renewed by order renew
+			{"1003", 410, 0},      // valid till 2027-03-01, current
+		} {
+			t.Run(tc.id, func(t *testing.T) {
+				status, got := f.post(t, f.alice("OrderInfo", "orderId", tc.id))
+				if status != http.StatusOK {
+					t.Fatalf("status %d: %s", status, got)
+				}
+				var answer map[string]any
+				decode(t, []byte(got), &answer)
+				want := imported[i]
+				cert := answer["certificate"].(map[string]any)
+				if cert["days_remaining"] != json.Number(itoa(tc.days)) {
+					t.Errorf("days_remaining = %v, want %d", cert["days_remaining"], tc.days)
+				}
+				if (tc.renewedBy != 0) != answer["is_renewed"] {
+					t.Errorf("is_renewed = %v", answer["is_renewed"])
+				}
+				if tc.renewedBy != 0 && answer["was_renewed_by_order_id"] != json.Number(itoa(tc.renewedBy)) {
+					t.Errorf("was_renewed_by_order_id = %v, want %d", answer["was_renewed_by_order_id"], tc.renewedBy)
+				}
+				if _, ok := answer["was_renewed_by_order_id"]; tc.renewedBy == 0 && ok {
+					t.Errorf("was_renewed_by_order_id present on an order not renewed")
+				}
+				// Everything else comes back exactly as imported, types included
+				// (json.Number and string stay apart).
+				for _, m := range []map[string]any{answer, want} {
+					delete(m, "is_renewed")
+					delete(m, "was_renewed_by_order_id")
+					delete(m["certificate"].(map[string]any), "days_remaining")
+				}
+				if !reflect.DeepEqual(answer, want) {
+					t.Errorf("answer differs from the import:\n got %v\nwant %v", answer, want)
+				}
+			})
+		}
+		// The spec's field names, as written.
+		_, got := f.post(t, f.alice("OrderInfo", "orderId", "1001"))
+		for _, s := range []string{`"OrderId":1001`, `"dns_names":["old.example.com","www.old.example.com"]`,
+			`"user_id":31337`, `"receipt_id":"8800123"`, `"purchased_dns_names":"2"`, `"purchased_wildcard_names":null`} {
+			if !strings.Contains(got, s) {
+				t.Errorf("answer lacks %s: %s", s, got)
+			}
+		}
+	})
 }
 
 func decode(t *testing.T, b []byte, v any) {
@@ -245,136 +250,142 @@ func decode(t *testing.T, b []byte, v any) {
 func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
 func TestBadRequests(t *testing.T) {
-	f := newFixture(t, server.Config{})
-	creds := func(name, key string) []string {
-		return []string{"AccessName", name, "AccessKey", key}
-	}
-	alice := creds(`"alice"`, q(f.aliceKey))
-	with := func(base []string, more ...string) string {
-		return body(append(append([]string{}, base...), more...)...)
-	}
-	info := func(orderID string) string { return with(alice, "action", `"OrderInfo"`, "orderId", orderID) }
-	otherKey, _, _ := certorder.NewKey("")
+	testdb.Each(t, func(t *testing.T, dsn string) {
+		f := newFixture(t, dsn, server.Config{})
+		creds := func(name, key string) []string {
+			return []string{"AccessName", name, "AccessKey", key}
+		}
+		alice := creds(`"alice"`, q(f.aliceKey))
+		with := func(base []string, more ...string) string {
+			return body(append(append([]string{}, base...), more...)...)
+		}
+		info := func(orderID string) string { return with(alice, "action", `"OrderInfo"`, "orderId", orderID) }
+		otherKey, _, _ := certorder.NewKey("")
 
-	for _, tc := range []struct {
-		name, method, path, body string
-		num                      certorder.ErrorNumber
-		status                   int
-	}{
-		{"GET", http.MethodGet, "", "", certorder.NumMethodNotAllowed, 405},
-		{"PUT", http.MethodPut, "", f.alice("Auth"), certorder.NumMethodNotAllowed, 405},
-		{"unknown path", "", "/api/other/", f.alice("Auth"), certorder.NumUnknownPath, 404},
-		{"root path", "", "/", f.alice("Auth"), certorder.NumUnknownPath, 404},
-		{"empty body", "", "", "", certorder.NumMalformedRequest, 400},
-		{"not JSON", "", "", "AccessName=alice", certorder.NumMalformedRequest, 400},
-		{"array", "", "", `[` + f.alice("Auth") + `]`, certorder.NumMalformedRequest, 400},
-		{"string", "", "", `"Auth"`, certorder.NumMalformedRequest, 400},
-		{"null", "", "", `null`, certorder.NumMalformedRequest, 400},
-		{"truncated", "", "", `{"AccessName":"alice",`, certorder.NumMalformedRequest, 400},
-		{"trailing data", "", "", f.alice("Auth") + ` {}`, certorder.NumMalformedRequest, 400},
-		{"too large", "", "", f.alice("Auth", "pad", q(strings.Repeat("x", 20<<10))), certorder.NumMalformedRequest, 413},
-		{"empty object", "", "", `{}`, certorder.NumCredentialsMissing, 400},
-		{"no AccessName", "", "", body("AccessKey", q(f.aliceKey), "action", `"Auth"`), certorder.NumCredentialsMissing, 400},
-		{"no AccessKey", "", "", body("AccessName", `"alice"`, "action", `"Auth"`), certorder.NumCredentialsMissing, 400},
-		{"AccessName a number", "", "", with(creds("7", q(f.aliceKey)), "action", `"Auth"`), certorder.NumCredentialsMissing, 400},
-		{"AccessName null", "", "", with(creds("null", q(f.aliceKey)), "action", `"Auth"`), certorder.NumCredentialsMissing, 400},
-		{"AccessKey empty", "", "", with(creds(`"alice"`, `""`), "action", `"Auth"`), certorder.NumCredentialsMissing, 400},
-		{"names are case-sensitive", "", "", body("accessname", `"alice"`, "accesskey", q(f.aliceKey), "action", `"Auth"`), certorder.NumCredentialsMissing, 400},
-		{"wrong key", "", "", with(creds(`"alice"`, q(otherKey)), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
-		{"key of another shape", "", "", with(creds(`"alice"`, `"hunter2"`), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
-		{"key with a tampered secret", "", "", with(creds(`"alice"`, q(f.aliceKey[:len(f.aliceKey)-1]+"x")), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
-		{"unknown member", "", "", with(creds(`"mallory"`, q(f.aliceKey)), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
-		{"another member's name", "", "", with(creds(`"bob"`, q(f.aliceKey)), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
-		{"revoked key", "", "", with(creds(`"alice"`, q(f.revokedKey)), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
-		{"disabled member", "", "", with(creds(`"carol"`, q(f.disabledMemberKey)), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
-		{"no action", "", "", with(alice), certorder.NumUnknownAction, 400},
-		{"unknown action", "", "", with(alice, "action", `"Delete"`), certorder.NumUnknownAction, 400},
-		{"action in the wrong case", "", "", with(alice, "action", `"orderinfo"`), certorder.NumUnknownAction, 400},
-		{"action a number", "", "", with(alice, "action", `1`), certorder.NumUnknownAction, 400},
-		{"orderId missing", "", "", with(alice, "action", `"OrderInfo"`), certorder.NumBadOrderID, 400},
-		{"orderId zero", "", "", info("0"), certorder.NumBadOrderID, 400},
-		{"orderId negative", "", "", info("-1001"), certorder.NumBadOrderID, 400},
-		{"orderId fraction", "", "", info("1001.5"), certorder.NumBadOrderID, 400},
-		{"orderId 1001.0", "", "", info("1001.0"), certorder.NumBadOrderID, 400},
-		{"orderId exponent", "", "", info("1.001e3"), certorder.NumBadOrderID, 400},
-		{"orderId too large", "", "", info("9223372036854775808"), certorder.NumBadOrderID, 400},
-		{"orderId boolean", "", "", info("true"), certorder.NumBadOrderID, 400},
-		{"orderId null", "", "", info("null"), certorder.NumBadOrderID, 400},
-		{"orderId object", "", "", info(`{"id":1001}`), certorder.NumBadOrderID, 400},
-		{"orderId array", "", "", info(`[1001]`), certorder.NumBadOrderID, 400},
-		{"orderId empty string", "", "", info(`""`), certorder.NumBadOrderID, 400},
-		{"orderId with spaces", "", "", info(`" 1001"`), certorder.NumBadOrderID, 400},
-		{"orderId signed string", "", "", info(`"+1001"`), certorder.NumBadOrderID, 400},
-		{"orderId letters", "", "", info(`"10a1"`), certorder.NumBadOrderID, 400},
-		{"orderId of nothing", "", "", info("999999"), certorder.NumNoSuchOrder, 404},
-		{"orderId of another member", "", "", info("2001"), certorder.NumNoSuchOrder, 404},
-		{"RenewCheck bad orderId", "", "", with(alice, "action", `"RenewCheck"`, "orderId", `"x"`), certorder.NumBadOrderID, 400},
-		{"RenewCheck another member's", "", "", with(alice, "action", `"RenewCheck"`, "orderId", "2001"), certorder.NumNoSuchOrder, 404},
-		{"RenewCheck not renewed", "", "", with(alice, "action", `"RenewCheck"`, "orderId", "1003"), certorder.NumNotRenewed, 404},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			method := tc.method
-			if method == "" {
-				method = http.MethodPost
-			}
-			url := f.url
-			if tc.path != "" {
-				url = strings.TrimSuffix(f.url, "/api/digicert/") + tc.path
-			}
-			status, got := do(t, method, url, tc.body)
-			want := `{"error_message":"Error(` + itoa(int64(tc.num)) + `) ` + tc.num.Text() + `"}`
-			if status != tc.status || got != want {
-				t.Fatalf("got %d %s\nwant %d %s", status, got, tc.status, want)
-			}
-		})
-	}
+		for _, tc := range []struct {
+			name, method, path, body string
+			num                      certorder.ErrorNumber
+			status                   int
+		}{
+			{"GET", http.MethodGet, "", "", certorder.NumMethodNotAllowed, 405},
+			{"PUT", http.MethodPut, "", f.alice("Auth"), certorder.NumMethodNotAllowed, 405},
+			{"unknown path", "", "/api/other/", f.alice("Auth"), certorder.NumUnknownPath, 404},
+			{"root path", "", "/", f.alice("Auth"), certorder.NumUnknownPath, 404},
+			{"empty body", "", "", "", certorder.NumMalformedRequest, 400},
+			{"not JSON", "", "", "AccessName=alice", certorder.NumMalformedRequest, 400},
+			{"array", "", "", `[` + f.alice("Auth") + `]`, certorder.NumMalformedRequest, 400},
+			{"string", "", "", `"Auth"`, certorder.NumMalformedRequest, 400},
+			{"null", "", "", `null`, certorder.NumMalformedRequest, 400},
+			{"truncated", "", "", `{"AccessName":"alice",`, certorder.NumMalformedRequest, 400},
+			{"trailing data", "", "", f.alice("Auth") + ` {}`, certorder.NumMalformedRequest, 400},
+			{"too large", "", "", f.alice("Auth", "pad", q(strings.Repeat("x", 20<<10))), certorder.NumMalformedRequest, 413},
+			{"empty object", "", "", `{}`, certorder.NumCredentialsMissing, 400},
+			{"no AccessName", "", "", body("AccessKey", q(f.aliceKey), "action", `"Auth"`), certorder.NumCredentialsMissing, 400},
+			{"no AccessKey", "", "", body("AccessName", `"alice"`, "action", `"Auth"`), certorder.NumCredentialsMissing, 400},
+			{"AccessName a number", "", "", with(creds("7", q(f.aliceKey)), "action", `"Auth"`), certorder.NumCredentialsMissing, 400},
+			{"AccessName null", "", "", with(creds("null", q(f.aliceKey)), "action", `"Auth"`), certorder.NumCredentialsMissing, 400},
+			{"AccessKey empty", "", "", with(creds(`"alice"`, `""`), "action", `"Auth"`), certorder.NumCredentialsMissing, 400},
+			{"names are case-sensitive", "", "", body("accessname", `"alice"`, "accesskey", q(f.aliceKey), "action", `"Auth"`), certorder.NumCredentialsMissing, 400},
+			{"wrong key", "", "", with(creds(`"alice"`, q(otherKey)), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
+			{"key of another shape", "", "", with(creds(`"alice"`, `"hunter2"`), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
+			{"key with a tampered secret", "", "", with(creds(`"alice"`, q(f.aliceKey[:len(f.aliceKey)-1]+"x")), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
+			{"unknown member", "", "", with(creds(`"mallory"`, q(f.aliceKey)), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
+			{"another member's name", "", "", with(creds(`"bob"`, q(f.aliceKey)), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
+			{"revoked key", "", "", with(creds(`"alice"`, q(f.revokedKey)), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
+			{"disabled member", "", "", with(creds(`"carol"`, q(f.disabledMemberKey)), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
+			{"no action", "", "", with(alice), certorder.NumUnknownAction, 400},
+			{"unknown action", "", "", with(alice, "action", `"Delete"`), certorder.NumUnknownAction, 400},
+			{"action in the wrong case", "", "", with(alice, "action", `"orderinfo"`), certorder.NumUnknownAction, 400},
+			{"action a number", "", "", with(alice, "action", `1`), certorder.NumUnknownAction, 400},
+			{"orderId missing", "", "", with(alice, "action", `"OrderInfo"`), certorder.NumBadOrderID, 400},
+			{"orderId zero", "", "", info("0"), certorder.NumBadOrderID, 400},
+			{"orderId negative", "", "", info("-1001"), certorder.NumBadOrderID, 400},
+			{"orderId fraction", "", "", info("1001.5"), certorder.NumBadOrderID, 400},
+			{"orderId 1001.0", "", "", info("1001.0"), certorder.NumBadOrderID, 400},
+			{"orderId exponent", "", "", info("1.001e3"), certorder.NumBadOrderID, 400},
+			{"orderId too large", "", "", info("9223372036854775808"), certorder.NumBadOrderID, 400},
+			{"orderId boolean", "", "", info("true"), certorder.NumBadOrderID, 400},
+			{"orderId null", "", "", info("null"), certorder.NumBadOrderID, 400},
+			{"orderId object", "", "", info(`{"id":1001}`), certorder.NumBadOrderID, 400},
+			{"orderId array", "", "", info(`[1001]`), certorder.NumBadOrderID, 400},
+			{"orderId empty string", "", "", info(`""`), certorder.NumBadOrderID, 400},
+			{"orderId with spaces", "", "", info(`" 1001"`), certorder.NumBadOrderID, 400},
+			{"orderId signed string", "", "", info(`"+1001"`), certorder.NumBadOrderID, 400},
+			{"orderId letters", "", "", info(`"10a1"`), certorder.NumBadOrderID, 400},
+			{"orderId of nothing", "", "", info("999999"), certorder.NumNoSuchOrder, 404},
+			{"orderId of another member", "", "", info("2001"), certorder.NumNoSuchOrder, 404},
+			{"RenewCheck bad orderId", "", "", with(alice, "action", `"RenewCheck"`, "orderId", `"x"`), certorder.NumBadOrderID, 400},
+			{"RenewCheck another member's", "", "", with(alice, "action", `"RenewCheck"`, "orderId", "2001"), certorder.NumNoSuchOrder, 404},
+			{"RenewCheck not renewed", "", "", with(alice, "action", `"RenewCheck"`, "orderId", "1003"), certorder.NumNotRenewed, 404},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				method := tc.method
+				if method == "" {
+					method = http.MethodPost
+				}
+				url := f.url
+				if tc.path != "" {
+					url = strings.TrimSuffix(f.url, "/api/digicert/") + tc.path
+				}
+				status, got := do(t, method, url, tc.body)
+				want := `{"error_message":"Error(` + itoa(int64(tc.num)) + `) ` + tc.num.Text() + `"}`
+				if status != tc.status || got != want {
+					t.Fatalf("got %d %s\nwant %d %s", status, got, tc.status, want)
+				}
+			})
+		}
+	})
 }
 
 // Another member's order and a missing one look the same, byte for byte.
 func TestNoExistenceOracle(t *testing.T) {
-	f := newFixture(t, server.Config{})
-	for _, action := range []string{"OrderInfo", "RenewCheck"} {
-		s1, theirs := f.post(t, f.alice(action, "orderId", "2001"))
-		s2, missing := f.post(t, f.alice(action, "orderId", "2002"))
-		if s1 != s2 || theirs != missing {
-			t.Errorf("%s: another member's order %d %s; missing order %d %s", action, s1, theirs, s2, missing)
+	testdb.Each(t, func(t *testing.T, dsn string) {
+		f := newFixture(t, dsn, server.Config{})
+		for _, action := range []string{"OrderInfo", "RenewCheck"} {
+			s1, theirs := f.post(t, f.alice(action, "orderId", "2001"))
+			s2, missing := f.post(t, f.alice(action, "orderId", "2002"))
+			if s1 != s2 || theirs != missing {
+				t.Errorf("%s: another member's order %d %s; missing order %d %s", action, s1, theirs, s2, missing)
+			}
 		}
-	}
-	// bob sees his own.
-	status, _ := f.post(t, body("AccessName", `"bob"`, "AccessKey", q(f.bobKey), "action", `"OrderInfo"`, "orderId", "2001"))
-	if status != http.StatusOK {
-		t.Fatalf("bob's own order: %d", status)
-	}
+		// bob sees his own.
+		status, _ := f.post(t, body("AccessName", `"bob"`, "AccessKey", q(f.bobKey), "action", `"OrderInfo"`, "orderId", "2001"))
+		if status != http.StatusOK {
+			t.Fatalf("bob's own order: %d", status)
+		}
+	})
 }
 
 func TestRefusedOnTheNextRequest(t *testing.T) {
-	f := newFixture(t, server.Config{})
-	ctx := context.Background()
-	ok := func(want bool) {
-		t.Helper()
-		status, got := f.post(t, f.alice("Auth"))
-		if (status == http.StatusOK) != want {
-			t.Fatalf("Auth: %d %s, want accepted=%v", status, got, want)
+	testdb.Each(t, func(t *testing.T, dsn string) {
+		f := newFixture(t, dsn, server.Config{})
+		ctx := context.Background()
+		ok := func(want bool) {
+			t.Helper()
+			status, got := f.post(t, f.alice("Auth"))
+			if (status == http.StatusOK) != want {
+				t.Fatalf("Auth: %d %s, want accepted=%v", status, got, want)
+			}
 		}
-	}
-	ok(true)
-	if err := f.store.SetMemberDisabled(ctx, "alice", true); err != nil {
-		t.Fatal(err)
-	}
-	ok(false)
-	if err := f.store.SetMemberDisabled(ctx, "alice", false); err != nil {
-		t.Fatal(err)
-	}
-	ok(true)
-	id, _ := certorder.KeyID(f.aliceKey)
-	if err := f.store.RevokeKey(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	ok(false)
+		ok(true)
+		if err := f.store.SetMemberDisabled(ctx, "alice", true); err != nil {
+			t.Fatal(err)
+		}
+		ok(false)
+		if err := f.store.SetMemberDisabled(ctx, "alice", false); err != nil {
+			t.Fatal(err)
+		}
+		ok(true)
+		id, _ := certorder.KeyID(f.aliceKey)
+		if err := f.store.RevokeKey(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		ok(false)
+	})
 }
 
 func TestErrorsAs200(t *testing.T) {
-	f := newFixture(t, server.Config{ErrorsAs200: true, CASegment: "sectigo"})
+	f := newFixture(t, testdb.SQLite(t), server.Config{ErrorsAs200: true, CASegment: "sectigo"})
 	status, got := f.post(t, f.alice("OrderInfo", "orderId", "2001"))
 	if status != http.StatusOK || got != `{"error_message":"Error(131) orderId is failed."}` {
 		t.Fatalf("got %d %s", status, got)
@@ -395,7 +406,7 @@ func TestBadSegment(t *testing.T) {
 // The key's text is nowhere in the database, the WAL or the log.
 func TestKeyNotStored(t *testing.T) {
 	var log bytes.Buffer
-	f := newFixture(t, server.Config{Logger: slogTo(&log)})
+	f := newFixture(t, testdb.SQLite(t), server.Config{Logger: slogTo(&log)})
 	f.post(t, f.alice("Auth"))
 	f.post(t, f.alice("OrderInfo", "orderId", "1001"))
 	f.post(t, body("AccessName", `"alice"`, "AccessKey", q(f.aliceKey+"x"), "action", `"Auth"`))

@@ -15,7 +15,8 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/migrations"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite" // registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 //go:embed migrations/*.sql
@@ -134,7 +135,11 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-func now() string { return time.Now().UTC().Format(timeLayout) }
+// now is the current time as stored, to the microsecond as PostgreSQL keeps
+// it, so that an export reads the same from either store.
+func now() string { return formatTime(time.Now()) }
+
+func formatTime(t time.Time) string { return t.UTC().Truncate(time.Microsecond).Format(timeLayout) }
 
 func parseTime(s sql.NullString) time.Time {
 	if !s.Valid {
@@ -158,17 +163,21 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 
 // wrap turns a driver error into a store error; domain errors pass through.
 func wrap(op string, err error) error {
+	var se *sqlite.Error
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, certorder.ErrNotFound), errors.Is(err, certorder.ErrConflict),
-		errors.Is(err, certorder.ErrInvalid), errors.Is(err, context.Canceled),
-		errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("%s: %w", op, err)
-	case strings.Contains(err.Error(), "UNIQUE constraint failed"):
-		return fmt.Errorf("%s: %w", op, certorder.ErrConflict)
+	case errors.As(err, &se):
+		switch se.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			return fmt.Errorf("%s: %w", op, certorder.ErrConflict)
+		}
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_CANTOPEN:
+			return fmt.Errorf("%s: %w: %v", op, certorder.ErrUnavailable, err)
+		}
 	}
-	return fmt.Errorf("%s: %w: %v", op, certorder.ErrUnavailable, err)
+	return fmt.Errorf("%s: %w", op, err)
 }
 
 // AddMember creates a member.
@@ -176,9 +185,9 @@ func (s *Store) AddMember(ctx context.Context, name string) (certorder.Member, e
 	if err := certorder.ValidMemberName(name); err != nil {
 		return certorder.Member{}, err
 	}
-	m := certorder.Member{Name: name, CreatedAt: time.Now().UTC()}
+	m := certorder.Member{Name: name, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
 	res, err := s.write.ExecContext(ctx, `INSERT INTO members (name, created_at) VALUES (?, ?)`,
-		name, m.CreatedAt.Format(timeLayout))
+		name, formatTime(m.CreatedAt))
 	if err != nil {
 		return certorder.Member{}, wrap("add member "+name, err)
 	}
@@ -431,4 +440,74 @@ func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq
 		return 0, wrap("import orders", err)
 	}
 	return n, nil
+}
+
+// Restore loads an export into the empty store.
+func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record, error]) error {
+	return wrap("restore", s.inTx(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM members) + (SELECT COUNT(*) FROM orders)`).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return fmt.Errorf("%w: the store is not empty", certorder.ErrConflict)
+		}
+		ids := map[string]int64{}
+		for rec, err := range records {
+			if err != nil {
+				return err
+			}
+			switch {
+			case rec.Member != nil:
+				m := rec.Member
+				res, err := tx.ExecContext(ctx, `INSERT INTO members (name, disabled, created_at) VALUES (?, ?, ?)`,
+					m.Name, m.Disabled, stampOrNow(m.CreatedAt))
+				if err != nil {
+					return err
+				}
+				if ids[m.Name], err = res.LastInsertId(); err != nil {
+					return err
+				}
+			case rec.Key != nil:
+				k := rec.Key
+				mid, err := restoredMember(ids, k.Member)
+				if err != nil {
+					return err
+				}
+				revoked := sql.NullString{String: formatTime(k.RevokedAt), Valid: k.Revoked()}
+				if _, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, member_id, label, hash, created_at, revoked_at)
+					VALUES (?, ?, ?, ?, ?, ?)`, k.ID, mid, k.Label, k.Hash, stampOrNow(k.CreatedAt), revoked); err != nil {
+					return err
+				}
+			case rec.Order != nil:
+				o := rec.Order
+				mid, err := restoredMember(ids, o.Member)
+				if err != nil {
+					return err
+				}
+				if _, err := tx.ExecContext(ctx, `INSERT INTO orders
+					(id, member_id, common_name, status, valid_till, renewed_by, doc, cert_end, updated_at)
+					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, o.ID, mid, o.CommonName, o.Status, o.ValidTill,
+					sql.NullInt64{Int64: o.RenewedBy, Valid: o.RenewedBy != 0}, o.Doc, o.CertEnd, now()); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}))
+}
+
+func stampOrNow(t time.Time) string {
+	if t.IsZero() {
+		return now()
+	}
+	return formatTime(t)
+}
+
+func restoredMember(ids map[string]int64, name string) (int64, error) {
+	id, ok := ids[name]
+	if !ok {
+		return 0, fmt.Errorf("%w: member %s is not in the export before its keys and orders", certorder.ErrInvalid, name)
+	}
+	return id, nil
 }

@@ -48,6 +48,7 @@ func Run(t *testing.T, open func(t *testing.T) certorder.Store) {
 	t.Run("ImportIsAtomic", func(t *testing.T) { testImportAtomic(t, newStore(t)) })
 	t.Run("ImportOwnership", func(t *testing.T) { testImportOwnership(t, newStore(t)) })
 	t.Run("Renewals", func(t *testing.T) { testRenewals(t, newStore(t)) })
+	t.Run("ExportRestore", func(t *testing.T) { testExportRestore(t, newStore(t), newStore(t)) })
 	t.Run("Ping", func(t *testing.T) {
 		if err := newStore(t).Ping(context.Background()); err != nil {
 			t.Fatal(err)
@@ -289,5 +290,53 @@ func testRenewals(t *testing.T, s certorder.Store) {
 		if o.RenewedBy != want {
 			t.Errorf("after re-import order %d renewed by %d, want %d", id, o.RenewedBy, want)
 		}
+	}
+}
+
+func testExportRestore(t *testing.T, src, dst certorder.Store) {
+	ctx := context.Background()
+	for _, name := range []string{"alice", "bob"} {
+		_, err := src.AddMember(ctx, name)
+		must(t, err)
+	}
+	must(t, src.SetMemberDisabled(ctx, "bob", true))
+	for _, label := range []string{"cron", "old"} {
+		_, k, err := certorder.NewKey(label)
+		must(t, err)
+		must(t, src.AddKey(ctx, "alice", k))
+		if label == "old" {
+			must(t, src.RevokeKey(ctx, k.ID))
+		}
+	}
+	_, err := src.ImportOrders(ctx, "alice", Orders(t, OrderJSON(1, 2, "2024-01-01"), OrderJSON(2, 0, "2025-01-01"), OrderJSON(3, 0, "2026-01-01")))
+	must(t, err)
+	must(t, src.RecordRenewal(ctx, 2, 3))
+	_, err = src.ImportOrders(ctx, "bob", Orders(t, OrderJSON(9, 0, "2030-01-01")))
+	must(t, err)
+
+	var first bytes.Buffer
+	must(t, certorder.Export(ctx, src, &first))
+
+	// A bad line anywhere restores nothing.
+	broken := first.String() + `{"type":"order","member":"nobody","order_id":5,"doc":` + OrderJSON(5, 0, "2030-01-01") + "}\n"
+	wantErr(t, dst.Restore(ctx, certorder.ReadExport(strings.NewReader(broken))), certorder.ErrInvalid)
+	if ms, err := dst.Members(ctx); err != nil || len(ms) != 0 {
+		t.Fatalf("failed restore left %v, %v", ms, err)
+	}
+
+	must(t, dst.Restore(ctx, certorder.ReadExport(bytes.NewReader(first.Bytes()))))
+	var second bytes.Buffer
+	must(t, certorder.Export(ctx, dst, &second))
+	if first.String() != second.String() {
+		t.Fatalf("export after restore differs:\n%s\n---\n%s", first.String(), second.String())
+	}
+	if strings.Count(first.String(), "\n") != 2+2+4 {
+		t.Fatalf("export has the wrong number of lines:\n%s", first.String())
+	}
+	wantErr(t, dst.Restore(ctx, certorder.ReadExport(bytes.NewReader(first.Bytes()))), certorder.ErrConflict)
+	o, err := dst.FindOrder(ctx, 2)
+	must(t, err)
+	if o.RenewedBy != 3 || o.Member != "alice" {
+		t.Fatalf("restored order 2 = %+v", o)
 	}
 }

@@ -30,6 +30,9 @@ const adminUsage = `usage: certorder admin <command> [--db DSN] [arguments]
   order renew OLD NEW          record that order NEW renewed order OLD
   order list NAME              list a member's orders
   order show ID                show an order as OrderInfo answers it
+  migrate                      apply the store's schema migrations, and nothing else
+  export                       write every member, key hash, order and renewal as JSON lines
+  restore FILE|-               load an export into an empty store, all or nothing
 `
 
 // adminFunc does one operator command on an open store.
@@ -61,24 +64,30 @@ func (e *env) adminCommands() map[string]adminCommand {
 		"order renew":    {"OLD NEW", 2, noFlags(e.orderRenew)},
 		"order list":     {"NAME", 1, noFlags(e.orderList)},
 		"order show":     {"ID", 1, noFlags(e.orderShow)},
+		"migrate":        {"", 0, noFlags(e.migrate)},
+		"export":         {"", 0, noFlags(e.export)},
+		"restore":        {"FILE|-", 1, noFlags(e.restore)},
 	}
 }
 
 func (e *env) admin(ctx context.Context, args []string) error {
-	if len(args) < 2 {
-		fmt.Fprint(e.stderr, adminUsage)
-		return usageError("admin: no command given")
+	commands := e.adminCommands()
+	// A command is one word (migrate) or two (member add).
+	var name string
+	var cmd adminCommand
+	ok := false
+	for n := 1; n <= min(2, len(args)) && !ok; n++ {
+		name = strings.Join(args[:n], " ")
+		cmd, ok = commands[name]
 	}
-	name := args[0] + " " + args[1]
-	cmd, ok := e.adminCommands()[name]
 	if !ok {
 		fmt.Fprint(e.stderr, adminUsage)
-		return usageError("admin: unknown command %q", name)
+		return usageError("admin: unknown command %q", strings.Join(args, " "))
 	}
 	fs := e.newFlags("admin "+name, cmd.args)
 	db := e.dbFlag(fs)
 	do := cmd.setup(fs)
-	pos, err := parse(fs, args[2:], cmd.nargs)
+	pos, err := parse(fs, args[len(strings.Fields(name)):], cmd.nargs)
 	if err != nil {
 		return err
 	}
@@ -176,15 +185,11 @@ func (e *env) orderImport(fs *flag.FlagSet) adminFunc {
 		if *member == "" {
 			return usageError("order import: --member is required")
 		}
-		var r io.Reader = e.stdin
-		if args[0] != "-" {
-			f, err := os.Open(args[0])
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			r = f
+		r, err := e.openInput(args[0])
+		if err != nil {
+			return err
 		}
+		defer r.Close()
 		n, err := store.ImportOrders(ctx, *member, certorder.DecodeOrders(r))
 		if err != nil {
 			return fmt.Errorf("nothing imported: %w", err)
@@ -252,4 +257,35 @@ func (e *env) orderShow(ctx context.Context, store certorder.Store, args []strin
 	}
 	fmt.Fprintf(e.stdout, "member: %s\n%s\n", o.Member, strings.TrimSpace(out.String()))
 	return nil
+}
+
+func (e *env) migrate(context.Context, certorder.Store, []string) error {
+	// Opening the store applied the migrations.
+	fmt.Fprintln(e.stdout, "schema is up to date")
+	return nil
+}
+
+func (e *env) export(ctx context.Context, store certorder.Store, _ []string) error {
+	return certorder.Export(ctx, store, e.stdout)
+}
+
+func (e *env) restore(ctx context.Context, store certorder.Store, args []string) error {
+	r, err := e.openInput(args[0])
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := store.Restore(ctx, certorder.ReadExport(r)); err != nil {
+		return fmt.Errorf("nothing restored: %w", err)
+	}
+	fmt.Fprintln(e.stdout, "restored")
+	return nil
+}
+
+// openInput opens a file argument; "-" is standard input.
+func (e *env) openInput(name string) (io.ReadCloser, error) {
+	if name == "-" {
+		return io.NopCloser(e.stdin), nil
+	}
+	return os.Open(name)
 }

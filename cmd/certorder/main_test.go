@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/storetest"
 )
 
@@ -21,8 +22,8 @@ type cli struct {
 	env map[string]string
 }
 
-func newCLI(t *testing.T) *cli {
-	return &cli{t: t, env: map[string]string{"CERTORDER_DB": filepath.Join(t.TempDir(), "certorder.db")}}
+func newCLI(t *testing.T, dsn string) *cli {
+	return &cli{t: t, env: map[string]string{"CERTORDER_DB": dsn}}
 }
 
 // run runs certorder with args and stdin; it returns stdout, stderr and the error.
@@ -58,8 +59,10 @@ func lastLine(s string) string {
 	return lines[len(lines)-1]
 }
 
-func TestAdminCommands(t *testing.T) {
-	c := newCLI(t)
+func TestAdminCommands(t *testing.T) { testdb.Each(t, testAdminCommands) }
+
+func testAdminCommands(t *testing.T, dsn string) {
+	c := newCLI(t, dsn)
 	c.ok("admin", "member", "add", "alice")
 	c.ok("admin", "member", "add", "bob")
 	c.fails(exitFailure, "admin", "member", "add", "alice")
@@ -188,7 +191,7 @@ func startServe(t *testing.T, c *cli, args ...string) (endpoint string, stdout *
 
 // The demo prints credentials and curl commands that work, every time it runs.
 func TestServeDemo(t *testing.T) {
-	c := newCLI(t)
+	c := newCLI(t, testdb.SQLite(t))
 	for run := 0; run < 2; run++ {
 		endpoint, stdout := startServe(t, c, "--demo")
 		out := stdout.String()
@@ -219,7 +222,7 @@ func TestServeDemo(t *testing.T) {
 }
 
 func TestServeFlags(t *testing.T) {
-	c := newCLI(t)
+	c := newCLI(t, testdb.SQLite(t))
 	c.fails(exitUsage, "serve", "--ca-segment", "a/b")
 	c.fails(exitUsage, "serve", "extra")
 	c.fails(exitUsage, "serve", "--no-such-flag")

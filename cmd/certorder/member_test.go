@@ -6,15 +6,17 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/certorder/certorder/internal/testdb"
 )
 
 // memberCLI is a member's shell: the demo service's endpoint and
 // credentials in CERTORDER_URL, CERTORDER_ACCESS_NAME and CERTORDER_ACCESS_KEY.
 func memberCLI(t *testing.T) (*cli, string) {
-	server := newCLI(t)
+	server := newCLI(t, testdb.SQLite(t))
 	endpoint, stdout := startServe(t, server, "--demo")
 	key := regexp.MustCompile(`AccessKey:\s+(\S+)`).FindStringSubmatch(stdout.String())[1]
-	m := newCLI(t)
+	m := newCLI(t, "")
 	m.env["CERTORDER_URL"] = endpoint
 	m.env["CERTORDER_ACCESS_NAME"] = "demo"
 	m.env["CERTORDER_ACCESS_KEY"] = key

@@ -19,6 +19,7 @@ func (e *env) serve(ctx context.Context, args []string) error {
 	segment := fs.String("ca-segment", e.envDefault("CERTORDER_CA_SEGMENT", "digicert"),
 		"path segment of the endpoint /api/<segment>/ (env CERTORDER_CA_SEGMENT)")
 	demo := fs.Bool("demo", false, "add demo data and print working credentials and curl commands")
+	storeTimeout := fs.Duration("store-timeout", server.DefaultStoreTimeout, "give up on the store after this long in one request (503)")
 	errorsAs200 := fs.Bool("errors-as-200", false, "answer failures with HTTP 200 (the body still carries error_message)")
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
@@ -35,9 +36,10 @@ func (e *env) serve(ctx context.Context, args []string) error {
 	defer store.Close()
 
 	handler, err := server.New(store, server.Config{
-		CASegment:   *segment,
-		ErrorsAs200: *errorsAs200,
-		Logger:      logger,
+		CASegment:    *segment,
+		ErrorsAs200:  *errorsAs200,
+		StoreTimeout: *storeTimeout,
+		Logger:       logger,
 	})
 	if err != nil {
 		return err

@@ -3,10 +3,9 @@ package main
 import (
 	"context"
 	"flag"
-	"strings"
 
 	"github.com/certorder/certorder"
-	"github.com/certorder/certorder/sqlite"
+	"github.com/certorder/certorder/stores"
 )
 
 // defaultDB is the SQLite file used when neither --db nor CERTORDER_DB is set.
@@ -20,5 +19,5 @@ func (e *env) dbFlag(fs *flag.FlagSet) *string {
 
 // openStore opens the store a --db value names: the URL scheme picks the backend.
 func openStore(ctx context.Context, dsn string) (certorder.Store, error) {
-	return sqlite.Open(ctx, strings.TrimPrefix(dsn, "sqlite:"))
+	return stores.Open(ctx, dsn)
 }

@@ -1,0 +1,144 @@
+package certorder
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"time"
+)
+
+// Record is one item of an export: exactly one of its fields is set.
+// Key.Member and Order.Member name the owner.
+type Record struct {
+	Member *Member
+	Key    *Key
+	Order  *Order
+}
+
+// exportLine is one JSON line of an export file.
+type exportLine struct {
+	Type      string          `json:"type"` // member, key or order
+	Name      string          `json:"name,omitempty"`
+	Member    string          `json:"member,omitempty"`
+	Disabled  bool            `json:"disabled,omitempty"`
+	KeyID     string          `json:"key_id,omitempty"`
+	Label     string          `json:"label,omitempty"`
+	Hash      []byte          `json:"hash,omitempty"`
+	CreatedAt *time.Time      `json:"created_at,omitempty"`
+	RevokedAt *time.Time      `json:"revoked_at,omitempty"`
+	OrderID   int64           `json:"order_id,omitempty"`
+	RenewedBy int64           `json:"renewed_by,omitempty"`
+	Doc       json.RawMessage `json:"doc,omitempty"`
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+// Export writes every member, key (its hash, never a secret), order and
+// renewal of the store as JSON lines: members first, then keys, then orders.
+func Export(ctx context.Context, s Store, w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	members, err := s.Members(ctx)
+	if err != nil {
+		return err
+	}
+	for _, m := range members {
+		if err := enc.Encode(exportLine{Type: "member", Name: m.Name, Disabled: m.Disabled, CreatedAt: timePtr(m.CreatedAt)}); err != nil {
+			return err
+		}
+	}
+	for _, m := range members {
+		keys, err := s.Keys(ctx, m.Name)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := enc.Encode(exportLine{Type: "key", Member: m.Name, KeyID: k.ID, Label: k.Label, Hash: k.Hash,
+				CreatedAt: timePtr(k.CreatedAt), RevokedAt: timePtr(k.RevokedAt)}); err != nil {
+				return err
+			}
+		}
+	}
+	for _, m := range members {
+		orders, err := s.Orders(ctx, m.Name)
+		if err != nil {
+			return err
+		}
+		for _, o := range orders {
+			if err := enc.Encode(exportLine{Type: "order", Member: m.Name, OrderID: o.ID, RenewedBy: o.RenewedBy, Doc: o.Doc}); err != nil {
+				return err
+			}
+		}
+	}
+	return bw.Flush()
+}
+
+// ReadExport reads what Export wrote, one record a line. After the first
+// error it yields nothing more; errors wrap ErrInvalid and name the line.
+func ReadExport(r io.Reader) iter.Seq2[Record, error] {
+	return func(yield func(Record, error) bool) {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 64<<20)
+		for n := 1; sc.Scan(); n++ {
+			rec, err := parseExportLine(sc.Bytes())
+			if err != nil {
+				yield(Record{}, fmt.Errorf("%w: line %d: %v", ErrInvalid, n, err))
+				return
+			}
+			if !yield(rec, nil) {
+				return
+			}
+		}
+		if err := sc.Err(); err != nil {
+			yield(Record{}, fmt.Errorf("%w: %v", ErrInvalid, err))
+		}
+	}
+}
+
+func parseExportLine(b []byte) (Record, error) {
+	var l exportLine
+	if err := json.Unmarshal(b, &l); err != nil {
+		return Record{}, err
+	}
+	var zero time.Time
+	deref := func(t *time.Time) time.Time {
+		if t == nil {
+			return zero
+		}
+		return *t
+	}
+	switch l.Type {
+	case "member":
+		if err := ValidMemberName(l.Name); err != nil {
+			return Record{}, err
+		}
+		return Record{Member: &Member{Name: l.Name, Disabled: l.Disabled, CreatedAt: deref(l.CreatedAt)}}, nil
+	case "key":
+		if _, ok := KeyID(KeyPrefix + l.KeyID + "_x"); !ok || len(l.Hash) != 32 || l.Member == "" {
+			return Record{}, errors.New("a key needs key_id, member and a 32-byte hash")
+		}
+		return Record{Key: &Key{ID: l.KeyID, Member: l.Member, Label: l.Label, Hash: l.Hash,
+			CreatedAt: deref(l.CreatedAt), RevokedAt: deref(l.RevokedAt)}}, nil
+	case "order":
+		o, err := ParseOrder(l.Doc)
+		if err != nil {
+			return Record{}, err
+		}
+		if o.ID != l.OrderID || l.Member == "" || l.RenewedBy < 0 || l.RenewedBy == o.ID {
+			return Record{}, errors.New("an order needs member, order_id matching its document, and a sound renewed_by")
+		}
+		o.Member, o.RenewedBy = l.Member, l.RenewedBy
+		return Record{Order: o}, nil
+	}
+	return Record{}, fmt.Errorf("unknown type %q", l.Type)
+}

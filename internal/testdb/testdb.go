@@ -1,0 +1,78 @@
+// Package testdb gives tests a fresh store on each backend: a SQLite file
+// in a temp dir, and a PostgreSQL schema of their own when configured.
+package testdb
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// EnvDSN names the variable that points the tests at a PostgreSQL server.
+const EnvDSN = "CERTORDER_TEST_POSTGRES"
+
+// Postgres returns a DSN for a new, empty schema on the server named by
+// CERTORDER_TEST_POSTGRES; the schema is dropped when the test ends.
+// Without the variable the test is skipped, unless CI=true: CI must run them.
+func Postgres(t testing.TB) string {
+	t.Helper()
+	base := os.Getenv(EnvDSN)
+	if base == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true but %s is not set: the PostgreSQL tests must run in CI", EnvDSN)
+		}
+		t.Skipf("PostgreSQL tests skipped: set %s (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run them", EnvDSN)
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("PostgreSQL at %s: %v", EnvDSN, err)
+	}
+	defer conn.Close(ctx)
+	b := make([]byte, 6)
+	rand.Read(b)
+	schema := "certorder_test_" + hex.EncodeToString(b)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(context.Background(), base)
+		if err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+		}
+	})
+	return WithParam(base, "search_path", schema)
+}
+
+// WithParam adds a query parameter to a postgres:// URL.
+func WithParam(dsn, key, value string) string {
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	return dsn + sep + url.QueryEscape(key) + "=" + url.QueryEscape(value)
+}
+
+// SQLite returns the path of a new SQLite file in the test's temp dir.
+func SQLite(t testing.TB) string {
+	return filepath.Join(t.TempDir(), "certorder.db")
+}
+
+// Each runs fn as a subtest on each backend, with the DSN of a fresh store.
+// The PostgreSQL subtest skips (or fails under CI=true) as Postgres says.
+func Each(t *testing.T, fn func(t *testing.T, dsn string)) {
+	t.Run("sqlite", func(t *testing.T) { fn(t, SQLite(t)) })
+	t.Run("postgres", func(t *testing.T) { fn(t, Postgres(t)) })
+}
