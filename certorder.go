@@ -68,8 +68,10 @@ type Store interface {
 	Keys(ctx context.Context, member string) ([]Key, error)
 	// RevokeKey revokes a key by its ID; revoking twice is not an error.
 	RevokeKey(ctx context.Context, id string) error
-	// FindCredential returns the key with the given ID and its member.
-	FindCredential(ctx context.Context, keyID string) (Credential, error)
+	// FindCredential returns the key with the given ID and its member and,
+	// when orderID is not 0, the order with that number of any member (nil
+	// if there is none), in one read: it is the hot path of every request.
+	FindCredential(ctx context.Context, keyID string, orderID int64) (Credential, *Order, error)
 
 	// ImportOrders stores every order for the member in one transaction:
 	// all of them, or, on the first error, none. An order that exists

@@ -223,16 +223,34 @@ func (s *Store) RevokeKey(ctx context.Context, id string) error {
 	return wrap("revoke key", oneRow(tag, err, "key "+id))
 }
 
-// FindCredential returns a key and its member.
-func (s *Store) FindCredential(ctx context.Context, keyID string) (certorder.Credential, error) {
+// FindCredential returns a key, its member and an order, in one query.
+func (s *Store) FindCredential(ctx context.Context, keyID string, orderID int64) (certorder.Credential, *certorder.Order, error) {
 	var c certorder.Credential
-	err := s.pool.QueryRow(ctx, `SELECT k.id, k.hash, k.revoked_at IS NOT NULL, m.id, m.name, m.disabled
-		FROM api_keys k JOIN members m ON m.id = k.member_id WHERE k.id = $1`, keyID).
-		Scan(&c.KeyID, &c.KeyHash, &c.KeyRevoked, &c.MemberID, &c.Member, &c.MemberDisabled)
+	var o certorder.Order
+	var id, memberID *int64
+	var certEnd *int
+	var commonName, status, validTill *string
+	err := s.pool.QueryRow(ctx, `SELECT k.id, k.hash, k.revoked_at IS NOT NULL, m.id, m.name, m.disabled,
+		o.id, o.member_id, o.common_name, o.status, o.valid_till, COALESCE(o.renewed_by, 0), o.doc, o.cert_end
+		FROM api_keys k JOIN members m ON m.id = k.member_id LEFT JOIN orders o ON o.id = $2
+		WHERE k.id = $1`, keyID, orderID).
+		Scan(&c.KeyID, &c.KeyHash, &c.KeyRevoked, &c.MemberID, &c.Member, &c.MemberDisabled,
+			&id, &memberID, &commonName, &status, &validTill, &o.RenewedBy, &o.Doc, &certEnd)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return c, fmt.Errorf("%w: key %s", certorder.ErrNotFound, keyID)
+		return c, nil, fmt.Errorf("%w: key %s", certorder.ErrNotFound, keyID)
 	}
-	return c, wrap("find credential", err)
+	if err != nil {
+		return c, nil, wrap("find credential", err)
+	}
+	if id == nil {
+		return c, nil, nil
+	}
+	o.ID, o.MemberID, o.CertEnd = *id, *memberID, *certEnd
+	o.CommonName, o.Status, o.ValidTill = *commonName, *status, *validTill
+	if o.MemberID == c.MemberID {
+		o.Member = c.Member
+	}
+	return c, &o, nil
 }
 
 // FindOrder returns one order.

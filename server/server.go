@@ -23,6 +23,7 @@ type Config struct {
 	StoreTimeout time.Duration    // bound on the store's work for one request; 0 means DefaultStoreTimeout
 	Now          func() time.Time // clock for days_remaining; nil means time.Now
 	Logger       *slog.Logger     // access and error log; nil means none
+	NoAccessLog  bool             // log errors only, not one line per request
 }
 
 // DefaultMaxBodyBytes bounds a request body. A real request is well under 1 KiB.
@@ -49,7 +50,17 @@ type server struct {
 }
 
 // action answers one authenticated request.
-type action func(ctx context.Context, cred certorder.Credential, req request, ev *event) ([]byte, *failure)
+type action struct {
+	needsOrder bool // the request names an order in orderId
+	answer     func(c *call) ([]byte, *failure)
+}
+
+// call is an authenticated request.
+type call struct {
+	cred    certorder.Credential
+	orderID int64            // 0 when orderId is absent or not a valid order number
+	order   *certorder.Order // the order orderID names, of any member; nil if none
+}
 
 // failure is an answer's error number and HTTP status.
 type failure struct {
@@ -79,9 +90,9 @@ func New(store certorder.Store, cfg Config) (http.Handler, error) {
 	s := &server{store: store, cfg: cfg}
 	// The actions of the interface, section 4.
 	s.actions = map[string]action{
-		"Auth":       s.auth,
-		"OrderInfo":  s.orderInfo,
-		"RenewCheck": s.renewCheck,
+		"Auth":       {answer: auth},
+		"OrderInfo":  {needsOrder: true, answer: s.orderInfo},
+		"RenewCheck": {needsOrder: true, answer: renewCheck},
 	}
 	mux := http.NewServeMux()
 	api := http.HandlerFunc(s.handleAPI)
@@ -101,6 +112,9 @@ type event struct {
 	orderID int64
 }
 
+// handleAPI answers the endpoint. Checks run in the order docs/API.md
+// gives: method, body, credentials, action, orderId, order. The
+// credentials and the order are read together, in one store read.
 func (s *server) handleAPI(w http.ResponseWriter, r *http.Request) {
 	ev := &event{start: time.Now()}
 	if r.Method != http.MethodPost {
@@ -114,70 +128,68 @@ func (s *server) handleAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ev.action = req.Action
+	act, known := s.actions[req.Action]
+	known = known && req.actionOK
+	c := &call{}
+	if known && act.needsOrder {
+		c.orderID, _ = certorder.ParseOrderID(req.OrderID)
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
 	defer cancel()
-	cred, f := s.authenticate(ctx, req)
+	c.cred, c.order, f = s.authenticate(ctx, req, c.orderID)
 	if f != nil {
 		s.answer(w, r, ev, nil, f)
 		return
 	}
-	ev.member = cred.Member
-	act, ok := s.actions[req.Action]
-	if !req.actionOK || !ok {
+	ev.member, ev.orderID = c.cred.Member, c.orderID
+	if !known {
 		s.answer(w, r, ev, nil, fail(certorder.NumUnknownAction))
 		return
 	}
-	body, f := act(ctx, cred, req, ev)
+	body, f := act.answer(c)
 	s.answer(w, r, ev, body, f)
 }
 
-// authenticate checks AccessName and AccessKey. Whatever is wrong (unknown
-// member, wrong or revoked key, disabled member) the answer is the same.
-func (s *server) authenticate(ctx context.Context, req request) (certorder.Credential, *failure) {
+// authenticate checks AccessName and AccessKey and reads the order orderID
+// (if not 0) in the same store read. Whatever is wrong (unknown member,
+// wrong or revoked key, disabled member) the answer is the same.
+func (s *server) authenticate(ctx context.Context, req request, orderID int64) (certorder.Credential, *certorder.Order, *failure) {
 	if !req.credsOK {
-		return certorder.Credential{}, fail(certorder.NumCredentialsMissing)
+		return certorder.Credential{}, nil, fail(certorder.NumCredentialsMissing)
 	}
 	id, ok := certorder.KeyID(req.AccessKey)
 	if !ok {
 		certorder.HashKey(req.AccessKey) // the same work as a real check
-		return certorder.Credential{}, fail(certorder.NumCredentialsFailed)
+		return certorder.Credential{}, nil, fail(certorder.NumCredentialsFailed)
 	}
-	cred, err := s.store.FindCredential(ctx, id)
+	cred, order, err := s.store.FindCredential(ctx, id, orderID)
 	if errors.Is(err, certorder.ErrNotFound) {
 		cred = certorder.Credential{} // Verify below fails, after the same work
 	} else if err != nil {
-		return cred, s.storeFailure(err)
+		return cred, nil, s.storeFailure(err)
 	}
 	if !cred.Verify(req.AccessName, req.AccessKey) {
-		return certorder.Credential{}, fail(certorder.NumCredentialsFailed)
+		return certorder.Credential{}, nil, fail(certorder.NumCredentialsFailed)
 	}
-	return cred, nil
+	return cred, order, nil
 }
 
-func (s *server) auth(context.Context, certorder.Credential, request, *event) ([]byte, *failure) {
-	return authenticatedBody, nil
-}
+func auth(*call) ([]byte, *failure) { return authenticatedBody, nil }
 
-// findOrder returns an order of the member. Another member's order gets
-// the same answer as one that does not exist.
-func (s *server) findOrder(ctx context.Context, cred certorder.Credential, req request, ev *event) (*certorder.Order, *failure) {
-	id, ok := certorder.ParseOrderID(req.OrderID)
-	if !ok {
+// ownOrder is the member's order the request names. Another member's order
+// gets the same answer as one that does not exist.
+func (c *call) ownOrder() (*certorder.Order, *failure) {
+	switch {
+	case c.orderID == 0:
 		return nil, fail(certorder.NumBadOrderID)
-	}
-	ev.orderID = id
-	o, err := s.store.FindOrder(ctx, id)
-	if errors.Is(err, certorder.ErrNotFound) || err == nil && o.MemberID != cred.MemberID {
+	case c.order == nil || c.order.MemberID != c.cred.MemberID:
 		return nil, fail(certorder.NumNoSuchOrder)
 	}
-	if err != nil {
-		return nil, s.storeFailure(err)
-	}
-	return o, nil
+	return c.order, nil
 }
 
-func (s *server) orderInfo(ctx context.Context, cred certorder.Credential, req request, ev *event) ([]byte, *failure) {
-	o, f := s.findOrder(ctx, cred, req, ev)
+func (s *server) orderInfo(c *call) ([]byte, *failure) {
+	o, f := c.ownOrder()
 	if f != nil {
 		return nil, f
 	}
@@ -185,8 +197,8 @@ func (s *server) orderInfo(ctx context.Context, cred certorder.Credential, req r
 	return append(o.AppendJSON(b, s.cfg.Now()), '\n'), nil
 }
 
-func (s *server) renewCheck(ctx context.Context, cred certorder.Credential, req request, ev *event) ([]byte, *failure) {
-	o, f := s.findOrder(ctx, cred, req, ev)
+func renewCheck(c *call) ([]byte, *failure) {
+	o, f := c.ownOrder()
 	if f != nil {
 		return nil, f
 	}
@@ -216,6 +228,9 @@ func (s *server) answer(w http.ResponseWriter, r *http.Request, ev *event, body 
 		writeJSON(w, http.StatusOK, body)
 	} else {
 		writeJSON(w, status, body)
+	}
+	if s.cfg.NoAccessLog {
+		return
 	}
 	s.cfg.Logger.LogAttrs(r.Context(), slog.LevelInfo, "request",
 		slog.String("method", r.Method),

@@ -463,6 +463,6 @@ type failingStore struct {
 	err error
 }
 
-func (s failingStore) FindCredential(context.Context, string) (certorder.Credential, error) {
-	return certorder.Credential{}, s.err
+func (s failingStore) FindCredential(context.Context, string, int64) (certorder.Credential, *certorder.Order, error) {
+	return certorder.Credential{}, nil, s.err
 }

@@ -29,7 +29,7 @@ type Store struct {
 	read  *sql.DB // concurrent readers; WAL lets them run beside the writer
 	write *sql.DB // one connection: SQLite allows one writer at a time
 
-	findOrder, findCredential *sql.Stmt
+	findOrder, findCredential, findCredentialOrder *sql.Stmt
 }
 
 // timeLayout sorts as text in time order.
@@ -44,7 +44,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	// PRAGMAs go in the DSN so that every pooled connection gets them.
 	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)" +
-		"&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
+		"&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=mmap_size(268435456)"
 	write, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
 	if err != nil {
 		return nil, err
@@ -60,8 +60,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		write.Close()
 		return nil, err
 	}
-	read.SetMaxOpenConns(8)
-	read.SetMaxIdleConns(8)
+	read.SetMaxOpenConns(4)
+	read.SetMaxIdleConns(4)
 	s.read = read
 	if s.findOrder, err = read.PrepareContext(ctx, `SELECT o.id, o.member_id, m.name, o.common_name,
 		o.status, o.valid_till, COALESCE(o.renewed_by, 0), o.doc, o.cert_end
@@ -69,8 +69,19 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
+	if s.findCredentialOrder, err = read.PrepareContext(ctx, `SELECT k.id, k.hash, k.revoked_at IS NOT NULL,
+		m.id, m.name, m.disabled, o.id, o.member_id, o.common_name, o.status, o.valid_till,
+		COALESCE(o.renewed_by, 0), o.doc, o.cert_end
+		FROM api_keys k JOIN members m ON m.id = k.member_id LEFT JOIN orders o ON o.id = ?
+		WHERE k.id = ?`); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	// Without an order: one statement for both would be re-prepared by
+	// SQLite each time the order parameter switched between 0 and a number.
 	if s.findCredential, err = read.PrepareContext(ctx, `SELECT k.id, k.hash, k.revoked_at IS NOT NULL,
-		m.id, m.name, m.disabled FROM api_keys k JOIN members m ON m.id = k.member_id WHERE k.id = ?`); err != nil {
+		m.id, m.name, m.disabled, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL
+		FROM api_keys k JOIN members m ON m.id = k.member_id WHERE k.id = ?`); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
@@ -289,15 +300,34 @@ func (s *Store) RevokeKey(ctx context.Context, id string) error {
 	return wrap("revoke key", oneRow(res, err, "key "+id))
 }
 
-// FindCredential returns a key and its member.
-func (s *Store) FindCredential(ctx context.Context, keyID string) (certorder.Credential, error) {
+// FindCredential returns a key, its member and an order, in one query.
+func (s *Store) FindCredential(ctx context.Context, keyID string, orderID int64) (certorder.Credential, *certorder.Order, error) {
 	var c certorder.Credential
-	err := s.findCredential.QueryRowContext(ctx, keyID).Scan(&c.KeyID, &c.KeyHash, &c.KeyRevoked,
-		&c.MemberID, &c.Member, &c.MemberDisabled)
-	if errors.Is(err, sql.ErrNoRows) {
-		return c, fmt.Errorf("%w: key %s", certorder.ErrNotFound, keyID)
+	var o certorder.Order
+	var id, memberID, certEnd sql.NullInt64
+	var commonName, status, validTill sql.NullString
+	stmt, args := s.findCredentialOrder, []any{orderID, keyID}
+	if orderID == 0 {
+		stmt, args = s.findCredential, []any{keyID}
 	}
-	return c, wrap("find credential", err)
+	err := stmt.QueryRowContext(ctx, args...).Scan(&c.KeyID, &c.KeyHash, &c.KeyRevoked,
+		&c.MemberID, &c.Member, &c.MemberDisabled,
+		&id, &memberID, &commonName, &status, &validTill, &o.RenewedBy, &o.Doc, &certEnd)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, nil, fmt.Errorf("%w: key %s", certorder.ErrNotFound, keyID)
+	}
+	if err != nil {
+		return c, nil, wrap("find credential", err)
+	}
+	if !id.Valid {
+		return c, nil, nil
+	}
+	o.ID, o.MemberID, o.CertEnd = id.Int64, memberID.Int64, int(certEnd.Int64)
+	o.CommonName, o.Status, o.ValidTill = commonName.String, status.String, validTill.String
+	if o.MemberID == c.MemberID {
+		o.Member = c.Member
+	}
+	return c, &o, nil
 }
 
 // FindOrder returns one order.

@@ -45,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) certorder.Store) {
 	t.Run("Members", func(t *testing.T) { testMembers(t, newStore(t)) })
 	t.Run("Keys", func(t *testing.T) { testKeys(t, newStore(t)) })
 	t.Run("ImportAndFind", func(t *testing.T) { testImportAndFind(t, newStore(t)) })
+	t.Run("CredentialWithOrder", func(t *testing.T) { testCredentialWithOrder(t, newStore(t)) })
 	t.Run("ImportIsAtomic", func(t *testing.T) { testImportAtomic(t, newStore(t)) })
 	t.Run("ImportOwnership", func(t *testing.T) { testImportOwnership(t, newStore(t)) })
 	t.Run("Renewals", func(t *testing.T) { testRenewals(t, newStore(t)) })
@@ -113,21 +114,21 @@ func testKeys(t *testing.T, s certorder.Store) {
 	must(t, s.AddKey(ctx, "alice", k))
 	wantErr(t, s.AddKey(ctx, "alice", k), certorder.ErrConflict)
 
-	c, err := s.FindCredential(ctx, k.ID)
+	c, o, err := s.FindCredential(ctx, k.ID, 0)
 	must(t, err)
-	if !c.Verify("alice", text) {
+	if !c.Verify("alice", text) || o != nil {
 		t.Fatalf("fresh key does not verify: %+v", c)
 	}
 	if c.Verify("bob", text) || c.Verify("alice", text+"x") {
 		t.Fatal("Verify accepts a wrong name or key")
 	}
-	_, err = s.FindCredential(ctx, "000000000000")
+	_, _, err = s.FindCredential(ctx, "000000000000", 0)
 	wantErr(t, err, certorder.ErrNotFound)
 	_, err = s.Keys(ctx, "nobody")
 	wantErr(t, err, certorder.ErrNotFound)
 
 	must(t, s.SetMemberDisabled(ctx, "alice", true))
-	c, err = s.FindCredential(ctx, k.ID)
+	c, _, err = s.FindCredential(ctx, k.ID, 0)
 	must(t, err)
 	if !c.MemberDisabled || c.Verify("alice", text) {
 		t.Fatal("disabled member's key still verifies")
@@ -137,7 +138,7 @@ func testKeys(t *testing.T, s certorder.Store) {
 	must(t, s.RevokeKey(ctx, k.ID))
 	must(t, s.RevokeKey(ctx, k.ID)) // twice is fine
 	wantErr(t, s.RevokeKey(ctx, "000000000000"), certorder.ErrNotFound)
-	c, err = s.FindCredential(ctx, k.ID)
+	c, _, err = s.FindCredential(ctx, k.ID, 0)
 	must(t, err)
 	if !c.KeyRevoked || c.Verify("alice", text) {
 		t.Fatal("revoked key still verifies")
@@ -339,4 +340,42 @@ func testExportRestore(t *testing.T, src, dst certorder.Store) {
 	if o.RenewedBy != 3 || o.Member != "alice" {
 		t.Fatalf("restored order 2 = %+v", o)
 	}
+}
+
+// FindCredential reads the order too, of any member: the server checks ownership.
+func testCredentialWithOrder(t *testing.T, s certorder.Store) {
+	ctx := context.Background()
+	for _, name := range []string{"alice", "bob"} {
+		_, err := s.AddMember(ctx, name)
+		must(t, err)
+	}
+	_, k, err := certorder.NewKey("")
+	must(t, err)
+	must(t, s.AddKey(ctx, "alice", k))
+	_, err = s.ImportOrders(ctx, "alice", Orders(t, OrderJSON(1, 2, "2030-01-01")))
+	must(t, err)
+	_, err = s.ImportOrders(ctx, "bob", Orders(t, OrderJSON(9, 0, "2030-01-01")))
+	must(t, err)
+
+	c, got, err := s.FindCredential(ctx, k.ID, 1)
+	must(t, err)
+	want, err := s.FindOrder(ctx, 1)
+	must(t, err)
+	if got == nil || got.ID != 1 || got.MemberID != c.MemberID || got.Member != "alice" || got.RenewedBy != 2 ||
+		got.CommonName != want.CommonName || got.Status != want.Status || got.ValidTill != want.ValidTill ||
+		got.CertEnd != want.CertEnd || !bytes.Equal(got.Doc, want.Doc) {
+		t.Fatalf("FindCredential order = %+v\nwant %+v", got, want)
+	}
+	_, got, err = s.FindCredential(ctx, k.ID, 99)
+	must(t, err)
+	if got != nil {
+		t.Fatalf("missing order read as %+v", got)
+	}
+	c, got, err = s.FindCredential(ctx, k.ID, 9)
+	must(t, err)
+	if got == nil || got.MemberID == c.MemberID || got.Member != "" {
+		t.Fatalf("bob's order read as %+v", got)
+	}
+	_, _, err = s.FindCredential(ctx, "000000000000", 1)
+	wantErr(t, err, certorder.ErrNotFound)
 }

@@ -21,13 +21,23 @@ func (e *env) serve(ctx context.Context, args []string) error {
 	demo := fs.Bool("demo", false, "add demo data and print working credentials and curl commands")
 	storeTimeout := fs.Duration("store-timeout", server.DefaultStoreTimeout, "give up on the store after this long in one request (503)")
 	errorsAs200 := fs.Bool("errors-as-200", false, "answer failures with HTTP 200 (the body still carries error_message)")
+	logFormat := fs.String("log-format", e.envDefault("CERTORDER_LOG_FORMAT", "text"), "log format: text or json (env CERTORDER_LOG_FORMAT)")
+	accessLog := fs.Bool("access-log", true, "log one line per request")
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
 	if err := server.ValidSegment(*segment); err != nil {
 		return usageError("%v", err)
 	}
-	logger := slog.New(slog.NewTextHandler(e.stderr, nil))
+	var logger *slog.Logger
+	switch *logFormat {
+	case "text":
+		logger = slog.New(slog.NewTextHandler(e.stderr, nil))
+	case "json":
+		logger = slog.New(slog.NewJSONHandler(e.stderr, nil))
+	default:
+		return usageError("serve: --log-format is text or json, not %q", *logFormat)
+	}
 
 	store, err := openStore(ctx, *db)
 	if err != nil {
@@ -40,6 +50,7 @@ func (e *env) serve(ctx context.Context, args []string) error {
 		ErrorsAs200:  *errorsAs200,
 		StoreTimeout: *storeTimeout,
 		Logger:       logger,
+		NoAccessLog:  !*accessLog,
 	})
 	if err != nil {
 		return err

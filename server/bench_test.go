@@ -1,0 +1,86 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/testdb"
+	"github.com/certorder/certorder/server"
+	"github.com/certorder/certorder/stores"
+	"github.com/certorder/certorder/storetest"
+)
+
+// benchHandler is the service on a SQLite store of n orders, and alice's key.
+func benchHandler(b *testing.B, n int) (http.Handler, string) {
+	ctx := context.Background()
+	s, err := stores.Open(ctx, testdb.SQLite(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	if _, err := s.AddMember(ctx, "alice"); err != nil {
+		b.Fatal(err)
+	}
+	text, k, _ := certorder.NewKey("")
+	if err := s.AddKey(ctx, "alice", k); err != nil {
+		b.Fatal(err)
+	}
+	docs := make([]string, n)
+	for i := range docs {
+		docs[i] = storetest.OrderJSON(int64(i+1), 0, "2030-01-01")
+	}
+	if _, err := s.ImportOrders(ctx, "alice", storetest.Orders(b, docs...)); err != nil {
+		b.Fatal(err)
+	}
+	h, err := server.New(s, server.Config{CASegment: "digicert", NoAccessLog: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return h, text
+}
+
+// BenchmarkHandler measures one request through the handler, without the
+// network: where the service's own time goes (go test -cpuprofile).
+func BenchmarkHandler(b *testing.B) {
+	h, key := benchHandler(b, 10000)
+	for _, action := range []string{"Auth", "OrderInfo", "RenewCheck"} {
+		b.Run(action, func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				i := 0
+				for pb.Next() {
+					i++
+					body := `{"AccessName":"alice","AccessKey":"` + key + `","action":"` + action + `","orderId":` + strconv.Itoa(1+i%10000) + `}`
+					req := httptest.NewRequest(http.MethodPost, "/api/digicert/", strings.NewReader(body))
+					w := httptest.NewRecorder()
+					h.ServeHTTP(w, req)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkHandlerMixed alternates Auth and OrderInfo, which once made
+// SQLite re-prepare its statement on every request.
+func BenchmarkHandlerMixed(b *testing.B) {
+	h, key := benchHandler(b, 10000)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			i++
+			action := "OrderInfo"
+			if i%2 == 0 {
+				action = "Auth"
+			}
+			body := `{"AccessName":"alice","AccessKey":"` + key + `","action":"` + action + `","orderId":` + strconv.Itoa(1+i%10000) + `}`
+			req := httptest.NewRequest(http.MethodPost, "/api/digicert/", strings.NewReader(body))
+			h.ServeHTTP(httptest.NewRecorder(), req)
+		}
+	})
+}
