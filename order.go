@@ -10,6 +10,8 @@ import (
 	"iter"
 	"strconv"
 	"time"
+
+	"github.com/certorder/certorder/internal/jsonscan"
 )
 
 // Order is one certificate order as stored.
@@ -113,36 +115,28 @@ type field struct {
 
 // readObject splits a JSON object into its members, in order. Duplicate
 // member names are refused: which one would count is anybody's guess.
-func readObject(data []byte) ([]field, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+// checked says data already passed json.Valid (a member of a checked object).
+func readObject(data []byte, checked bool) ([]field, error) {
+	data = bytes.TrimSpace(data)
+	if !checked && !json.Valid(data) {
+		var v any
+		err := json.Unmarshal(data, &v) // for a message that says where
+		return nil, fmt.Errorf("not valid JSON: %v", err)
+	}
+	if len(data) == 0 || data[0] != '{' {
 		return nil, errors.New("not a JSON object")
 	}
 	var fields []field
-	seen := map[string]bool{}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, err
+	var dup error
+	jsonscan.EachMember(data, func(key, value []byte) {
+		for _, f := range fields {
+			if f.key == string(key) && dup == nil {
+				dup = fmt.Errorf("field %q appears twice", key)
+			}
 		}
-		key := t.(string) // inside an object the decoder yields only string keys here
-		if seen[key] {
-			return nil, fmt.Errorf("field %q appears twice", key)
-		}
-		seen[key] = true
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, err
-		}
-		fields = append(fields, field{key, v})
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("data after the JSON object")
-	}
-	return fields, nil
+		fields = append(fields, field{string(key), value})
+	})
+	return fields, dup
 }
 
 // ParseOrder checks one order document in the OrderInfo answer's shape and
@@ -150,7 +144,12 @@ func readObject(data []byte) ([]field, error) {
 // certificate object with valid_till as YYYY-MM-DD; every other field is kept
 // as it is, whatever its type, so that it comes back as the CA wrote it.
 func ParseOrder(data []byte) (*Order, error) {
-	top, err := readObject(data)
+	return parseOrder(data, false)
+}
+
+// parseOrder is ParseOrder; checked says data already passed json.Valid.
+func parseOrder(data []byte, checked bool) (*Order, error) {
+	top, err := readObject(data, checked)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +215,7 @@ func ParseOrder(data []byte) (*Order, error) {
 }
 
 func (o *Order) writeCertificate(doc *bytes.Buffer, value json.RawMessage) error {
-	fields, err := readObject(value)
+	fields, err := readObject(value, true)
 	if err != nil {
 		return err
 	}
@@ -269,59 +268,92 @@ func writeKey(doc *bytes.Buffer, key string) {
 // DecodeOrders reads an import file: one order object, or an array of them.
 // It yields each order as it is read, so a large file is never held whole in
 // memory; after the first error it yields nothing more. Errors wrap
-// ErrInvalid and name the order's place in the file.
+// ErrInvalid and name the order's place in the file. Reading and checking
+// run one step ahead in a goroutine of their own, so that a store can write
+// one order while the next is parsed.
 func DecodeOrders(r io.Reader) iter.Seq2[*Order, error] {
 	return func(yield func(*Order, error) bool) {
-		br := bufio.NewReaderSize(r, 64<<10)
-		first, err := firstByte(br)
-		if err != nil {
-			yield(nil, fmt.Errorf("%w: the file holds no JSON object or array", ErrInvalid))
-			return
+		type item struct {
+			o   *Order
+			err error
 		}
-		dec := json.NewDecoder(br)
-		if first == '{' {
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); err != nil {
-				yield(nil, fmt.Errorf("%w: %v", ErrInvalid, err))
-				return
+		ch := make(chan item, 256)
+		done := make(chan struct{})
+		go func() {
+			defer close(ch)
+			decodeOrders(r, func(o *Order, err error) bool {
+				select {
+				case ch <- item{o, err}:
+					return true
+				case <-done:
+					return false
+				}
+			})
+		}()
+		defer func() {
+			close(done)
+			for range ch { // let the reader finish
 			}
-			o, err := ParseOrder(raw)
-			if err == nil && dec.More() {
-				err = errors.New("data after the order")
-			}
-			if err != nil {
-				yield(nil, fmt.Errorf("%w: %v", ErrInvalid, err))
-				return
-			}
-			yield(o, nil)
-			return
-		}
-		if t, err := dec.Token(); err != nil || t != json.Delim('[') {
-			yield(nil, fmt.Errorf("%w: the file must hold an order object or an array of them", ErrInvalid))
-			return
-		}
-		for i := 1; dec.More(); i++ {
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); err != nil {
-				yield(nil, fmt.Errorf("%w: order %d: %v", ErrInvalid, i, err))
-				return
-			}
-			o, err := ParseOrder(raw)
-			if err != nil {
-				yield(nil, fmt.Errorf("%w: order %d: %v", ErrInvalid, i, err))
-				return
-			}
-			if !yield(o, nil) {
+		}()
+		for it := range ch {
+			if !yield(it.o, it.err) {
 				return
 			}
 		}
-		if _, err := dec.Token(); err != nil {
+	}
+}
+
+// decodeOrders is the reading half of DecodeOrders.
+func decodeOrders(r io.Reader, yield func(*Order, error) bool) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	first, err := firstByte(br)
+	if err != nil {
+		yield(nil, fmt.Errorf("%w: the file holds no JSON object or array", ErrInvalid))
+		return
+	}
+	dec := json.NewDecoder(br)
+	if first == '{' {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
 			yield(nil, fmt.Errorf("%w: %v", ErrInvalid, err))
 			return
 		}
-		if _, err := dec.Token(); err != io.EOF {
-			yield(nil, fmt.Errorf("%w: data after the array of orders", ErrInvalid))
+		o, err := parseOrder(raw, true)
+		if err == nil && dec.More() {
+			err = errors.New("data after the order")
 		}
+		if err != nil {
+			yield(nil, fmt.Errorf("%w: %v", ErrInvalid, err))
+			return
+		}
+		yield(o, nil)
+		return
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		yield(nil, fmt.Errorf("%w: the file must hold an order object or an array of them", ErrInvalid))
+		return
+	}
+	for i := 1; dec.More(); i++ {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			yield(nil, fmt.Errorf("%w: order %d: %v", ErrInvalid, i, err))
+			return
+		}
+		o, err := parseOrder(raw, true)
+		if err != nil {
+			yield(nil, fmt.Errorf("%w: order %d: %v", ErrInvalid, i, err))
+			return
+		}
+		if !yield(o, nil) {
+			return
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		yield(nil, fmt.Errorf("%w: %v", ErrInvalid, err))
+		return
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		yield(nil, fmt.Errorf("%w: data after the array of orders", ErrInvalid))
 	}
 }
 

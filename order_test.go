@@ -3,6 +3,8 @@ package certorder_test
 import (
 	"encoding/json"
 	"errors"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -126,5 +128,30 @@ func TestKeys(t *testing.T) {
 		if _, ok := certorder.KeyID(bad); ok {
 			t.Errorf("KeyID(%q) accepted", bad)
 		}
+	}
+}
+
+// A consumer that stops early does not leave the reading goroutine stuck.
+func TestDecodeOrdersStopEarly(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("[")
+	for i := 1; i <= 2000; i++ {
+		if i > 1 {
+			b.WriteString(",")
+		}
+		b.WriteString(`{"OrderId":` + strconv.Itoa(i) + `,"certificate":{"valid_till":"2030-01-01"}}`)
+	}
+	b.WriteString("]")
+	before := runtime.NumGoroutine()
+	for range 10 {
+		for o, err := range certorder.DecodeOrders(strings.NewReader(b.String())) {
+			if err != nil || o.ID != 1 {
+				t.Fatal(o, err)
+			}
+			break
+		}
+	}
+	if after := runtime.NumGoroutine(); after > before {
+		t.Fatalf("%d goroutines before, %d after", before, after)
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package jsonscan
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ func checkEachMember(t *testing.T, body []byte) {
 		t.Fatalf("valid JSON did not decode: %v", err)
 	}
 	got := map[string][]byte{}
-	eachMember(bytes.TrimSpace(body), func(k, v []byte) { got[string(k)] = v })
+	EachMember(bytes.TrimSpace(body), func(k, v []byte) { got[string(k)] = v })
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d members, encoding/json finds %d", body, len(got), len(want))
 	}
@@ -48,7 +48,7 @@ func TestEachMember(t *testing.T) {
 		checkEachMember(t, []byte(s))
 	}
 	// A value's trailing spaces are not part of it.
-	eachMember([]byte(`{"orderId": 1001 ,"x":2}`), func(k, v []byte) {
+	EachMember([]byte(`{"orderId": 1001 ,"x":2}`), func(k, v []byte) {
 		if string(k) == "orderId" && string(v) != "1001" {
 			t.Errorf("orderId value %q", v)
 		}

@@ -1,0 +1,90 @@
+// Package jsonscan walks the members of a JSON object that json.Valid has
+// accepted, without decoding it: the hot paths of requests and imports.
+package jsonscan
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// Plain reports whether JSON string text needs no decoding: no escapes, and
+// valid UTF-8 (encoding/json replaces invalid bytes with U+FFFD).
+func Plain(b []byte) bool {
+	return bytes.IndexByte(b, '\\') < 0 && utf8.Valid(b)
+}
+
+// EachMember calls fn with each member's name (unescaped) and raw value, in
+// order, for a JSON object already checked with json.Valid. A name that
+// appears twice is seen twice: the last one wins, as with encoding/json.
+// It exists because decoding into a map cost a third of a request's time.
+func EachMember(obj []byte, fn func(key, value []byte)) {
+	i := skipSpace(obj, 1) // past '{'
+	for i < len(obj) && obj[i] == '"' {
+		end := stringEnd(obj, i)
+		key := obj[i+1 : end-1]
+		if !Plain(key) {
+			var k string
+			json.Unmarshal(obj[i:end], &k) // valid JSON: cannot fail
+			key = []byte(k)
+		}
+		i = skipSpace(obj, end)
+		i = skipSpace(obj, i+1) // past ':'
+		start := i
+		i = valueEnd(obj, i)
+		fn(key, bytes.TrimRight(obj[start:i], " \t\r\n"))
+		i = skipSpace(obj, i)
+		if i < len(obj) && obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index just past the string that starts at b[i].
+func stringEnd(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// valueEnd returns the index just past the value that starts at b[i].
+func valueEnd(b []byte, i int) int {
+	if b[i] == '"' {
+		return stringEnd(b, i)
+	}
+	depth := 0
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			i = stringEnd(b, i) - 1
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i
+			}
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		case ',':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return i
+}
