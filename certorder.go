@@ -88,6 +88,13 @@ type Store interface {
 	// store, in one transaction; ErrConflict if the store holds anything.
 	Restore(ctx context.Context, records iter.Seq2[Record, error]) error
 
+	// AppendAudit adds entries to the audit trail.
+	AppendAudit(ctx context.Context, entries []AuditEntry) error
+	// Audit lists audit entries, newest first.
+	Audit(ctx context.Context, q AuditQuery) ([]AuditEntry, error)
+	// PruneAudit deletes the entries older than before, and returns how many.
+	PruneAudit(ctx context.Context, before time.Time) (int64, error)
+
 	// Ping reports whether the store can be reached.
 	Ping(ctx context.Context) error
 	Close() error

@@ -98,3 +98,5 @@ func renewCheckBody(oldID, newID int64) []byte {
 	b = strconv.AppendInt(b, newID, 10)
 	return append(b, "}\n"...)
 }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

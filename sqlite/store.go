@@ -541,3 +541,58 @@ func restoredMember(ids map[string]int64, name string) (int64, error) {
 	}
 	return id, nil
 }
+
+// AppendAudit adds entries to the audit trail, in one transaction.
+func (s *Store) AppendAudit(ctx context.Context, entries []certorder.AuditEntry) error {
+	return wrap("append audit", s.inTx(ctx, func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO audit_log (at, member, action, order_id, outcome, client_ip)
+			VALUES (?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, e := range entries {
+			e = e.Trimmed()
+			if _, err := stmt.ExecContext(ctx, formatTime(e.Time), e.Member, e.Action, e.OrderID, int(e.Outcome), e.ClientIP); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+}
+
+// Audit lists audit entries, newest first.
+func (s *Store) Audit(ctx context.Context, q certorder.AuditQuery) ([]certorder.AuditEntry, error) {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT at, member, action, order_id, outcome, client_ip FROM audit_log
+		WHERE (? = '' OR member = ?) AND at >= ? ORDER BY at DESC, id DESC LIMIT ?`,
+		q.Member, q.Member, formatTime(q.Since), limit)
+	if err != nil {
+		return nil, wrap("audit", err)
+	}
+	defer rows.Close()
+	var es []certorder.AuditEntry
+	for rows.Next() {
+		var e certorder.AuditEntry
+		var at sql.NullString
+		if err := rows.Scan(&at, &e.Member, &e.Action, &e.OrderID, &e.Outcome, &e.ClientIP); err != nil {
+			return nil, wrap("audit", err)
+		}
+		e.Time = parseTime(at)
+		es = append(es, e)
+	}
+	return es, wrap("audit", rows.Err())
+}
+
+// PruneAudit deletes entries older than before.
+func (s *Store) PruneAudit(ctx context.Context, before time.Time) (int64, error) {
+	res, err := s.write.ExecContext(ctx, `DELETE FROM audit_log WHERE at < ?`, formatTime(before))
+	if err != nil {
+		return 0, wrap("prune audit", err)
+	}
+	n, err := res.RowsAffected()
+	return n, wrap("prune audit", err)
+}

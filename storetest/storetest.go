@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/certorder/certorder"
 )
@@ -50,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) certorder.Store) {
 	t.Run("ImportOwnership", func(t *testing.T) { testImportOwnership(t, newStore(t)) })
 	t.Run("Renewals", func(t *testing.T) { testRenewals(t, newStore(t)) })
 	t.Run("ExportRestore", func(t *testing.T) { testExportRestore(t, newStore(t), newStore(t)) })
+	t.Run("Audit", func(t *testing.T) { testAudit(t, newStore(t)) })
 	t.Run("Ping", func(t *testing.T) {
 		if err := newStore(t).Ping(context.Background()); err != nil {
 			t.Fatal(err)
@@ -378,4 +380,50 @@ func testCredentialWithOrder(t *testing.T, s certorder.Store) {
 	}
 	_, _, err = s.FindCredential(ctx, "000000000000", 1)
 	wantErr(t, err, certorder.ErrNotFound)
+}
+
+func testAudit(t *testing.T, s certorder.Store) {
+	ctx := context.Background()
+	base := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	var entries []certorder.AuditEntry
+	for i := range 6 {
+		member := "alice"
+		if i%2 == 1 {
+			member = "bob"
+		}
+		entries = append(entries, certorder.AuditEntry{Time: base.Add(time.Duration(i) * time.Hour), Member: member,
+			Action: "OrderInfo", OrderID: int64(100 + i), Outcome: certorder.ErrorNumber(i % 2 * 131), ClientIP: "192.0.2.7"})
+	}
+	// Caller-chosen texts are cut to their bounds.
+	entries = append(entries, certorder.AuditEntry{Time: base.Add(-time.Hour), Member: strings.Repeat("m", 500),
+		Action: strings.Repeat("a", 500), ClientIP: "2001:db8::1"})
+	must(t, s.AppendAudit(ctx, entries[:3]))
+	must(t, s.AppendAudit(ctx, entries[3:]))
+
+	all, err := s.Audit(ctx, certorder.AuditQuery{})
+	must(t, err)
+	if len(all) != 7 || !all[0].Time.Equal(base.Add(5*time.Hour)) || all[0].Member != "bob" || all[0].OrderID != 105 ||
+		all[0].Outcome != 131 || all[0].ClientIP != "192.0.2.7" || all[0].Action != "OrderInfo" {
+		t.Fatalf("Audit = %+v", all)
+	}
+	if last := all[6]; len(last.Member) != 64 || len(last.Action) != 32 {
+		t.Fatalf("long texts kept: %d, %d", len(last.Member), len(last.Action))
+	}
+	alice, err := s.Audit(ctx, certorder.AuditQuery{Member: "alice", Since: base.Add(time.Hour)})
+	must(t, err)
+	if len(alice) != 2 || alice[0].OrderID != 104 || alice[1].OrderID != 102 {
+		t.Fatalf("alice since 13:00 = %+v", alice)
+	}
+	limited, err := s.Audit(ctx, certorder.AuditQuery{Limit: 2})
+	must(t, err)
+	if len(limited) != 2 {
+		t.Fatalf("limit 2 gave %d", len(limited))
+	}
+	n, err := s.PruneAudit(ctx, base.Add(2*time.Hour))
+	must(t, err)
+	rest, err := s.Audit(ctx, certorder.AuditQuery{})
+	must(t, err)
+	if n != 3 || len(rest) != 4 {
+		t.Fatalf("pruned %d, %d left", n, len(rest))
+	}
 }

@@ -91,6 +91,9 @@ func (e *env) admin(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := e.applyEnv(fs, dbEnv); err != nil {
+		return err
+	}
 	store, err := openStore(ctx, *db)
 	if err != nil {
 		return err

@@ -28,10 +28,9 @@ func (e *env) member(ctx context.Context, cmd string, args []string) error {
 		argsUsage = "[flags]"
 	}
 	fs := e.newFlags(cmd, argsUsage)
-	endpoint := fs.String("url", e.envDefault("CERTORDER_URL", ""),
-		"the endpoint, e.g. https://host/api/digicert/ (env CERTORDER_URL)")
-	name := fs.String("access-name", e.envDefault("CERTORDER_ACCESS_NAME", ""), "your member ID (env CERTORDER_ACCESS_NAME)")
-	key := fs.String("access-key", e.envDefault("CERTORDER_ACCESS_KEY", ""),
+	endpoint := fs.String("url", "", "the endpoint, e.g. https://host/api/digicert/ (env CERTORDER_URL)")
+	name := fs.String("access-name", "", "your member ID (env CERTORDER_ACCESS_NAME)")
+	key := fs.String("access-key", "",
 		"your API key (env CERTORDER_ACCESS_KEY); a flag shows in ps and shell history, prefer the file or the variable")
 	keyFile := fs.String("access-key-file", "", "read the API key from this file")
 	asJSON := fs.Bool("json", false, "print the service's answer unchanged")
@@ -46,6 +45,10 @@ func (e *env) member(ctx context.Context, cmd string, args []string) error {
 	}
 	pos, err := parse(fs, args, want)
 	if err != nil {
+		return err
+	}
+	if err := e.applyEnv(fs, map[string]string{"url": "CERTORDER_URL", "access-name": "CERTORDER_ACCESS_NAME",
+		"access-key": "CERTORDER_ACCESS_KEY"}); err != nil {
 		return err
 	}
 	var id int64

@@ -1,0 +1,41 @@
+package certorder
+
+import "time"
+
+// AuditEntry is one API call as the audit trail keeps it. Member is the
+// AccessName as sent (so failed attempts show whom they aimed at); Outcome
+// is 0 for success or the error number of the answer.
+type AuditEntry struct {
+	Time     time.Time
+	Member   string
+	Action   string
+	OrderID  int64
+	Outcome  ErrorNumber
+	ClientIP string
+}
+
+// AuditQuery selects audit entries: those of Member (all if empty) at or
+// after Since, newest first, at most Limit (0: no limit).
+type AuditQuery struct {
+	Member string
+	Since  time.Time
+	Limit  int
+}
+
+// Bounds on what an audit entry keeps of what a caller sent.
+const (
+	auditMaxMember = 64
+	auditMaxAction = 32
+)
+
+// Trimmed cuts the caller-chosen texts of the entry to their bounds, so
+// that a caller cannot fill the audit table with large values.
+func (e AuditEntry) Trimmed() AuditEntry {
+	if len(e.Member) > auditMaxMember {
+		e.Member = e.Member[:auditMaxMember]
+	}
+	if len(e.Action) > auditMaxAction {
+		e.Action = e.Action[:auditMaxAction]
+	}
+	return e
+}

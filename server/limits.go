@@ -1,0 +1,213 @@
+package server
+
+import (
+	"math"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Limits are the abuse limits. A zero field turns its limit off.
+type Limits struct {
+	MemberRate  float64 // requests per second per member, after authentication
+	MemberBurst int
+	IPRate      float64 // requests per second per client IP, before anything else
+	IPBurst     int
+
+	// After AuthFailures failed authentications within AuthFailWindow from
+	// one IP, or naming one AccessName, further attempts from that IP or for
+	// that name are refused for AuthLockout. The name is counted as sent,
+	// whether or not such a member exists, so the refusal reveals nothing.
+	AuthFailures   int
+	AuthFailWindow time.Duration
+	AuthLockout    time.Duration
+
+	MaxInFlight int // requests served at once; beyond it a fast 503
+
+	// TrustedProxies are the peers whose X-Forwarded-For is believed.
+	TrustedProxies []netip.Prefix
+}
+
+// DefaultLimits are safe on the internet and far above what ACME hooks and
+// cron jobs do (a few requests a day per order).
+var DefaultLimits = Limits{
+	MemberRate: 10, MemberBurst: 50,
+	IPRate: 20, IPBurst: 100,
+	AuthFailures: 10, AuthFailWindow: 10 * time.Minute, AuthLockout: 15 * time.Minute,
+	MaxInFlight: 512,
+}
+
+// buckets is a token bucket per key (member or IP).
+type buckets struct {
+	limit rate.Limit
+	burst int
+	mu    sync.Mutex
+	m     map[string]*bucket
+	swept time.Time
+}
+
+type bucket struct {
+	lim  *rate.Limiter
+	seen time.Time
+}
+
+func newBuckets(perSecond float64, burst int) *buckets {
+	if perSecond <= 0 {
+		return nil
+	}
+	return &buckets{limit: rate.Limit(perSecond), burst: max(burst, 1), m: map[string]*bucket{}}
+}
+
+// take spends a token of key at now. When none is left it says how long
+// until one is.
+func (b *buckets) take(key string, now time.Time) (bool, time.Duration) {
+	if b == nil {
+		return true, 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sweep(now)
+	e := b.m[key]
+	if e == nil {
+		e = &bucket{lim: rate.NewLimiter(b.limit, b.burst)}
+		b.m[key] = e
+	}
+	e.seen = now
+	r := e.lim.ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return false, d
+	}
+	return true, 0
+}
+
+// sweep forgets, once a minute, the buckets idle long enough to be full
+// again: a new bucket would be the same. It bounds memory to active keys.
+func (b *buckets) sweep(now time.Time) {
+	if now.Sub(b.swept) < time.Minute {
+		return
+	}
+	b.swept = now
+	full := time.Duration(float64(b.burst) / float64(b.limit) * float64(time.Second))
+	for k, e := range b.m {
+		if now.Sub(e.seen) > full {
+			delete(b.m, k)
+		}
+	}
+}
+
+// failures counts failed authentications per key and locks a key out.
+type failures struct {
+	max             int
+	window, lockout time.Duration
+	mu              sync.Mutex
+	m               map[string]*failCount
+	swept           time.Time
+}
+
+type failCount struct {
+	n           int
+	since       time.Time // start of the current window
+	lockedUntil time.Time
+}
+
+func newFailures(l Limits) *failures {
+	if l.AuthFailures <= 0 || l.AuthFailWindow <= 0 || l.AuthLockout <= 0 {
+		return nil
+	}
+	return &failures{max: l.AuthFailures, window: l.AuthFailWindow, lockout: l.AuthLockout, m: map[string]*failCount{}}
+}
+
+// locked says whether key is locked out at now, and for how long still.
+func (f *failures) locked(key string, now time.Time) (bool, time.Duration) {
+	if f == nil {
+		return false, 0
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c := f.m[key]; c != nil && now.Before(c.lockedUntil) {
+		return true, c.lockedUntil.Sub(now)
+	}
+	return false, 0
+}
+
+// fail counts a failed authentication for key at now.
+func (f *failures) fail(key string, now time.Time) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sweep(now)
+	c := f.m[key]
+	if c == nil || now.Sub(c.since) > f.window {
+		c = &failCount{since: now}
+		f.m[key] = c
+	}
+	c.n++
+	if c.n >= f.max {
+		c.lockedUntil = now.Add(f.lockout)
+		c.n, c.since = 0, now
+	}
+}
+
+func (f *failures) sweep(now time.Time) {
+	if now.Sub(f.swept) < time.Minute {
+		return
+	}
+	f.swept = now
+	for k, c := range f.m {
+		if now.Sub(c.since) > f.window && !now.Before(c.lockedUntil) {
+			delete(f.m, k)
+		}
+	}
+}
+
+// retryAfter is the Retry-After header value for a wait: whole seconds, at least 1.
+func retryAfter(d time.Duration) string {
+	return itoa(int64(math.Max(1, math.Ceil(d.Seconds()))))
+}
+
+// clientIP is the request's client address: the peer, or, when the peer is
+// a trusted proxy, the nearest address in X-Forwarded-For that is not one.
+func clientIP(r *http.Request, trusted []netip.Prefix) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	peer, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	peer = peer.Unmap()
+	if len(trusted) == 0 || !isTrusted(peer, trusted) {
+		return peer.String()
+	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			break // a forged or broken entry: trust nothing beyond it
+		}
+		a = a.Unmap()
+		if !isTrusted(a, trusted) {
+			return a.String()
+		}
+		peer = a
+	}
+	return peer.String()
+}
+
+func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
+	for _, p := range trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,75 @@
+package server
+
+import (
+	"runtime"
+	"runtime/debug"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/certorder/certorder"
+)
+
+// metrics are the service's Prometheus metrics.
+type metrics struct {
+	requests     *prometheus.CounterVec   // by action and outcome
+	latency      *prometheus.HistogramVec // by action
+	authFailures prometheus.Counter
+	limited      *prometheus.CounterVec // by limit
+	storeErrors  prometheus.Counter
+	auditDropped prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "certorder_requests_total", Help: "API requests by action and outcome (ok or the error's name).",
+		}, []string{"action", "outcome"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "certorder_request_duration_seconds", Help: "Time to answer an API request, by action.",
+			Buckets: []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"action"}),
+		authFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "certorder_auth_failures_total", Help: "Requests whose credentials were rejected.",
+		}),
+		limited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "certorder_rate_limited_total", Help: "Requests refused by a limit: member, ip, auth_lockout or in_flight.",
+		}, []string{"limit"}),
+		storeErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "certorder_store_errors_total", Help: "Requests that failed because the store failed.",
+		}),
+		auditDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "certorder_audit_dropped_total", Help: "Audit entries dropped because the audit writer was behind.",
+		}),
+	}
+	version := "(devel)"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		version = bi.Main.Version
+	}
+	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "certorder_build_info", Help: "Always 1; the labels say which build runs.",
+		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version()},
+	})
+	buildInfo.Set(1)
+	if reg != nil {
+		reg.MustRegister(m.requests, m.latency, m.authFailures, m.limited, m.storeErrors, m.auditDropped, buildInfo)
+	}
+	return m
+}
+
+// outcomeNames are the metric label values of the error numbers: a fixed
+// set, whatever callers send.
+var outcomeNames = map[certorder.ErrorNumber]string{
+	0:                               "ok",
+	certorder.NumMalformedRequest:   "malformed_request",
+	certorder.NumMethodNotAllowed:   "method_not_allowed",
+	certorder.NumUnknownPath:        "unknown_path",
+	certorder.NumCredentialsMissing: "credentials_missing",
+	certorder.NumCredentialsFailed:  "credentials_rejected",
+	certorder.NumUnknownAction:      "unknown_action",
+	certorder.NumBadOrderID:         "bad_order_id",
+	certorder.NumNoSuchOrder:        "no_such_order",
+	certorder.NumNotRenewed:         "not_renewed",
+	certorder.NumRateLimited:        "rate_limited",
+	certorder.NumUnavailable:        "unavailable",
+	certorder.NumInternal:           "internal",
+}
