@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,6 +59,7 @@ type Server struct {
 	mux     *http.ServeMux
 	metrics *metrics
 	audit   *auditor // nil without an audit trail
+	closed  sync.Once
 
 	memberRate, ipRate *buckets  // nil when off
 	ipFails, nameFails *failures // nil when off
@@ -143,9 +145,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 // Close writes the audit entries still queued. Call it once no request is
 // being served.
 func (s *Server) Close() {
-	if s.audit != nil {
-		s.audit.close()
-	}
+	s.closed.Do(func() {
+		if s.audit != nil {
+			s.audit.close()
+		}
+	})
 }
 
 // Healthz answers 200 while the process runs.

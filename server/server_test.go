@@ -33,6 +33,7 @@ type fixture struct {
 	aliceKey, bobKey  string
 	revokedKey        string
 	disabledMemberKey string
+	handler           *server.Server
 }
 
 // newFixture starts the server on a fresh store (see testdb) with members alice
@@ -90,13 +91,16 @@ func newFixture(t *testing.T, dsn string, cfg server.Config) *fixture {
 	if cfg.CASegment == "" {
 		cfg.CASegment = "digicert"
 	}
-	cfg.Now = func() time.Time { return today }
+	if cfg.Now == nil {
+		cfg.Now = func() time.Time { return today }
+	}
 	h, err := server.New(s, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.handler = h
 	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	t.Cleanup(func() { srv.Close(); h.Close() })
 	f.url = srv.URL + "/api/" + cfg.CASegment + "/"
 	return f
 }
@@ -446,6 +450,7 @@ func TestStoreFailure(t *testing.T) {
 			t.Fatal(err)
 		}
 		srv := httptest.NewServer(h)
+		defer h.Close()
 		key, _, _ := certorder.NewKey("")
 		status, got := do(t, http.MethodPost, srv.URL+"/api/digicert/",
 			body("AccessName", `"alice"`, "AccessKey", q(key), "action", `"Auth"`))

@@ -30,6 +30,8 @@ const adminUsage = `usage: certorder admin <command> [--db DSN] [arguments]
   order renew OLD NEW          record that order NEW renewed order OLD
   order list NAME              list a member's orders
   order show ID                show an order as OrderInfo answers it
+  audit [--member NAME] [--since TIME] [--limit N]
+                               list API calls, newest first (TIME: RFC 3339, YYYY-MM-DD, or a duration ago: 24h)
   migrate                      apply the store's schema migrations, and nothing else
   export                       write every member, key hash, order and renewal as JSON lines
   restore FILE|-               load an export into an empty store, all or nothing
@@ -64,6 +66,7 @@ func (e *env) adminCommands() map[string]adminCommand {
 		"order renew":    {"OLD NEW", 2, noFlags(e.orderRenew)},
 		"order list":     {"NAME", 1, noFlags(e.orderList)},
 		"order show":     {"ID", 1, noFlags(e.orderShow)},
+		"audit":          {"[--member NAME] [--since TIME] [--limit N]", 0, e.audit},
 		"migrate":        {"", 0, noFlags(e.migrate)},
 		"export":         {"", 0, noFlags(e.export)},
 		"restore":        {"FILE|-", 1, noFlags(e.restore)},
@@ -291,4 +294,44 @@ func (e *env) openInput(name string) (io.ReadCloser, error) {
 		return io.NopCloser(e.stdin), nil
 	}
 	return os.Open(name)
+}
+
+func (e *env) audit(fs *flag.FlagSet) adminFunc {
+	member := fs.String("member", "", "only this AccessName")
+	since := fs.String("since", "24h", "from this time: RFC 3339, YYYY-MM-DD, or a duration ago such as 24h")
+	limit := fs.Int("limit", 100, "at most this many entries; 0 for all")
+	return func(ctx context.Context, store certorder.Store, _ []string) error {
+		from, err := parseSince(*since, time.Now())
+		if err != nil {
+			return usageError("audit: --since %q: %v", *since, err)
+		}
+		entries, err := store.Audit(ctx, certorder.AuditQuery{Member: *member, Since: from, Limit: *limit})
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TIME\tMEMBER\tACTION\tORDER\tOUTCOME\tCLIENT IP")
+		for _, a := range entries {
+			outcome, order := "ok", "-"
+			if a.Outcome != 0 {
+				outcome = fmt.Sprintf("Error(%d) %s", a.Outcome, a.Outcome.Text())
+			}
+			if a.OrderID != 0 {
+				order = strconv.FormatInt(a.OrderID, 10)
+			}
+			fmt.Fprintf(tw, "%s\t%q\t%q\t%s\t%s\t%s\n", a.Time.UTC().Format(time.RFC3339), a.Member, a.Action, order, outcome, a.ClientIP)
+		}
+		return tw.Flush()
+	}
+}
+
+// parseSince reads a point in time: RFC 3339, YYYY-MM-DD (UTC), or a duration before now.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	return time.Parse(certorder.DateLayout, s)
 }
