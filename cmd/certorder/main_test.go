@@ -161,8 +161,14 @@ func (s *syncBuffer) String() string {
 // ends, and returns its endpoint and stdout.
 func startServe(t *testing.T, c *cli, args ...string) (endpoint string, stdout *syncBuffer) {
 	t.Helper()
+	return startServeWith(t, c, &syncBuffer{}, args...)
+}
+
+// startServeWith is startServe with the log going to stderr.
+func startServeWith(t *testing.T, c *cli, stderr *syncBuffer, args ...string) (endpoint string, stdout *syncBuffer) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	stdout = &syncBuffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...),

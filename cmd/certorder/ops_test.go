@@ -1,0 +1,254 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/certorder/certorder/internal/testdb"
+)
+
+// selfSigned writes a certificate for 127.0.0.1 with the given serial and its key.
+func selfSigned(t *testing.T, dir string, serial int64) (certFile, keyFile string, cert *x509.Certificate) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "certorder test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ = x509.ParseCertificate(der)
+	kder, _ := x509.MarshalECPrivateKey(key)
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	write := func(name, typ string, b []byte) {
+		if err := os.WriteFile(name+".tmp", pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: b}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(name+".tmp", name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(keyFile, "EC PRIVATE KEY", kder)
+	write(certFile, "CERTIFICATE", der)
+	return certFile, keyFile, cert
+}
+
+// HTTPS, a certificate reloaded on SIGHUP, and the metrics listener.
+func TestServeTLSAndMetrics(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, first := selfSigned(t, dir, 1)
+	c := newCLI(t, testdb.SQLite(t))
+	c.env["CERTORDER_TLS_CERT"], c.env["CERTORDER_TLS_KEY"] = certFile, keyFile
+	endpoint, stdout, stderr := startServeLog(t, c, "--demo", "--metrics-addr", "127.0.0.1:0")
+	if !strings.HasPrefix(endpoint, "https://") {
+		t.Fatalf("endpoint %s", endpoint)
+	}
+	key := regexp.MustCompile(`AccessKey:\s+(\S+)`).FindStringSubmatch(stdout.String())[1]
+
+	roots := x509.NewCertPool()
+	roots.AddCert(first)
+	servedSerial := func() int64 {
+		t.Helper()
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, DisableKeepAlives: true}}
+		resp, err := hc.Post(endpoint, "application/json", strings.NewReader(request("demo", key, "Auth", "")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("Auth over HTTPS: %d", resp.StatusCode)
+		}
+		return resp.TLS.PeerCertificates[0].SerialNumber.Int64()
+	}
+	if s := servedSerial(); s != 1 {
+		t.Fatalf("serial %d", s)
+	}
+	_, _, second := selfSigned(t, dir, 2)
+	roots.AddCert(second)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for servedSerial() != 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("SIGHUP did not load the new certificate")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	addr := regexp.MustCompile(`msg="metrics listening" addr=(\S+)`).FindStringSubmatch(stderr.String())
+	if addr == nil {
+		t.Fatalf("no metrics address in the log:\n%s", stderr.String())
+	}
+	resp, err := http.Get("http://" + addr[1] + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`certorder_requests_total{action="Auth",outcome="ok"} `, "certorder_build_info{", "go_goroutines", "process_resident_memory_bytes"} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		resp, err := http.Get("http://" + addr[1] + path)
+		if err != nil || resp.StatusCode != 200 {
+			t.Errorf("%s: %v %v", path, resp, err)
+		}
+		if resp != nil {
+			resp.Body.Close()
+		}
+	}
+	if strings.Contains(stderr.String(), key) {
+		t.Error("the log holds the API key")
+	}
+}
+
+// startServeLog is startServe that also returns the log.
+func startServeLog(t *testing.T, c *cli, args ...string) (string, *syncBuffer, *syncBuffer) {
+	t.Helper()
+	stderr := &syncBuffer{}
+	endpoint, stdout := startServeWith(t, c, stderr, args...)
+	return endpoint, stdout, stderr
+}
+
+// buildBinary builds certorder for tests that need a real process.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "certorder")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// SIGTERM under load: the server stops accepting, finishes what it
+// accepted, and exits 0. Every request it accepted (logged) got its answer.
+func TestGracefulShutdown(t *testing.T) {
+	bin := buildBinary(t)
+	db := testdb.SQLite(t)
+	cmd := exec.Command(bin, "serve", "--demo", "--addr", "127.0.0.1:0", "--db", db, "--log-format", "json",
+		"--rate-limit", "0", "--ip-rate-limit", "0")
+	stdout := &syncBuffer{}
+	cmd.Stdout = stdout
+	stderrPipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var logMu sync.Mutex
+	var logLines []string
+	ready := make(chan string, 1)
+	logDone := make(chan struct{})
+	go func() {
+		defer close(logDone)
+		sc := bufio.NewScanner(stderrPipe)
+		for sc.Scan() {
+			line := sc.Text()
+			if m := regexp.MustCompile(`listening on (\S+)`).FindStringSubmatch(line); m != nil {
+				ready <- m[1]
+			}
+			logMu.Lock()
+			logLines = append(logLines, line)
+			logMu.Unlock()
+		}
+	}()
+	var endpoint string
+	select {
+	case endpoint = <-ready:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("serve did not start")
+	}
+	key := regexp.MustCompile(`AccessKey:\s+(\S+)`).FindStringSubmatch(stdout.String())[1]
+
+	var ok, refused atomic.Int64
+	var bad []string
+	var badMu sync.Mutex
+	var wg sync.WaitGroup
+	stop := time.Now().Add(5 * time.Second)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hc := &http.Client{Timeout: 10 * time.Second}
+			for time.Now().Before(stop) {
+				resp, err := hc.Post(endpoint, "application/json", strings.NewReader(request("demo", key, "OrderInfo", "10003")))
+				if err != nil {
+					refused.Add(1) // not accepted: the listener is closed
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					ok.Add(1)
+				} else {
+					badMu.Lock()
+					bad = append(bad, resp.Status)
+					badMu.Unlock()
+				}
+			}
+		}()
+	}
+	time.Sleep(500 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	<-logDone
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("serve exited with %v", err)
+	}
+	logged, logged200 := 0, 0
+	for _, line := range logLines {
+		var l struct {
+			Msg    string `json:"msg"`
+			Status int    `json:"status"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "request" {
+			logged++
+			if l.Status == 200 {
+				logged200++
+			}
+		}
+	}
+	t.Logf("%d answered, %d refused after the signal, %d logged", ok.Load(), refused.Load(), logged)
+	if len(bad) > 0 || ok.Load() == 0 || int64(logged) != ok.Load() || logged200 != logged {
+		t.Fatalf("accepted requests failed: %d answered 200, bad answers %v, %d logged (%d with 200)", ok.Load(), bad, logged, logged200)
+	}
+	if !strings.Contains(strings.Join(logLines, "\n"), `"msg":"stopped"`) {
+		t.Fatal("no orderly stop in the log")
+	}
+}
