@@ -1,0 +1,51 @@
+package certorder_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/certorder/certorder"
+)
+
+// FuzzParseOrder feeds the order import arbitrary documents. It must never
+// panic; an order it accepts must answer valid JSON, and parsing its stored
+// document again must give the same document.
+func FuzzParseOrder(f *testing.F) {
+	f.Add([]byte(`{"OrderId":5,"certificate":{"valid_till":"2030-01-01"}}`))
+	f.Add([]byte(`{"OrderId":5,"is_renewed":true,"was_renewed_by_order_id":6,"certificate":{"valid_till":"2030-01-01","dns_names":["a"]}}`))
+	f.Add([]byte(`{"certificate":{},"OrderId":1}`))
+	for _, name := range []string{"server/testdata/orders.json", "client/testdata/order_full.json", "client/testdata/order_odd.json"} {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		var docs []json.RawMessage
+		if json.Unmarshal(b, &docs) != nil {
+			docs = []json.RawMessage{b}
+		}
+		for _, d := range docs {
+			f.Add([]byte(d))
+		}
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		o, err := certorder.ParseOrder(doc)
+		if err != nil {
+			return
+		}
+		answer := o.AppendJSON(nil, now)
+		if !json.Valid(answer) {
+			t.Fatalf("answer is not JSON: %s", answer)
+		}
+		again, err := certorder.ParseOrder(o.Doc)
+		if err != nil {
+			t.Fatalf("stored document does not parse again: %v\n%s", err, o.Doc)
+		}
+		if !bytes.Equal(again.Doc, o.Doc) || again.CertEnd != o.CertEnd || again.ID != o.ID {
+			t.Fatalf("parsing is not stable:\n%s\n%s", o.Doc, again.Doc)
+		}
+	})
+}
