@@ -12,8 +12,8 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/server"
-	"github.com/certorder/certorder/storetest"
 	"github.com/certorder/certorder/stores"
+	"github.com/certorder/certorder/storetest"
 )
 
 var errorBody = regexp.MustCompile(`^\{"error_message":"Error\(\d+\) [a-zA-Z ]+\."\}\n$`)
