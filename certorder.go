@@ -95,6 +95,16 @@ type Store interface {
 	// PruneAudit deletes the entries older than before, and returns how many.
 	PruneAudit(ctx context.Context, before time.Time) (int64, error)
 
+	// AddSession stores a web session.
+	AddSession(ctx context.Context, s Session) error
+	// FindSession returns the session with the token hash, with its key's
+	// and member's state; ErrNotFound if there is none.
+	FindSession(ctx context.Context, tokenHash []byte) (Session, error)
+	// DeleteSession ends a session; ending one that is gone is not an error.
+	DeleteSession(ctx context.Context, tokenHash []byte) error
+	// PruneSessions deletes the sessions expired before now.
+	PruneSessions(ctx context.Context, now time.Time) error
+
 	// Ping reports whether the store can be reached.
 	Ping(ctx context.Context) error
 	Close() error

@@ -8,14 +8,18 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
+	"net/netip"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/server/web"
 )
 
 // Config is what New needs besides the store.
@@ -28,6 +32,7 @@ type Config struct {
 	Logger       *slog.Logger     // access and error log; nil means none
 	NoAccessLog  bool             // log errors only, not one line per request
 
+	Web            bool                  // serve the member web page at /
 	Limits         Limits                // abuse limits; the zero value has none (serve uses DefaultLimits)
 	AuditRetention time.Duration         // keep an audit trail of calls this long; 0: no audit trail
 	Metrics        prometheus.Registerer // where the metrics are registered; nil: nowhere
@@ -133,9 +138,17 @@ func New(store certorder.Store, cfg Config) (*Server, error) {
 	s.mux.Handle("/api/"+cfg.CASegment, api) // without the slash: no redirect that would turn a POST into a GET
 	s.mux.Handle("/healthz", s.Healthz())
 	s.mux.Handle("/readyz", s.Readyz())
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.answer(w, r, s.newEvent(r), nil, fail(certorder.NumUnknownPath))
-	})
+	if cfg.Web {
+		page, err := web.New(store, web.Config{SignIn: s.signIn, Secure: s.secure, Now: cfg.Now, Logger: cfg.Logger})
+		if err != nil {
+			return nil, err
+		}
+		s.mux.Handle("/", page)
+	} else {
+		s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+			s.answer(w, r, s.newEvent(r), nil, fail(certorder.NumUnknownPath))
+		})
+	}
 	return s, nil
 }
 
@@ -251,13 +264,8 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *fa
 		return f
 	}
 	ev.action, ev.name = cut(req.Action, 32), cut(req.AccessName, 64)
-	for _, lock := range []struct {
-		f   *failures
-		key string
-	}{{s.ipFails, ev.ip}, {s.nameFails, req.AccessName}} {
-		if locked, wait := lock.f.locked(lock.key, now); locked {
-			return s.refuse("auth_lockout", wait)
-		}
+	if f := s.lockedOut(ev.ip, req.AccessName, now); f != nil {
+		return f
 	}
 	act, known := s.actions[req.Action]
 	known = known && req.actionOK
@@ -270,9 +278,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *fa
 	c.cred, c.order, f = s.authenticate(ctx, req, c.orderID)
 	if f != nil {
 		if f.num == certorder.NumCredentialsFailed {
-			s.metrics.authFailures.Inc()
-			s.ipFails.fail(ev.ip, now)
-			s.nameFails.fail(req.AccessName, now)
+			s.authFailed(ev.ip, req.AccessName, now)
 		}
 		return f
 	}
@@ -289,6 +295,67 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *fa
 	}
 	s.answer(w, r, ev, body, nil)
 	return nil
+}
+
+// lockedOut refuses an IP or an AccessName that failed authentication too often.
+func (s *Server) lockedOut(ip, name string, now time.Time) *failure {
+	for _, lock := range []struct {
+		f   *failures
+		key string
+	}{{s.ipFails, ip}, {s.nameFails, name}} {
+		if locked, wait := lock.f.locked(lock.key, now); locked {
+			return s.refuse("auth_lockout", wait)
+		}
+	}
+	return nil
+}
+
+// authFailed counts a failed authentication against the IP and the name.
+func (s *Server) authFailed(ip, name string, now time.Time) {
+	s.metrics.authFailures.Inc()
+	s.ipFails.fail(ip, now)
+	s.nameFails.fail(name, now)
+}
+
+// signIn checks the web page's sign-in with the API's limits and refusals.
+func (s *Server) signIn(r *http.Request, name, key string) (certorder.Credential, error) {
+	ip, now := clientIP(r, s.cfg.Limits.TrustedProxies), s.cfg.Now()
+	if ok, wait := s.ipRate.take(ip, now); !ok {
+		s.metrics.limited.WithLabelValues("ip").Inc()
+		return certorder.Credential{}, &web.ThrottledError{Wait: wait}
+	}
+	if f := s.lockedOut(ip, name, now); f != nil {
+		return certorder.Credential{}, &web.ThrottledError{Wait: f.retryAfter}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
+	defer cancel()
+	req := request{AccessName: name, AccessKey: key, credsOK: name != "" && key != ""}
+	cred, _, f := s.authenticate(ctx, req, 0)
+	switch {
+	case f == nil:
+		return cred, nil
+	case f.num == certorder.NumCredentialsFailed:
+		s.authFailed(ip, name, now)
+		return cred, web.ErrRefused
+	case f.num == certorder.NumCredentialsMissing:
+		return cred, web.ErrRefused
+	}
+	return cred, fmt.Errorf("sign-in: %w: error %d", certorder.ErrUnavailable, f.num)
+}
+
+// secure says whether the request came over TLS, directly or through a
+// trusted proxy that says so.
+func (s *Server) secure(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	peer, err := netip.ParseAddr(host)
+	return err == nil && isTrusted(peer.Unmap(), s.cfg.Limits.TrustedProxies) &&
+		strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
 // authenticate checks AccessName and AccessKey and reads the order orderID

@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) certorder.Store) {
 	t.Run("Renewals", func(t *testing.T) { testRenewals(t, newStore(t)) })
 	t.Run("ExportRestore", func(t *testing.T) { testExportRestore(t, newStore(t), newStore(t)) })
 	t.Run("Audit", func(t *testing.T) { testAudit(t, newStore(t)) })
+	t.Run("Sessions", func(t *testing.T) { testSessions(t, newStore(t)) })
 	t.Run("Ping", func(t *testing.T) {
 		if err := newStore(t).Ping(context.Background()); err != nil {
 			t.Fatal(err)
@@ -426,4 +427,51 @@ func testAudit(t *testing.T, s certorder.Store) {
 	if n != 3 || len(rest) != 4 {
 		t.Fatalf("pruned %d, %d left", n, len(rest))
 	}
+}
+
+func testSessions(t *testing.T, s certorder.Store) {
+	ctx := context.Background()
+	m, err := s.AddMember(ctx, "alice")
+	must(t, err)
+	_, k, err := certorder.NewKey("")
+	must(t, err)
+	must(t, s.AddKey(ctx, "alice", k))
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	mk := func(token string, expires time.Time) certorder.Session {
+		return certorder.Session{TokenHash: certorder.HashKey(token), MemberID: m.ID, KeyID: k.ID, CSRF: "csrf-" + token,
+			Created: now, Expires: expires}
+	}
+	must(t, s.AddSession(ctx, mk("a", now.Add(time.Hour))))
+	must(t, s.AddSession(ctx, mk("b", now.Add(-time.Minute))))
+
+	got, err := s.FindSession(ctx, certorder.HashKey("a"))
+	must(t, err)
+	if got.Member != "alice" || got.MemberID != m.ID || got.KeyID != k.ID || got.CSRF != "csrf-a" ||
+		!got.Expires.Equal(now.Add(time.Hour)) || !got.Created.Equal(now) || !got.Valid(now) || got.Valid(now.Add(time.Hour)) {
+		t.Fatalf("FindSession = %+v", got)
+	}
+	_, err = s.FindSession(ctx, certorder.HashKey("nope"))
+	wantErr(t, err, certorder.ErrNotFound)
+
+	must(t, s.SetMemberDisabled(ctx, "alice", true))
+	got, err = s.FindSession(ctx, certorder.HashKey("a"))
+	must(t, err)
+	if !got.MemberDisabled || got.Valid(now) {
+		t.Fatal("a disabled member's session is valid")
+	}
+	must(t, s.SetMemberDisabled(ctx, "alice", false))
+	must(t, s.RevokeKey(ctx, k.ID))
+	got, err = s.FindSession(ctx, certorder.HashKey("a"))
+	must(t, err)
+	if !got.KeyRevoked || got.Valid(now) {
+		t.Fatal("a session of a revoked key is valid")
+	}
+
+	must(t, s.PruneSessions(ctx, now))
+	_, err = s.FindSession(ctx, certorder.HashKey("b"))
+	wantErr(t, err, certorder.ErrNotFound)
+	must(t, s.DeleteSession(ctx, certorder.HashKey("a")))
+	must(t, s.DeleteSession(ctx, certorder.HashKey("a")))
+	_, err = s.FindSession(ctx, certorder.HashKey("a"))
+	wantErr(t, err, certorder.ErrNotFound)
 }

@@ -18,7 +18,7 @@ const demoMember = "demo"
 // -> 10003, and 10004 with the spec's quirky types) and a fresh key, then
 // prints the credentials and a curl command for each action. It runs every
 // time, so the printed key always works; earlier demo keys are revoked.
-func (e *env) seedDemo(ctx context.Context, store certorder.Store, endpoint, db string) error {
+func (e *env) seedDemo(ctx context.Context, store certorder.Store, base, endpoint, db string) error {
 	if _, err := store.AddMember(ctx, demoMember); err != nil && !errors.Is(err, certorder.ErrConflict) {
 		return err
 	}
@@ -60,10 +60,13 @@ Try:
   curl -s -X POST %s -H 'Content-Type: application/json' -d '%s'
   curl -s -X POST %s -H 'Content-Type: application/json' -d '%s'
 
+The member web page is at %s (sign in with the credentials above).
+
 `, db, demoMember, demoMember, text,
 		endpoint, body("Auth", ""),
 		endpoint, body("OrderInfo", `,"orderId":10003`),
-		endpoint, body("RenewCheck", `,"orderId":10001`))
+		endpoint, body("RenewCheck", `,"orderId":10001`),
+		base)
 	return nil
 }
 

@@ -33,6 +33,7 @@ func (e *env) serve(ctx context.Context, args []string) error {
 	storeTimeout := fs.Duration("store-timeout", server.DefaultStoreTimeout, "give up on the store after this long in one request (503)")
 	logFormat := fs.String("log-format", "text", "log format: text or json (env CERTORDER_LOG_FORMAT)")
 	accessLog := fs.Bool("access-log", true, "log one line per request")
+	webPage := fs.Bool("web", true, "serve the member web page at / (env CERTORDER_WEB)")
 	metricsAddr := fs.String("metrics-addr", "", "listen address for /metrics, /healthz and /readyz; empty: none (env CERTORDER_METRICS_ADDR)")
 	auditRetention := fs.Duration("audit-retention", 90*24*time.Hour, "keep the audit trail this long; 0 turns it off (env CERTORDER_AUDIT_RETENTION)")
 	tlsCert := fs.String("tls-cert", "", "serve HTTPS with this certificate (PEM); SIGHUP reloads it (env CERTORDER_TLS_CERT)")
@@ -63,7 +64,7 @@ func (e *env) serve(ctx context.Context, args []string) error {
 		"tls-cert": "CERTORDER_TLS_CERT", "tls-key": "CERTORDER_TLS_KEY",
 		"rate-limit": "CERTORDER_RATE_LIMIT", "ip-rate-limit": "CERTORDER_IP_RATE_LIMIT",
 		"auth-fail-limit": "CERTORDER_AUTH_FAIL_LIMIT", "max-in-flight": "CERTORDER_MAX_IN_FLIGHT",
-		"trusted-proxy": "CERTORDER_TRUSTED_PROXIES", "db": "CERTORDER_DB",
+		"trusted-proxy": "CERTORDER_TRUSTED_PROXIES", "db": "CERTORDER_DB", "web": "CERTORDER_WEB",
 	}); err != nil {
 		return err
 	}
@@ -107,6 +108,7 @@ func (e *env) serve(ctx context.Context, args []string) error {
 		StoreTimeout:   *storeTimeout,
 		Logger:         logger,
 		NoAccessLog:    !*accessLog,
+		Web:            *webPage,
 		Limits:         l,
 		AuditRetention: *auditRetention,
 		Metrics:        reg,
@@ -141,9 +143,10 @@ func (e *env) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	endpoint := fmt.Sprintf("%s://%s/api/%s/", scheme, ln.Addr(), *segment)
+	base := fmt.Sprintf("%s://%s/", scheme, ln.Addr())
+	endpoint := base + "api/" + *segment + "/"
 	if *demo {
-		if err := e.seedDemo(ctx, store, endpoint, *db); err != nil {
+		if err := e.seedDemo(ctx, store, base, endpoint, *db); err != nil {
 			ln.Close()
 			return err
 		}
@@ -173,6 +176,9 @@ func (e *env) serve(ctx context.Context, args []string) error {
 	}()
 	logger.Info("listening", "endpoint", endpoint, "db", redactDSN(*db))
 	fmt.Fprintf(e.stderr, "certorder: listening on %s\n", endpoint)
+	if *webPage {
+		fmt.Fprintf(e.stderr, "certorder: member web page at %s\n", base)
+	}
 
 	select {
 	case err := <-errc:

@@ -67,7 +67,8 @@ func run(args []string) error {
 	fs.DurationVar(&c.warmup, "warmup", 2*time.Second, "unmeasured time before each scenario")
 	fs.StringVar(&c.db, "db", "", "store DSN (default: a new SQLite file); a PostgreSQL DSN should name an empty schema (search_path)")
 	scen := fs.String("scenarios", "bare,orderinfo,auth,authfail,renewcheck,mix", "scenarios to run, in order")
-	extra := fs.String("serve-args", "--access-log=false", "extra arguments for certorder serve")
+	extra := fs.String("serve-args", "--access-log=false --rate-limit=0 --ip-rate-limit=0 --auth-fail-limit=0",
+		"extra arguments for certorder serve (the default turns off the access log and the limits, which a benchmark from one client would trip)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

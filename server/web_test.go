@@ -1,0 +1,339 @@
+package server_test
+
+import (
+	"context"
+	"html"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/testdb"
+	"github.com/certorder/certorder/server"
+	"github.com/certorder/certorder/storetest"
+)
+
+// browser is an HTTP client with cookies that does not follow redirects.
+type browser struct {
+	t    *testing.T
+	base string
+	hc   *http.Client
+}
+
+func newBrowser(t *testing.T, base string, transport http.RoundTripper) *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{t: t, base: base, hc: &http.Client{Jar: jar, Transport: transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+type page struct {
+	status int
+	body   string
+	header http.Header
+}
+
+func (b *browser) get(path string) page {
+	b.t.Helper()
+	resp, err := b.hc.Get(b.base + path)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return read(b.t, resp)
+}
+
+func (b *browser) post(path string, form url.Values) page {
+	b.t.Helper()
+	resp, err := b.hc.PostForm(b.base+path, form)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return read(b.t, resp)
+}
+
+func read(t *testing.T, resp *http.Response) page {
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return page{resp.StatusCode, string(body), resp.Header}
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// csrf is the CSRF token of the page's forms.
+func (p page) csrf(t *testing.T) string {
+	t.Helper()
+	m := csrfField.FindStringSubmatch(p.body)
+	if m == nil {
+		t.Fatalf("no CSRF token in the page:\n%s", p.body)
+	}
+	return m[1]
+}
+
+// signIn signs in through the form and returns the page it lands on.
+func (b *browser) signIn(name, key string) page {
+	b.t.Helper()
+	form := b.get("/signin")
+	return b.post("/signin", url.Values{"csrf": {form.csrf(b.t)}, "name": {name}, "key": {key}})
+}
+
+func webFixture(t *testing.T, cfg server.Config) (*fixture, string) {
+	cfg.Web = true
+	f := newFixture(t, testdb.SQLite(t), cfg)
+	return f, strings.TrimSuffix(f.url, "/api/digicert/")
+}
+
+func TestWebSignedOut(t *testing.T) {
+	_, base := webFixture(t, server.Config{})
+	b := newBrowser(t, base, nil)
+	for _, path := range []string{"/", "/orders", "/orders/1001"} {
+		if p := b.get(path); p.status != http.StatusSeeOther || p.header.Get("Location") != "/signin" {
+			t.Errorf("%s signed out: %d %s", path, p.status, p.header.Get("Location"))
+		}
+	}
+	p := b.get("/signin")
+	if p.status != 200 || !strings.Contains(p.body, `<label for="name">Member ID</label>`) {
+		t.Fatalf("sign-in page: %d", p.status)
+	}
+	for h, want := range map[string]string{
+		"Content-Security-Policy": "default-src 'none'; style-src 'self'",
+		"X-Frame-Options":         "DENY",
+		"X-Content-Type-Options":  "nosniff",
+		"Referrer-Policy":         "no-referrer",
+		"Cache-Control":           "no-store",
+	} {
+		if !strings.HasPrefix(p.header.Get(h), want) {
+			t.Errorf("%s = %q, want %q...", h, p.header.Get(h), want)
+		}
+	}
+	if css := b.get("/static/style.css"); css.status != 200 || !strings.Contains(css.body, "font") {
+		t.Errorf("stylesheet: %d", css.status)
+	}
+	// The API still answers JSON, and an unknown page is an HTML 404.
+	if status, _ := do(t, http.MethodPost, base+"/api/digicert/", `{}`); status != 400 {
+		t.Errorf("API with the web page on: %d", status)
+	}
+	if p := b.get("/nope"); p.status != 404 || !strings.Contains(p.body, "Not found") {
+		t.Errorf("unknown page: %d", p.status)
+	}
+}
+
+func TestWebSignInAndPages(t *testing.T) {
+	feb10 := time.Date(2026, 2, 10, 9, 0, 0, 0, time.UTC) // order 1002 expires within 30 days
+	f, base := webFixture(t, server.Config{Now: func() time.Time { return feb10 }})
+	b := newBrowser(t, base, nil)
+	p := b.signIn("alice", f.aliceKey)
+	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/orders" {
+		t.Fatalf("sign-in: %d %s\n%s", p.status, p.header.Get("Location"), p.body)
+	}
+	u, _ := url.Parse(base)
+	var session *http.Cookie
+	for _, c := range b.hc.Jar.Cookies(u) {
+		if c.Name == "certorder_session" {
+			session = c
+		}
+	}
+	if session == nil {
+		t.Fatal("no session cookie")
+	}
+	// The cookie's attributes, as the server set them.
+	set := p.header.Values("Set-Cookie")
+	if !strings.Contains(strings.Join(set, "\n"), "certorder_session=") ||
+		!regexp.MustCompile(`certorder_session=[^;]+; Path=/; Max-Age=43200; HttpOnly; SameSite=Strict`).MatchString(strings.Join(set, "\n")) {
+		t.Fatalf("session cookie: %v", set)
+	}
+
+	orders := b.get("/orders")
+	for _, want := range []string{`<a href="/orders/1001">1001</a>`, `old.example.com`, `Standard SSL`,
+		`class="num expired">expired 2232 days ago`, `class="num expiring">19 (expiring soon)`, `class="num ">384<`, `<a href="/orders/1002">1002</a>`,
+		`3 orders`, `Signed in as <strong>alice</strong>`} {
+		if !strings.Contains(orders.body, want) {
+			t.Errorf("orders page lacks %s", want)
+		}
+	}
+	if strings.Contains(orders.body, "2001") {
+		t.Error("alice's page shows bob's order")
+	}
+
+	order := b.get("/orders/1001")
+	order.body = html.UnescapeString(order.body)
+	for _, want := range []string{`<h1>Order 1001</h1>`, `<strong>Order 1001</strong> (this order)`, `<a href="/orders/1002">Order 1002</a>`,
+		`<a href="/orders/1003">Order 1003</a> <span class="current">— current</span>`, `<summary>Certificate signing request</summary>`,
+		`old.example.com, www.old.example.com`, `2 Jan 2019, 10:11 +09:00`, `custom_profile`, `8800123`} {
+		if !strings.Contains(order.body, want) {
+			t.Errorf("order page lacks %s", want)
+		}
+	}
+	current := b.get("/orders/1003")
+	if !strings.Contains(current.body, `<h1>Order 1003 <span class="current">(current)</span></h1>`) ||
+		!strings.Contains(current.body, `<a href="/orders/1001">Order 1001</a>`) {
+		t.Errorf("the current order's page:\n%s", current.body)
+	}
+
+	// Another member's order, by URL guessing, is "not found" like a missing one.
+	theirs, missing := b.get("/orders/2001"), b.get("/orders/999999")
+	if theirs.status != 404 || theirs.body != missing.body || b.get("/orders/abc").status != 404 {
+		t.Errorf("another member's order: %d", theirs.status)
+	}
+
+	// Filter and sort.
+	if p := b.get("/orders?q=OLD.example&sort=-expiry"); !regexp.MustCompile(`(?s)1003.*1002.*1001`).MatchString(p.body) {
+		t.Errorf("sorted by expiry, latest first:\n%s", p.body)
+	}
+	if p := b.get("/orders?q=nothing-like-this"); !strings.Contains(p.body, "No order matches") {
+		t.Errorf("filter with no match:\n%s", p.body)
+	}
+
+	// Sign out: the form's token is required; afterwards the session is gone.
+	if p := b.post("/signout", url.Values{"csrf": {"forged"}}); p.status != http.StatusForbidden {
+		t.Errorf("sign-out with a bad token: %d", p.status)
+	}
+	if p := b.post("/signout", url.Values{"csrf": {orders.csrf(t)}}); p.status != http.StatusSeeOther {
+		t.Fatalf("sign-out: %d", p.status)
+	}
+	if _, err := f.store.FindSession(context.Background(), certorder.HashKey(session.Value)); err == nil {
+		t.Error("the session outlived sign-out")
+	}
+	if p := b.get("/orders"); p.status != http.StatusSeeOther {
+		t.Errorf("after sign-out: %d", p.status)
+	}
+}
+
+func TestWebRefusals(t *testing.T) {
+	f, base := webFixture(t, server.Config{})
+	b := newBrowser(t, base, nil)
+	// One message and status for every wrong credential.
+	for _, creds := range [][2]string{{"alice", f.aliceKey + "x"}, {"mallory", f.aliceKey}, {"carol", f.disabledMemberKey},
+		{"alice", f.revokedKey}, {"alice", "not a key"}, {"", ""}} {
+		p := b.signIn(creds[0], creds[1])
+		msg := regexp.MustCompile(`role="alert">([^<]*)<`).FindStringSubmatch(p.body)
+		if p.status != http.StatusUnauthorized || msg == nil || msg[1] != "Sign-in failed. Check your member ID and API key." {
+			t.Fatalf("%v: %d %v", creds, p.status, msg)
+		}
+	}
+	// A sign-in without the form's token, or with another one, is refused.
+	form := b.get("/signin")
+	if p := b.post("/signin", url.Values{"csrf": {"forged"}, "name": {"alice"}, "key": {f.aliceKey}}); p.status != http.StatusForbidden {
+		t.Errorf("forged token: %d", p.status)
+	}
+	fresh := newBrowser(t, base, nil)
+	if p := fresh.post("/signin", url.Values{"csrf": {form.csrf(t)}, "name": {"alice"}, "key": {f.aliceKey}}); p.status != http.StatusForbidden {
+		t.Errorf("token without its cookie: %d", p.status)
+	}
+}
+
+func TestWebSessionEnds(t *testing.T) {
+	clk := &clock{t: today}
+	f, base := webFixture(t, server.Config{Now: clk.Now})
+	b := newBrowser(t, base, nil)
+	b.signIn("alice", f.aliceKey)
+	if p := b.get("/orders"); p.status != 200 {
+		t.Fatalf("orders: %d", p.status)
+	}
+	clk.Advance(12*time.Hour + time.Second)
+	if p := b.get("/orders"); p.status != http.StatusSeeOther || p.header.Get("Location") != "/signin?expired=1" {
+		t.Fatalf("expired session: %d %s", p.status, p.header.Get("Location"))
+	}
+	if p := b.get("/signin?expired=1"); !strings.Contains(p.body, "Your session has ended") {
+		t.Error("no note on the sign-in page")
+	}
+	// A revoked key ends the sessions opened with it, on the next request.
+	b.signIn("alice", f.aliceKey)
+	if p := b.get("/orders"); p.status != 200 {
+		t.Fatalf("orders: %d", p.status)
+	}
+	id, _ := certorder.KeyID(f.aliceKey)
+	if err := f.store.RevokeKey(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	if p := b.get("/orders"); p.status != http.StatusSeeOther {
+		t.Fatalf("session of a revoked key: %d", p.status)
+	}
+}
+
+// A session opened on one instance is valid on another sharing the store.
+func TestWebSessionAcrossInstances(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dsn string) {
+		f := newFixture(t, dsn, server.Config{Web: true})
+		other, err := server.New(f.store, server.Config{CASegment: "digicert", Web: true, Now: func() time.Time { return today }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv2 := httptest.NewServer(other)
+		defer srv2.Close()
+		a := newBrowser(t, strings.TrimSuffix(f.url, "/api/digicert/"), nil)
+		a.signIn("alice", f.aliceKey)
+		b := newBrowser(t, srv2.URL, nil)
+		u, _ := url.Parse(a.base)
+		u2, _ := url.Parse(srv2.URL)
+		b.hc.Jar.SetCookies(u2, a.hc.Jar.Cookies(u))
+		if p := b.get("/orders"); p.status != 200 || !strings.Contains(p.body, "1001") {
+			t.Fatalf("the other instance: %d", p.status)
+		}
+	})
+}
+
+func TestWebThrottled(t *testing.T) {
+	clk := &clock{t: today}
+	f, base := webFixture(t, server.Config{Now: clk.Now, Limits: server.Limits{AuthFailures: 2, AuthFailWindow: time.Minute, AuthLockout: time.Minute}})
+	b := newBrowser(t, base, nil)
+	b.signIn("alice", "wrong")
+	b.signIn("alice", "wrong")
+	p := b.signIn("alice", f.aliceKey)
+	if p.status != http.StatusTooManyRequests || !strings.Contains(p.body, "Too many attempts") {
+		t.Fatalf("after two failures: %d", p.status)
+	}
+	// The API shares the lockout.
+	if status, _ := f.post(t, f.alice("Auth")); status != 429 {
+		t.Fatalf("API after web failures: %d", status)
+	}
+	clk.Advance(time.Minute + time.Second)
+	if p := b.signIn("alice", f.aliceKey); p.status != http.StatusSeeOther {
+		t.Fatalf("after the lockout: %d", p.status)
+	}
+}
+
+func TestWebPagination(t *testing.T) {
+	f, base := webFixture(t, server.Config{})
+	var docs []string
+	for i := range 30 {
+		docs = append(docs, storetest.OrderJSON(int64(5000+i), 0, "2031-01-01"))
+	}
+	if _, err := f.store.ImportOrders(context.Background(), "alice", storetest.Orders(t, docs...)); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, base, nil)
+	b.signIn("alice", f.aliceKey)
+	p1 := b.get("/orders")
+	if !strings.Contains(p1.body, "33 orders, page 1 of 2") || !strings.Contains(p1.body, `href="/orders?page=2&amp;sort=order" rel="next"`) {
+		t.Fatalf("page 1:\n%s", p1.body)
+	}
+	p2 := b.get("/orders?page=2&sort=order")
+	if !strings.Contains(p2.body, "5029") || strings.Contains(p2.body, ">1001<") || !strings.Contains(p2.body, `rel="prev"`) {
+		t.Fatalf("page 2:\n%s", p2.body)
+	}
+}
+
+// Under TLS the cookie is Secure and HSTS is on.
+func TestWebTLS(t *testing.T) {
+	f := newFixture(t, testdb.SQLite(t), server.Config{})
+	h, err := server.New(f.store, server.Config{CASegment: "digicert", Web: true, Now: func() time.Time { return today }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewTLSServer(h)
+	defer srv.Close()
+	b := newBrowser(t, srv.URL, srv.Client().Transport)
+	p := b.signIn("alice", f.aliceKey)
+	if !strings.Contains(strings.Join(p.header.Values("Set-Cookie"), "\n"), "; Secure") ||
+		p.header.Get("Strict-Transport-Security") == "" {
+		t.Fatalf("over TLS: %v %q", p.header.Values("Set-Cookie"), p.header.Get("Strict-Transport-Security"))
+	}
+}
