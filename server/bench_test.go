@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/testdb"
@@ -14,6 +15,9 @@ import (
 	"github.com/certorder/certorder/stores"
 	"github.com/certorder/certorder/storetest"
 )
+
+// auditRetention is set by BenchmarkHandlerAudit.
+var auditRetention time.Duration
 
 // benchHandler is the service on a SQLite store of n orders, and alice's key.
 func benchHandler(b *testing.B, n int) (http.Handler, string) {
@@ -37,7 +41,8 @@ func benchHandler(b *testing.B, n int) (http.Handler, string) {
 	if _, err := s.ImportOrders(ctx, "alice", storetest.Orders(b, docs...)); err != nil {
 		b.Fatal(err)
 	}
-	h, err := server.New(s, server.Config{CASegment: "digicert", NoAccessLog: true})
+	h, err := server.New(s, server.Config{CASegment: "digicert", NoAccessLog: true, AuditRetention: auditRetention})
+	b.Cleanup(h.Close)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -81,6 +86,22 @@ func BenchmarkHandlerMixed(b *testing.B) {
 			body := `{"AccessName":"alice","AccessKey":"` + key + `","action":"` + action + `","orderId":` + strconv.Itoa(1+i%10000) + `}`
 			req := httptest.NewRequest(http.MethodPost, "/api/digicert/", strings.NewReader(body))
 			h.ServeHTTP(httptest.NewRecorder(), req)
+		}
+	})
+}
+
+// BenchmarkHandlerAudit is BenchmarkHandler/OrderInfo with the audit trail on.
+func BenchmarkHandlerAudit(b *testing.B) {
+	auditRetention = time.Hour
+	defer func() { auditRetention = 0 }()
+	h, key := benchHandler(b, 10000)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			i++
+			body := `{"AccessName":"alice","AccessKey":"` + key + `","action":"OrderInfo","orderId":` + strconv.Itoa(1+i%10000) + `}`
+			h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/api/digicert/", strings.NewReader(body)))
 		}
 	})
 }
