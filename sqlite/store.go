@@ -22,12 +22,23 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
+// The audit trail lives in a file of its own, beside the store's: it is
+// written on every request, and a write to the store's file would make
+// every reader drop its page cache.
+//
+//go:embed audit-migrations/*.sql
+var auditMigrationFiles embed.FS
+
+// AuditPath is the file of the audit trail of the store at path.
+func AuditPath(path string) string { return path + "-audit" }
+
 var _ certorder.Store = (*Store)(nil)
 
 // Store is a certorder.Store on one SQLite file.
 type Store struct {
 	read  *sql.DB // concurrent readers; WAL lets them run beside the writer
 	write *sql.DB // one connection: SQLite allows one writer at a time
+	audit *sql.DB // the audit trail's file, one connection
 
 	findOrder, findCredential, findCredentialOrder *sql.Stmt
 }
@@ -43,21 +54,22 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: bad database path %q", path)
 	}
 	// PRAGMAs go in the DSN so that every pooled connection gets them.
-	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)" +
-		"&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=mmap_size(268435456)"
-	write, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
+	dsn := func(path string) string {
+		return "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)" +
+			"&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=mmap_size(268435456)"
+	}
+	write, err := openMigrated(ctx, dsn(path), migrationFiles, "migrations")
 	if err != nil {
 		return nil, err
 	}
-	write.SetMaxOpenConns(1)
 	s := &Store{write: write}
-	if err := s.migrate(ctx); err != nil {
+	if s.audit, err = openMigrated(ctx, dsn(AuditPath(path)), auditMigrationFiles, "audit-migrations"); err != nil {
 		write.Close()
 		return nil, err
 	}
-	read, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)")
+	read, err := sql.Open("sqlite", dsn(path)+"&_pragma=query_only(1)")
 	if err != nil {
-		write.Close()
+		s.Close()
 		return nil, err
 	}
 	read.SetMaxOpenConns(4)
@@ -88,22 +100,33 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return s, nil
 }
 
-func migrationFS() fs.FS {
-	sub, _ := fs.Sub(migrationFiles, "migrations") // the path is a constant
-	return sub
+// openMigrated opens a one-connection writer on a database file and applies
+// the migrations in dir of fsys that it has not seen yet.
+func openMigrated(ctx context.Context, dsn string, fsys embed.FS, dir string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	if err := migrate(ctx, db, fsys, dir); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
 }
 
-func (s *Store) migrate(ctx context.Context) error {
-	ms, err := migrations.List(migrationFS())
+func migrate(ctx context.Context, db *sql.DB, fsys embed.FS, dir string) error {
+	sub, _ := fs.Sub(fsys, dir) // dir is a constant
+	ms, err := migrations.List(sub)
 	if err != nil {
 		return err
 	}
-	if _, err := s.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)`); err != nil {
 		return fmt.Errorf("sqlite: open database: %w", err)
 	}
 	var current int
-	if err := s.write.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
 		return fmt.Errorf("sqlite: %w", err)
 	}
 	if current > migrations.Latest(ms) {
@@ -114,7 +137,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		if m.Version <= current {
 			continue
 		}
-		err := s.inTx(ctx, func(tx *sql.Tx) error {
+		err := inTx(ctx, db, func(tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 				return err
 			}
@@ -132,10 +155,12 @@ func (s *Store) migrate(ctx context.Context) error {
 // Close closes the database.
 func (s *Store) Close() error {
 	var errs []error
-	if s.read != nil {
-		errs = append(errs, s.read.Close())
+	for _, db := range []*sql.DB{s.read, s.audit, s.write} {
+		if db != nil {
+			errs = append(errs, db.Close())
+		}
 	}
-	return errors.Join(append(errs, s.write.Close())...)
+	return errors.Join(errs...)
 }
 
 // Ping checks that the database answers.
@@ -160,8 +185,8 @@ func parseTime(s sql.NullString) time.Time {
 	return t
 }
 
-func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.write.BeginTx(ctx, nil)
+func inTx(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -258,7 +283,7 @@ func (s *Store) memberID(ctx context.Context, q interface {
 
 // AddKey stores a new key for a member.
 func (s *Store) AddKey(ctx context.Context, member string, k certorder.Key) error {
-	return wrap("add key", s.inTx(ctx, func(tx *sql.Tx) error {
+	return wrap("add key", inTx(ctx, s.write, func(tx *sql.Tx) error {
 		mid, err := s.memberID(ctx, tx, member)
 		if err != nil {
 			return err
@@ -384,7 +409,7 @@ const selectLink = `SELECT member_id, COALESCE(renewed_by, 0) FROM orders WHERE 
 
 // RecordRenewal records that newID renewed oldID. Both must be stored.
 func (s *Store) RecordRenewal(ctx context.Context, oldID, newID int64) error {
-	return wrap("record renewal", s.inTx(ctx, func(tx *sql.Tx) error {
+	return wrap("record renewal", inTx(ctx, s.write, func(tx *sql.Tx) error {
 		stmt, err := tx.PrepareContext(ctx, selectLink)
 		if err != nil {
 			return err
@@ -415,7 +440,7 @@ func (s *Store) RecordRenewal(ctx context.Context, oldID, newID int64) error {
 // ImportOrders stores orders for a member, all or none.
 func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq2[*certorder.Order, error]) (int, error) {
 	n := 0
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := inTx(ctx, s.write, func(tx *sql.Tx) error {
 		mid, err := s.memberID(ctx, tx, member)
 		if err != nil {
 			return err
@@ -474,7 +499,7 @@ func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq
 
 // Restore loads an export into the empty store.
 func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record, error]) error {
-	return wrap("restore", s.inTx(ctx, func(tx *sql.Tx) error {
+	return wrap("restore", inTx(ctx, s.write, func(tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM members) + (SELECT COUNT(*) FROM orders)`).Scan(&n); err != nil {
 			return err
@@ -544,7 +569,7 @@ func restoredMember(ids map[string]int64, name string) (int64, error) {
 
 // AppendAudit adds entries to the audit trail, in one transaction.
 func (s *Store) AppendAudit(ctx context.Context, entries []certorder.AuditEntry) error {
-	return wrap("append audit", s.inTx(ctx, func(tx *sql.Tx) error {
+	return wrap("append audit", inTx(ctx, s.audit, func(tx *sql.Tx) error {
 		stmt, err := tx.PrepareContext(ctx, `INSERT INTO audit_log (at, member, action, order_id, outcome, client_ip)
 			VALUES (?, ?, ?, ?, ?, ?)`)
 		if err != nil {
@@ -567,7 +592,7 @@ func (s *Store) Audit(ctx context.Context, q certorder.AuditQuery) ([]certorder.
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT at, member, action, order_id, outcome, client_ip FROM audit_log
+	rows, err := s.audit.QueryContext(ctx, `SELECT at, member, action, order_id, outcome, client_ip FROM audit_log
 		WHERE (? = '' OR member = ?) AND at >= ? ORDER BY at DESC, id DESC LIMIT ?`,
 		q.Member, q.Member, formatTime(q.Since), limit)
 	if err != nil {
@@ -589,7 +614,7 @@ func (s *Store) Audit(ctx context.Context, q certorder.AuditQuery) ([]certorder.
 
 // PruneAudit deletes entries older than before.
 func (s *Store) PruneAudit(ctx context.Context, before time.Time) (int64, error) {
-	res, err := s.write.ExecContext(ctx, `DELETE FROM audit_log WHERE at < ?`, formatTime(before))
+	res, err := s.audit.ExecContext(ctx, `DELETE FROM audit_log WHERE at < ?`, formatTime(before))
 	if err != nil {
 		return 0, wrap("prune audit", err)
 	}

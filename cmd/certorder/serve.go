@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/netip"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -35,6 +37,7 @@ func (e *env) serve(ctx context.Context, args []string) error {
 	accessLog := fs.Bool("access-log", true, "log one line per request")
 	webPage := fs.Bool("web", true, "serve the member web page at / (env CERTORDER_WEB)")
 	metricsAddr := fs.String("metrics-addr", "", "listen address for /metrics, /healthz and /readyz; empty: none (env CERTORDER_METRICS_ADDR)")
+	pprofOn := fs.Bool("pprof", false, "also serve /debug/pprof/ on the metrics listener (for profiling; keep that listener private)")
 	auditRetention := fs.Duration("audit-retention", 90*24*time.Hour, "keep the audit trail this long; 0 turns it off (env CERTORDER_AUDIT_RETENTION)")
 	tlsCert := fs.String("tls-cert", "", "serve HTTPS with this certificate (PEM); SIGHUP reloads it (env CERTORDER_TLS_CERT)")
 	tlsKey := fs.String("tls-key", "", "the certificate's private key (PEM) (env CERTORDER_TLS_KEY)")
@@ -92,6 +95,16 @@ func (e *env) serve(ctx context.Context, args []string) error {
 		logger = slog.New(slog.NewJSONHandler(e.stderr, nil))
 	default:
 		return usageError("serve: --log-format is text or json, not %q", *logFormat)
+	}
+
+	if *pprofOn && *metricsAddr == "" {
+		return usageError("serve: --pprof needs --metrics-addr")
+	}
+	if e.getenv("GOGC") == "" {
+		// The live heap is a few MB whatever the store holds, so collecting
+		// less often costs little memory and buys about a fifth more
+		// throughput (docs/PERFORMANCE.md). GOGC set in the environment wins.
+		debug.SetGCPercent(400)
 	}
 
 	store, err := openStore(ctx, *db)
@@ -162,6 +175,12 @@ func (e *env) serve(ctx context.Context, args []string) error {
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		mux.Handle("/healthz", handler.Healthz())
 		mux.Handle("/readyz", handler.Readyz())
+		if *pprofOn {
+			mux.HandleFunc("/debug/pprof/", pprof.Index)
+			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+			mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		}
 		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		defer msrv.Close()
 		go func() { errc <- fmt.Errorf("metrics listener: %w", msrv.Serve(mln)) }()
