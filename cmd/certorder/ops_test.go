@@ -192,7 +192,16 @@ func TestGracefulShutdown(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatal("serve did not start")
 	}
-	key := regexp.MustCompile(`AccessKey:\s+(\S+)`).FindStringSubmatch(stdout.String())[1]
+	// The demo's stdout travels in a pipe of its own: wait for it.
+	var key string
+	for deadline := time.Now().Add(10 * time.Second); key == ""; time.Sleep(10 * time.Millisecond) {
+		if m := regexp.MustCompile(`AccessKey:\s+(\S+)`).FindStringSubmatch(stdout.String()); m != nil {
+			key = m[1]
+		} else if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no key in the demo's output: %q", stdout.String())
+		}
+	}
 
 	var ok, refused atomic.Int64
 	var bad []string
