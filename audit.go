@@ -1,6 +1,10 @@
 package certorder
 
-import "time"
+import (
+	"strings"
+	"time"
+	"unicode/utf8"
+)
 
 // AuditEntry is one API call as the audit trail keeps it. Member is the
 // AccessName as sent (so failed attempts show whom they aimed at); Outcome
@@ -29,13 +33,25 @@ const (
 )
 
 // Trimmed cuts the caller-chosen texts of the entry to their bounds, so
-// that a caller cannot fill the audit table with large values.
+// that a caller cannot fill the audit table with large values, and makes
+// them text every database takes: valid UTF-8 without NUL.
 func (e AuditEntry) Trimmed() AuditEntry {
-	if len(e.Member) > auditMaxMember {
-		e.Member = e.Member[:auditMaxMember]
-	}
-	if len(e.Action) > auditMaxAction {
-		e.Action = e.Action[:auditMaxAction]
-	}
+	e.Member = Cut(cleanText(e.Member), auditMaxMember)
+	e.Action = Cut(cleanText(e.Action), auditMaxAction)
 	return e
+}
+
+func cleanText(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+// Cut shortens s to at most n bytes without splitting a UTF-8 sequence.
+func Cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

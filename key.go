@@ -46,6 +46,11 @@ func KeyID(text string) (string, bool) {
 	if !ok || len(id) != 12 || len(secret) == 0 {
 		return "", false
 	}
+	for _, c := range []byte(id) {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return "", false
+		}
+	}
 	return id, true
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/certorder/certorder"
 )
@@ -124,7 +125,7 @@ func TestKeys(t *testing.T) {
 	if strings.Contains(string(k.Hash), text) || len(k.Hash) != 32 {
 		t.Fatal("key hash is not a SHA-256")
 	}
-	for _, bad := range []string{"", "cok_", "cok_abc_def", "xyz_0123456789ab_secret", "cok_0123456789ab_"} {
+	for _, bad := range []string{"", "cok_", "cok_abc_def", "xyz_0123456789ab_secret", "cok_0123456789ab_", "cok_0123456789aG_x", "cok_01234567\x0089a_x"} {
 		if _, ok := certorder.KeyID(bad); ok {
 			t.Errorf("KeyID(%q) accepted", bad)
 		}
@@ -153,5 +154,12 @@ func TestDecodeOrdersStopEarly(t *testing.T) {
 	}
 	if after := runtime.NumGoroutine(); after > before {
 		t.Fatalf("%d goroutines before, %d after", before, after)
+	}
+}
+
+func TestAuditEntryTrimmed(t *testing.T) {
+	e := certorder.AuditEntry{Member: strings.Repeat("é", 40), Action: "a\x00b\xffc"}.Trimmed()
+	if len(e.Member) != 64 || !utf8.ValidString(e.Member) || e.Action != "a\uFFFDb\uFFFDc" {
+		t.Fatalf("Trimmed = %q, %q", e.Member, e.Action)
 	}
 }

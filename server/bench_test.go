@@ -53,14 +53,17 @@ func benchHandler(b *testing.B, n int) (http.Handler, string) {
 // network: where the service's own time goes (go test -cpuprofile).
 func BenchmarkHandler(b *testing.B) {
 	h, key := benchHandler(b, 10000)
-	for _, action := range []string{"Auth", "OrderInfo", "RenewCheck"} {
-		b.Run(action, func(b *testing.B) {
+	wrongKey := key[:len(key)-4] + "aaaa"
+	for _, bench := range []struct{ name, action, key string }{
+		{"Auth", "Auth", key}, {"AuthFail", "Auth", wrongKey}, {"OrderInfo", "OrderInfo", key}, {"RenewCheck", "RenewCheck", key},
+	} {
+		b.Run(bench.name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				i := 0
 				for pb.Next() {
 					i++
-					body := `{"AccessName":"alice","AccessKey":"` + key + `","action":"` + action + `","orderId":` + strconv.Itoa(1+i%10000) + `}`
+					body := `{"AccessName":"alice","AccessKey":"` + bench.key + `","action":"` + bench.action + `","orderId":` + strconv.Itoa(1+i%10000) + `}`
 					req := httptest.NewRequest(http.MethodPost, "/api/digicert/", strings.NewReader(body))
 					w := httptest.NewRecorder()
 					h.ServeHTTP(w, req)

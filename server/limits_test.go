@@ -294,12 +294,17 @@ func TestAuditTrail(t *testing.T) {
 		f := newFixture(t, dsn, server.Config{Now: clk.Now, AuditRetention: 24 * time.Hour})
 		f.post(t, f.alice("OrderInfo", "orderId", "1001"))
 		f.post(t, body("AccessName", `"mallory"`, "AccessKey", q(f.aliceKey), "action", `"Auth"`))
+		// Text no database takes as it is (NUL) is made safe, not lost with its batch.
+		f.post(t, body("AccessName", `"mal\u0000lory"`, "AccessKey", q(f.aliceKey), "action", `"Au\u0000th"`))
 		f.handler.Close() // writes what is queued
 		es, err := f.store.Audit(context.Background(), certorder.AuditQuery{})
-		if err != nil || len(es) != 2 {
+		if err != nil || len(es) != 3 {
 			t.Fatalf("audit: %+v, %v", es, err)
 		}
-		got := []certorder.AuditEntry{es[0], es[1]}
+		if es[0].Member != "mal\uFFFDlory" || es[0].Action != "Au\uFFFDth" {
+			t.Errorf("NUL entry: %+v", es[0])
+		}
+		got := []certorder.AuditEntry{es[1], es[2]}
 		if got[1].Member != "alice" || got[1].Action != "OrderInfo" || got[1].OrderID != 1001 || got[1].Outcome != 0 ||
 			got[1].ClientIP != "127.0.0.1" || !got[1].Time.Equal(today) {
 			t.Errorf("first call: %+v", got[1])

@@ -222,13 +222,6 @@ func (s *Server) newEvent(r *http.Request) *event {
 	return &event{start: time.Now(), id: fmt.Sprintf("%016x", rand.Uint64()), ip: clientIP(r, s.cfg.Limits.TrustedProxies)}
 }
 
-func cut(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
-}
-
 // refuse answers 429 for a limit, with the wait in Retry-After.
 func (s *Server) refuse(limit string, wait time.Duration) *failure {
 	s.metrics.limited.WithLabelValues(limit).Inc()
@@ -263,7 +256,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *fa
 	if f != nil {
 		return f
 	}
-	ev.action, ev.name = cut(req.Action, 32), cut(req.AccessName, 64)
+	ev.action, ev.name = certorder.Cut(req.Action, 32), certorder.Cut(req.AccessName, 64)
 	if f := s.lockedOut(ev.ip, req.AccessName, now); f != nil {
 		return f
 	}
@@ -466,7 +459,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ev *event, body 
 		slog.String("request_id", ev.id),
 		slog.String("ip", ev.ip),
 		slog.String("method", r.Method),
-		slog.String("path", cut(r.URL.Path, 128)),
+		slog.String("path", certorder.Cut(r.URL.Path, 128)),
 		slog.String("action", ev.action),
 		slog.String("member", ev.member),
 		slog.Int64("order_id", ev.orderID),

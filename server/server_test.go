@@ -294,6 +294,8 @@ func TestBadRequests(t *testing.T) {
 			{"key of another shape", "", "", with(creds(`"alice"`, `"hunter2"`), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
 			{"key with a tampered secret", "", "", with(creds(`"alice"`, q(f.aliceKey[:len(f.aliceKey)-1]+"x")), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
 			{"unknown member", "", "", with(creds(`"mallory"`, q(f.aliceKey)), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
+			{"NUL in the name", "", "", with(creds(`"ali\u0000ce"`, q(f.aliceKey)), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
+			{"NUL in the key ID", "", "", with(creds(`"alice"`, `"cok_\u000023456789ab_x"`), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
 			{"another member's name", "", "", with(creds(`"bob"`, q(f.aliceKey)), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
 			{"revoked key", "", "", with(creds(`"alice"`, q(f.revokedKey)), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
 			{"disabled member", "", "", with(creds(`"carol"`, q(f.disabledMemberKey)), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
