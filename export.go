@@ -142,3 +142,54 @@ func parseExportLine(b []byte) (Record, error) {
 	}
 	return Record{}, fmt.Errorf("unknown type %q", l.Type)
 }
+
+// Restorer is how a store writes each kind of record of a restore. Run
+// feeds it an export, resolving owners by member name, so that every store
+// follows the same rules.
+type Restorer struct {
+	Member func(m *Member) (id int64, err error) // stores a member, returns its new ID
+	Key    func(k *Key, memberID int64) error
+	Order  func(o *Order, memberID int64) error
+}
+
+// Run restores records in order; a key or an order must come after its member.
+func (r Restorer) Run(records iter.Seq2[Record, error]) error {
+	ids := map[string]int64{}
+	owner := func(name string) (int64, error) {
+		id, ok := ids[name]
+		if !ok {
+			return 0, fmt.Errorf("%w: member %s is not in the export before its keys and orders", ErrInvalid, name)
+		}
+		return id, nil
+	}
+	for rec, err := range records {
+		if err != nil {
+			return err
+		}
+		switch {
+		case rec.Member != nil:
+			id, err := r.Member(rec.Member)
+			if err != nil {
+				return err
+			}
+			ids[rec.Member.Name] = id
+		case rec.Key != nil:
+			id, err := owner(rec.Key.Member)
+			if err == nil {
+				err = r.Key(rec.Key, id)
+			}
+			if err != nil {
+				return err
+			}
+		case rec.Order != nil:
+			id, err := owner(rec.Order.Member)
+			if err == nil {
+				err = r.Order(rec.Order, id)
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

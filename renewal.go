@@ -51,6 +51,28 @@ func CheckRenewal(ctx context.Context, memberID, oldID, newID int64,
 	return fmt.Errorf("%w: renewal chain from order %d is longer than %d", ErrConflict, newID, MaxRenewalChain)
 }
 
+// CheckRecordRenewal checks a renewal an operator records (Store.RecordRenewal):
+// both orders are stored, oldID is not renewed by another order already, and
+// CheckRenewal passes. It reports false when the relation is recorded already,
+// so that recording it again changes nothing.
+func CheckRecordRenewal(ctx context.Context, oldID, newID int64,
+	lookup func(ctx context.Context, id int64) (OrderLink, error)) (bool, error) {
+	old, err := lookup(ctx, oldID)
+	if err != nil {
+		return false, err
+	}
+	if _, err := lookup(ctx, newID); err != nil {
+		return false, err
+	}
+	switch old.RenewedBy {
+	case newID:
+		return false, nil
+	case 0:
+		return true, CheckRenewal(ctx, old.MemberID, oldID, newID, lookup)
+	}
+	return false, fmt.Errorf("%w: order %d is already renewed by order %d", ErrConflict, oldID, old.RenewedBy)
+}
+
 // CheckImport checks an order about to be imported for memberID and returns
 // the renewal to store with it: the one its document names, or else the one
 // already recorded (an import adds renewal relations, it never drops one).

@@ -303,21 +303,8 @@ func (s *Store) RecordRenewal(ctx context.Context, oldID, newID int64) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockRenewals); err != nil {
 			return err
 		}
-		lookup := linkLookup(tx)
-		old, err := lookup(ctx, oldID)
-		if err != nil {
-			return err
-		}
-		if _, err := lookup(ctx, newID); err != nil {
-			return err
-		}
-		if old.RenewedBy == newID {
-			return nil
-		}
-		if old.RenewedBy != 0 {
-			return fmt.Errorf("%w: order %d is already renewed by order %d", certorder.ErrConflict, oldID, old.RenewedBy)
-		}
-		if err := certorder.CheckRenewal(ctx, old.MemberID, oldID, newID, lookup); err != nil {
+		changed, err := certorder.CheckRecordRenewal(ctx, oldID, newID, linkLookup(tx))
+		if err != nil || !changed {
 			return err
 		}
 		_, err = tx.Exec(ctx, `UPDATE orders SET renewed_by = $1, updated_at = now() WHERE id = $2`, newID, oldID)
@@ -385,53 +372,27 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record,
 		if n > 0 {
 			return fmt.Errorf("%w: the store is not empty", certorder.ErrConflict)
 		}
-		ids := map[string]int64{}
-		member := func(name string) (int64, error) {
-			id, ok := ids[name]
-			if !ok {
-				return 0, fmt.Errorf("%w: member %s is not in the export before its keys and orders", certorder.ErrInvalid, name)
-			}
-			return id, nil
-		}
-		for rec, err := range records {
-			if err != nil {
-				return err
-			}
-			switch {
-			case rec.Member != nil:
-				m := rec.Member
+		return certorder.Restorer{
+			Member: func(m *certorder.Member) (int64, error) {
 				var id int64
-				if err := tx.QueryRow(ctx, `INSERT INTO members (name, disabled, created_at)
-					VALUES ($1, $2, COALESCE($3, now())) RETURNING id`, m.Name, m.Disabled, nullTime(m.CreatedAt)).Scan(&id); err != nil {
-					return err
-				}
-				ids[m.Name] = id
-			case rec.Key != nil:
-				k := rec.Key
-				mid, err := member(k.Member)
-				if err != nil {
-					return err
-				}
-				if _, err := tx.Exec(ctx, `INSERT INTO api_keys (id, member_id, label, hash, created_at, revoked_at)
+				err := tx.QueryRow(ctx, `INSERT INTO members (name, disabled, created_at)
+					VALUES ($1, $2, COALESCE($3, now())) RETURNING id`, m.Name, m.Disabled, nullTime(m.CreatedAt)).Scan(&id)
+				return id, err
+			},
+			Key: func(k *certorder.Key, memberID int64) error {
+				_, err := tx.Exec(ctx, `INSERT INTO api_keys (id, member_id, label, hash, created_at, revoked_at)
 					VALUES ($1, $2, $3, $4, COALESCE($5, now()), $6)`,
-					k.ID, mid, k.Label, k.Hash, nullTime(k.CreatedAt), nullTime(k.RevokedAt)); err != nil {
-					return err
-				}
-			case rec.Order != nil:
-				o := rec.Order
-				mid, err := member(o.Member)
-				if err != nil {
-					return err
-				}
-				if _, err := tx.Exec(ctx, `INSERT INTO orders
+					k.ID, memberID, k.Label, k.Hash, nullTime(k.CreatedAt), nullTime(k.RevokedAt))
+				return err
+			},
+			Order: func(o *certorder.Order, memberID int64) error {
+				_, err := tx.Exec(ctx, `INSERT INTO orders
 					(id, member_id, common_name, status, valid_till, renewed_by, doc, cert_end, updated_at)
 					VALUES ($1, $2, $3, $4, $5, NULLIF($6::BIGINT, 0), $7, $8, now())`,
-					o.ID, mid, o.CommonName, o.Status, o.ValidTill, o.RenewedBy, o.Doc, o.CertEnd); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+					o.ID, memberID, o.CommonName, o.Status, o.ValidTill, o.RenewedBy, o.Doc, o.CertEnd)
+				return err
+			},
+		}.Run(records)
 	}))
 }
 

@@ -415,21 +415,8 @@ func (s *Store) RecordRenewal(ctx context.Context, oldID, newID int64) error {
 			return err
 		}
 		defer stmt.Close()
-		lookup := linkLookup(stmt)
-		old, err := lookup(ctx, oldID)
-		if err != nil {
-			return err
-		}
-		if _, err := lookup(ctx, newID); err != nil {
-			return err
-		}
-		if old.RenewedBy == newID {
-			return nil
-		}
-		if old.RenewedBy != 0 {
-			return fmt.Errorf("%w: order %d is already renewed by order %d", certorder.ErrConflict, oldID, old.RenewedBy)
-		}
-		if err := certorder.CheckRenewal(ctx, old.MemberID, oldID, newID, lookup); err != nil {
+		changed, err := certorder.CheckRecordRenewal(ctx, oldID, newID, linkLookup(stmt))
+		if err != nil || !changed {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE orders SET renewed_by = ?, updated_at = ? WHERE id = ?`, newID, now(), oldID)
@@ -507,48 +494,29 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record,
 		if n > 0 {
 			return fmt.Errorf("%w: the store is not empty", certorder.ErrConflict)
 		}
-		ids := map[string]int64{}
-		for rec, err := range records {
-			if err != nil {
-				return err
-			}
-			switch {
-			case rec.Member != nil:
-				m := rec.Member
+		return certorder.Restorer{
+			Member: func(m *certorder.Member) (int64, error) {
 				res, err := tx.ExecContext(ctx, `INSERT INTO members (name, disabled, created_at) VALUES (?, ?, ?)`,
 					m.Name, m.Disabled, stampOrNow(m.CreatedAt))
 				if err != nil {
-					return err
+					return 0, err
 				}
-				if ids[m.Name], err = res.LastInsertId(); err != nil {
-					return err
-				}
-			case rec.Key != nil:
-				k := rec.Key
-				mid, err := restoredMember(ids, k.Member)
-				if err != nil {
-					return err
-				}
+				return res.LastInsertId()
+			},
+			Key: func(k *certorder.Key, memberID int64) error {
 				revoked := sql.NullString{String: formatTime(k.RevokedAt), Valid: k.Revoked()}
-				if _, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, member_id, label, hash, created_at, revoked_at)
-					VALUES (?, ?, ?, ?, ?, ?)`, k.ID, mid, k.Label, k.Hash, stampOrNow(k.CreatedAt), revoked); err != nil {
-					return err
-				}
-			case rec.Order != nil:
-				o := rec.Order
-				mid, err := restoredMember(ids, o.Member)
-				if err != nil {
-					return err
-				}
-				if _, err := tx.ExecContext(ctx, `INSERT INTO orders
+				_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, member_id, label, hash, created_at, revoked_at)
+					VALUES (?, ?, ?, ?, ?, ?)`, k.ID, memberID, k.Label, k.Hash, stampOrNow(k.CreatedAt), revoked)
+				return err
+			},
+			Order: func(o *certorder.Order, memberID int64) error {
+				_, err := tx.ExecContext(ctx, `INSERT INTO orders
 					(id, member_id, common_name, status, valid_till, renewed_by, doc, cert_end, updated_at)
-					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, o.ID, mid, o.CommonName, o.Status, o.ValidTill,
-					sql.NullInt64{Int64: o.RenewedBy, Valid: o.RenewedBy != 0}, o.Doc, o.CertEnd, now()); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, o.ID, memberID, o.CommonName, o.Status, o.ValidTill,
+					sql.NullInt64{Int64: o.RenewedBy, Valid: o.RenewedBy != 0}, o.Doc, o.CertEnd, now())
+				return err
+			},
+		}.Run(records)
 	}))
 }
 
@@ -557,14 +525,6 @@ func stampOrNow(t time.Time) string {
 		return now()
 	}
 	return formatTime(t)
-}
-
-func restoredMember(ids map[string]int64, name string) (int64, error) {
-	id, ok := ids[name]
-	if !ok {
-		return 0, fmt.Errorf("%w: member %s is not in the export before its keys and orders", certorder.ErrInvalid, name)
-	}
-	return id, nil
 }
 
 // AppendAudit adds entries to the audit trail, in one transaction.
