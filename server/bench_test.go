@@ -49,6 +49,22 @@ func benchHandler(b *testing.B, n int) (http.Handler, string) {
 	return h, text
 }
 
+// drive sends requests to h from parallel goroutines; request i is
+// action with key, for order i.
+func drive(b *testing.B, h http.Handler, key string, action func(i int) string) {
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			i++
+			body := `{"AccessName":"alice","AccessKey":"` + key + `","action":"` + action(i) + `","orderId":` + strconv.Itoa(1+i%10000) + `}`
+			h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/api/digicert/", strings.NewReader(body)))
+		}
+	})
+}
+
+func always(action string) func(int) string { return func(int) string { return action } }
+
 // BenchmarkHandler measures one request through the handler, without the
 // network: where the service's own time goes (go test -cpuprofile).
 func BenchmarkHandler(b *testing.B) {
@@ -57,19 +73,7 @@ func BenchmarkHandler(b *testing.B) {
 	for _, bench := range []struct{ name, action, key string }{
 		{"Auth", "Auth", key}, {"AuthFail", "Auth", wrongKey}, {"OrderInfo", "OrderInfo", key}, {"RenewCheck", "RenewCheck", key},
 	} {
-		b.Run(bench.name, func(b *testing.B) {
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				i := 0
-				for pb.Next() {
-					i++
-					body := `{"AccessName":"alice","AccessKey":"` + bench.key + `","action":"` + bench.action + `","orderId":` + strconv.Itoa(1+i%10000) + `}`
-					req := httptest.NewRequest(http.MethodPost, "/api/digicert/", strings.NewReader(body))
-					w := httptest.NewRecorder()
-					h.ServeHTTP(w, req)
-				}
-			})
-		})
+		b.Run(bench.name, func(b *testing.B) { drive(b, h, bench.key, always(bench.action)) })
 	}
 }
 
@@ -77,19 +81,11 @@ func BenchmarkHandler(b *testing.B) {
 // SQLite re-prepare its statement on every request.
 func BenchmarkHandlerMixed(b *testing.B) {
 	h, key := benchHandler(b, 10000)
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		i := 0
-		for pb.Next() {
-			i++
-			action := "OrderInfo"
-			if i%2 == 0 {
-				action = "Auth"
-			}
-			body := `{"AccessName":"alice","AccessKey":"` + key + `","action":"` + action + `","orderId":` + strconv.Itoa(1+i%10000) + `}`
-			req := httptest.NewRequest(http.MethodPost, "/api/digicert/", strings.NewReader(body))
-			h.ServeHTTP(httptest.NewRecorder(), req)
+	drive(b, h, key, func(i int) string {
+		if i%2 == 0 {
+			return "Auth"
 		}
+		return "OrderInfo"
 	})
 }
 
@@ -98,13 +94,5 @@ func BenchmarkHandlerAudit(b *testing.B) {
 	auditRetention = time.Hour
 	defer func() { auditRetention = 0 }()
 	h, key := benchHandler(b, 10000)
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		i := 0
-		for pb.Next() {
-			i++
-			body := `{"AccessName":"alice","AccessKey":"` + key + `","action":"OrderInfo","orderId":` + strconv.Itoa(1+i%10000) + `}`
-			h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/api/digicert/", strings.NewReader(body)))
-		}
-	})
+	drive(b, h, key, always("OrderInfo"))
 }
