@@ -51,7 +51,8 @@ func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = 
 // WithRetries sets how many times a call is retried after the first try. Default 3.
 func WithRetries(n int) Option { return func(c *Client) { c.attempts = max(n, 0) + 1 } }
 
-// WithBackoff sets the wait before the first retry and the cap on any wait.
+// WithBackoff sets the wait before the first retry and the cap on any wait;
+// a Retry-After longer than the cap ends the call with the answer at once.
 // Default 250ms and 10s.
 func WithBackoff(first, limit time.Duration) Option {
 	return func(c *Client) { c.backoff, c.maxBackoff = first, limit }
@@ -187,8 +188,10 @@ func (c *Client) Call(ctx context.Context, action string, orderID int64) (json.R
 		if wait == 0 {
 			wait = c.backoffFor(attempt)
 		}
-		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
-			return nil, err // the wait would outlast the call: give up now, with the reason
+		if deadline, ok := ctx.Deadline(); wait > c.maxBackoff || ok && time.Until(deadline) < wait {
+			// The server asks for a longer wait than we may make (or than
+			// the call has left): give up now, with the reason.
+			return nil, err
 		}
 		if err := c.sleep(ctx, wait); err != nil {
 			return nil, err
@@ -222,7 +225,7 @@ func (c *Client) try(ctx context.Context, body []byte) (json.RawMessage, time.Du
 	}
 	retry := time.Duration(-1)
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
-		retry = retryAfter(resp.Header.Get("Retry-After"), c.maxBackoff)
+		retry = retryAfter(resp.Header.Get("Retry-After"))
 	}
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(raw, &fields) != nil || fields == nil {
@@ -241,19 +244,16 @@ func (c *Client) try(ctx context.Context, body []byte) (json.RawMessage, time.Du
 	return raw, -1, nil
 }
 
-// retryAfter reads a Retry-After header (seconds or an HTTP date), capped;
-// 0 when it is absent or unreadable.
-func retryAfter(h string, limit time.Duration) time.Duration {
+// retryAfter reads a Retry-After header (seconds or an HTTP date); 0 when
+// it is absent, unreadable or past.
+func retryAfter(h string) time.Duration {
 	var d time.Duration
 	if secs, err := strconv.Atoi(h); err == nil && secs >= 0 {
 		d = time.Duration(secs) * time.Second
 	} else if t, err := http.ParseTime(h); err == nil {
 		d = time.Until(t)
 	}
-	if d <= 0 {
-		return 0
-	}
-	return min(d, limit)
+	return max(d, 0)
 }
 
 // backoffFor is the wait before retry n (1-based): exponential, capped,

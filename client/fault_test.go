@@ -211,13 +211,16 @@ func TestSlowAnswer(t *testing.T) {
 	}
 }
 
-// A Retry-After longer than the time left ends the call at once, with the reason.
-func TestRetryAfterBeyondDeadline(t *testing.T) {
-	srv := newFaultServer(t, jsonAnswer(429, `{"error_message":"Error(140) rate limit is exceeded."}`, "Retry-After", "30"))
-	c, waits := newTestClient(t, srv.URL, WithTimeout(time.Second))
-	err := c.Auth(context.Background())
-	if !errors.Is(err, ErrRateLimited) || len(*waits) != 0 || srv.calls.Load() != 1 {
-		t.Fatalf("err %v, waits %v, calls %d", err, *waits, srv.calls.Load())
+// A Retry-After longer than the time left, or than the longest wait the
+// client may make, ends the call at once, with the reason.
+func TestRetryAfterTooLong(t *testing.T) {
+	for _, opts := range [][]Option{{WithTimeout(time.Second)}, {WithTimeout(time.Hour), WithBackoff(time.Millisecond, 10*time.Second)}} {
+		srv := newFaultServer(t, jsonAnswer(429, `{"error_message":"Error(140) rate limit is exceeded."}`, "Retry-After", "30"))
+		c, waits := newTestClient(t, srv.URL, opts...)
+		err := c.Auth(context.Background())
+		if !errors.Is(err, ErrRateLimited) || len(*waits) != 0 || srv.calls.Load() != 1 {
+			t.Fatalf("err %v, waits %v, calls %d", err, *waits, srv.calls.Load())
+		}
 	}
 }
 
@@ -234,10 +237,10 @@ func TestNewRefuses(t *testing.T) {
 
 func TestRetryAfterHeader(t *testing.T) {
 	for h, want := range map[string]time.Duration{
-		"": 0, "2": 2 * time.Second, "-1": 0, "soon": 0, "3600": time.Minute,
+		"": 0, "2": 2 * time.Second, "-1": 0, "soon": 0, "3600": time.Hour,
 		time.Now().Add(-time.Hour).UTC().Format(http.TimeFormat): 0,
 	} {
-		if got := retryAfter(h, time.Minute); got != want {
+		if got := retryAfter(h); got != want {
 			t.Errorf("retryAfter(%q) = %v, want %v", h, got, want)
 		}
 	}
