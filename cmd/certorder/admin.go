@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/stores"
 )
 
 const adminUsage = `usage: certorder admin <command> [--db DSN] [arguments]
@@ -97,7 +98,7 @@ func (e *env) admin(ctx context.Context, args []string) error {
 	if err := e.applyEnv(fs, dbEnv); err != nil {
 		return err
 	}
-	store, err := openStore(ctx, *db)
+	store, err := stores.Open(ctx, *db)
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/certorder/certorder/server"
+	"github.com/certorder/certorder/stores"
 )
 
 func (e *env) serve(ctx context.Context, args []string) error {
@@ -107,7 +108,7 @@ func (e *env) serve(ctx context.Context, args []string) error {
 		debug.SetGCPercent(400)
 	}
 
-	store, err := openStore(ctx, *db)
+	store, err := stores.Open(ctx, *db)
 	if err != nil {
 		return err
 	}
