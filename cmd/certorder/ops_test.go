@@ -15,6 +15,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -260,4 +261,32 @@ func TestGracefulShutdown(t *testing.T) {
 	if !strings.Contains(strings.Join(logLines, "\n"), `"msg":"stopped"`) {
 		t.Fatal("no orderly stop in the log")
 	}
+}
+
+// A client that sends its headers slowly is cut off after --read-header-timeout.
+func TestReadHeaderTimeout(t *testing.T) {
+	c := newCLI(t, testdb.SQLite(t))
+	endpoint, _ := startServe(t, c, "--read-header-timeout", "300ms")
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "POST /api/digicert/ HTTP/1.1\r\nHost: x\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	b, err := io.ReadAll(conn) // the server closes the connection
+	if err != nil {
+		t.Fatalf("the server kept the slow connection: %v", err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("closed after %v", took)
+	}
+	t.Logf("closed after %v with %q", time.Since(start), b)
 }
