@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -153,56 +152,64 @@ func buildBinary(t *testing.T) string {
 	return bin
 }
 
+// process is "certorder serve" running as an OS process of its own.
+type process struct {
+	t        *testing.T
+	cmd      *exec.Cmd
+	endpoint string
+	stdout   *syncBuffer
+	log      *syncBuffer   // stderr
+	logDone  chan struct{} // closed once stderr is drained
+}
+
+// startProcess runs bin with args and waits until it listens. A process
+// still running when the test ends is killed.
+func startProcess(t *testing.T, bin string, args ...string) *process {
+	t.Helper()
+	p := &process{t: t, cmd: exec.Command(bin, args...), stdout: &syncBuffer{}, log: &syncBuffer{}, logDone: make(chan struct{})}
+	p.cmd.Stdout = p.stdout
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			p.cmd.Process.Kill()
+			p.cmd.Wait()
+		}
+	})
+	go func() {
+		defer close(p.logDone)
+		io.Copy(p.log, stderr)
+	}()
+	p.endpoint = p.waitFor(p.log, `listening on (\S+)`)
+	return p
+}
+
+// waitFor waits until out holds a match of re and returns its first group.
+func (p *process) waitFor(out *syncBuffer, re string) string {
+	p.t.Helper()
+	pattern := regexp.MustCompile(re)
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if m := pattern.FindStringSubmatch(out.String()); m != nil {
+			return m[1]
+		}
+	}
+	p.t.Fatalf("no %s in the output:\n%s\n%s", re, p.stdout.String(), p.log.String())
+	return ""
+}
+
 // SIGTERM under load: the server stops accepting, finishes what it
 // accepted, and exits 0. Every request it accepted (logged) got its answer.
 func TestGracefulShutdown(t *testing.T) {
 	bin := buildBinary(t)
-	db := testdb.SQLite(t)
-	cmd := exec.Command(bin, "serve", "--demo", "--addr", "127.0.0.1:0", "--db", db, "--log-format", "json",
-		"--rate-limit", "0", "--ip-rate-limit", "0")
-	stdout := &syncBuffer{}
-	cmd.Stdout = stdout
-	stderrPipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var logMu sync.Mutex
-	var logLines []string
-	ready := make(chan string, 1)
-	logDone := make(chan struct{})
-	go func() {
-		defer close(logDone)
-		sc := bufio.NewScanner(stderrPipe)
-		for sc.Scan() {
-			line := sc.Text()
-			if m := regexp.MustCompile(`listening on (\S+)`).FindStringSubmatch(line); m != nil {
-				ready <- m[1]
-			}
-			logMu.Lock()
-			logLines = append(logLines, line)
-			logMu.Unlock()
-		}
-	}()
-	var endpoint string
-	select {
-	case endpoint = <-ready:
-	case <-time.After(20 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("serve did not start")
-	}
-	// The demo's stdout travels in a pipe of its own: wait for it.
-	var key string
-	for deadline := time.Now().Add(10 * time.Second); key == ""; time.Sleep(10 * time.Millisecond) {
-		if m := regexp.MustCompile(`AccessKey:\s+(\S+)`).FindStringSubmatch(stdout.String()); m != nil {
-			key = m[1]
-		} else if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("no key in the demo's output: %q", stdout.String())
-		}
-	}
+	p := startProcess(t, bin, "serve", "--demo", "--addr", "127.0.0.1:0", "--db", testdb.SQLite(t),
+		"--log-format", "json", "--rate-limit", "0", "--ip-rate-limit", "0")
+	endpoint := p.endpoint
+	key := p.waitFor(p.stdout, `AccessKey:\s+(\S+)`) // stdout travels in a pipe of its own
 
 	var ok, refused atomic.Int64
 	var bad []string
@@ -233,14 +240,15 @@ func TestGracefulShutdown(t *testing.T) {
 		}()
 	}
 	time.Sleep(500 * time.Millisecond)
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()
-	<-logDone
-	if err := cmd.Wait(); err != nil {
+	<-p.logDone
+	if err := p.cmd.Wait(); err != nil {
 		t.Fatalf("serve exited with %v", err)
 	}
+	logLines := strings.Split(p.log.String(), "\n")
 	logged, logged200 := 0, 0
 	for _, line := range logLines {
 		var l struct {

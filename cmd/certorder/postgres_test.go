@@ -70,12 +70,14 @@ func TestExportRestoreAcrossStores(t *testing.T) {
 	back.ok("admin", "migrate")
 }
 
-// Two instances on one PostgreSQL: what the operator changes is seen by
-// both on the next request.
+// Two serve processes on one PostgreSQL: what the operator changes is seen
+// by both on the next request.
 func TestTwoInstances(t *testing.T) {
-	admin := newCLI(t, testdb.Postgres(t))
-	a, _ := startServe(t, admin)
-	b, _ := startServe(t, admin)
+	dsn := testdb.Postgres(t)
+	admin := newCLI(t, dsn)
+	bin := buildBinary(t)
+	a := startProcess(t, bin, "serve", "--addr", "127.0.0.1:0", "--db", dsn).endpoint
+	b := startProcess(t, bin, "serve", "--addr", "127.0.0.1:0", "--db", dsn).endpoint
 	admin.ok("admin", "member", "add", "alice")
 	admin.ok("admin", "member", "add", "bob")
 	aliceKey := lastLine(admin.ok("admin", "key", "create", "alice"))
