@@ -138,6 +138,10 @@ func New(store certorder.Store, cfg Config) (*Server, error) {
 	s.mux.Handle("/api/"+cfg.CASegment, api) // without the slash: no redirect that would turn a POST into a GET
 	s.mux.Handle("/healthz", s.Healthz())
 	s.mux.Handle("/readyz", s.Readyz())
+	unknownPath := func(w http.ResponseWriter, r *http.Request) {
+		s.answer(w, r, s.newEvent(r), nil, fail(certorder.NumUnknownPath))
+	}
+	s.mux.HandleFunc("/api/", unknownPath) // a wrong CA segment gets JSON, web page or not
 	if cfg.Web {
 		page, err := web.New(store, web.Config{SignIn: s.signIn, Secure: s.secure, Now: cfg.Now, Logger: cfg.Logger})
 		if err != nil {
@@ -145,9 +149,7 @@ func New(store certorder.Store, cfg Config) (*Server, error) {
 		}
 		s.mux.Handle("/", page)
 	} else {
-		s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-			s.answer(w, r, s.newEvent(r), nil, fail(certorder.NumUnknownPath))
-		})
+		s.mux.HandleFunc("/", unknownPath)
 	}
 	return s, nil
 }

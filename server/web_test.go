@@ -120,6 +120,9 @@ func TestWebSignedOut(t *testing.T) {
 	if status, _ := do(t, http.MethodPost, base+"/api/digicert/", `{}`); status != 400 {
 		t.Errorf("API with the web page on: %d", status)
 	}
+	if status, got := do(t, http.MethodPost, base+"/api/sectigo/", `{}`); status != 404 || got != `{"error_message":"Error(102) path is failed."}` {
+		t.Errorf("wrong CA segment with the web page on: %d %s", status, got)
+	}
 	if p := b.get("/nope"); p.status != 404 || !strings.Contains(p.body, "Not found") {
 		t.Errorf("unknown page: %d", p.status)
 	}
