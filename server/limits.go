@@ -176,16 +176,11 @@ func retryAfter(d time.Duration) string {
 // clientIP is the request's client address: the peer, or, when the peer is
 // a trusted proxy, the nearest address in X-Forwarded-For that is not one.
 func clientIP(r *http.Request, trusted []netip.Prefix) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
+	peer, ok := peerAddr(r)
+	if !ok {
+		return r.RemoteAddr
 	}
-	peer, err := netip.ParseAddr(host)
-	if err != nil {
-		return host
-	}
-	peer = peer.Unmap()
-	if len(trusted) == 0 || !isTrusted(peer, trusted) {
+	if !isTrusted(peer, trusted) {
 		return peer.String()
 	}
 	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
@@ -201,6 +196,22 @@ func clientIP(r *http.Request, trusted []netip.Prefix) string {
 		peer = a
 	}
 	return peer.String()
+}
+
+// peerAddr is the address of the connection's other end.
+func peerAddr(r *http.Request) (netip.Addr, bool) {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	a, err := netip.ParseAddr(host)
+	return a.Unmap(), err == nil
+}
+
+// fromTrustedProxy reports whether the request came through a trusted proxy.
+func fromTrustedProxy(r *http.Request, trusted []netip.Prefix) bool {
+	peer, ok := peerAddr(r)
+	return ok && isTrusted(peer, trusted)
 }
 
 func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {

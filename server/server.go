@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/http"
-	"net/netip"
 	"regexp"
 	"strings"
 	"sync"
@@ -341,15 +339,7 @@ func (s *Server) signIn(r *http.Request, name, key string) (certorder.Credential
 // secure says whether the request came over TLS, directly or through a
 // trusted proxy that says so.
 func (s *Server) secure(r *http.Request) bool {
-	if r.TLS != nil {
-		return true
-	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	peer, err := netip.ParseAddr(host)
-	return err == nil && isTrusted(peer.Unmap(), s.cfg.Limits.TrustedProxies) &&
+	return r.TLS != nil || fromTrustedProxy(r, s.cfg.Limits.TrustedProxies) &&
 		strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -339,4 +340,32 @@ func TestWebTLS(t *testing.T) {
 		p.header.Get("Strict-Transport-Security") == "" {
 		t.Fatalf("over TLS: %v %q", p.header.Values("Set-Cookie"), p.header.Get("Strict-Transport-Security"))
 	}
+}
+
+// Behind a trusted TLS-terminating proxy the cookie is Secure; a peer that
+// is not trusted cannot claim TLS.
+func TestWebSecureBehindProxy(t *testing.T) {
+	for _, tc := range []struct {
+		trusted []netip.Prefix
+		secure  bool
+	}{{loopback, true}, {nil, false}} {
+		f, base := webFixture(t, server.Config{Limits: server.Limits{TrustedProxies: tc.trusted}})
+		b := newBrowser(t, base, headerTransport{"X-Forwarded-Proto": "https"})
+		p := b.signIn("alice", f.aliceKey)
+		cookies := strings.Join(p.header.Values("Set-Cookie"), "\n")
+		if strings.Contains(cookies, "; Secure") != tc.secure || (p.header.Get("Strict-Transport-Security") != "") != tc.secure {
+			t.Errorf("trusted %v: cookies %q, HSTS %q", tc.trusted, cookies, p.header.Get("Strict-Transport-Security"))
+		}
+	}
+}
+
+// headerTransport adds headers to every request, as a proxy would.
+type headerTransport map[string]string
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h {
+		r.Header.Set(k, v)
+	}
+	return http.DefaultTransport.RoundTrip(r)
 }
