@@ -333,22 +333,13 @@ type row struct {
 	RenewedBy  int64
 }
 
-// memberOrders reads the member's orders as the API would answer them.
-func (h *handler) memberOrders(ctx context.Context, member string) ([]*certorder.Order, map[int64]*client.Order, error) {
-	orders, err := h.store.Orders(ctx, member)
-	if err != nil {
-		return nil, nil, err
+// decode reads an order as the API would answer it, in the client's types.
+func (h *handler) decode(o *certorder.Order) (*client.Order, error) {
+	var c client.Order
+	if err := json.Unmarshal(o.AppendJSON(nil, h.cfg.Now()), &c); err != nil {
+		return nil, fmt.Errorf("order %d: %w", o.ID, err)
 	}
-	now := h.cfg.Now()
-	decoded := make(map[int64]*client.Order, len(orders))
-	for _, o := range orders {
-		var c client.Order
-		if err := json.Unmarshal(o.AppendJSON(nil, now), &c); err != nil {
-			return nil, nil, fmt.Errorf("order %d: %w", o.ID, err)
-		}
-		decoded[o.ID] = &c
-	}
-	return orders, decoded, nil
+	return &c, nil
 }
 
 func urgency(days int) (text, class string) {
@@ -376,7 +367,7 @@ type ordersData struct {
 }
 
 func (h *handler) orders(w http.ResponseWriter, r *http.Request, s *certorder.Session) {
-	orders, decoded, err := h.memberOrders(r.Context(), s.Member)
+	orders, err := h.store.Orders(r.Context(), s.Member)
 	if err != nil {
 		h.serverError(w, err)
 		return
@@ -390,7 +381,11 @@ func (h *handler) orders(w http.ResponseWriter, r *http.Request, s *certorder.Se
 	now := h.cfg.Now()
 	var rows []row
 	for _, o := range orders {
-		c := decoded[o.ID]
+		c, err := h.decode(o)
+		if err != nil {
+			h.serverError(w, err)
+			return
+		}
 		rw := row{ID: o.ID, CommonName: o.CommonName, DNSNames: c.Certificate.DNSNames, Product: c.Product.Name,
 			Status: o.Status, ValidTill: o.ValidTill, Days: certorder.DaysRemaining(o.ValidTill, now), RenewedBy: o.RenewedBy}
 		if query != "" && !matches(rw, query) {
@@ -470,14 +465,19 @@ func (h *handler) order(w http.ResponseWriter, r *http.Request, s *certorder.Ses
 	}
 	// Only the member's own orders are read: another member's order is
 	// "not found", exactly like one that does not exist.
-	orders, decoded, err := h.memberOrders(r.Context(), s.Member)
+	orders, err := h.store.Orders(r.Context(), s.Member)
 	if err != nil {
 		h.serverError(w, err)
 		return
 	}
-	c, ok := decoded[id]
-	if !ok {
+	i := slices.IndexFunc(orders, func(o *certorder.Order) bool { return o.ID == id })
+	if i < 0 {
 		h.notFound(w, r, s)
+		return
+	}
+	c, err := h.decode(orders[i])
+	if err != nil {
+		h.serverError(w, err)
 		return
 	}
 	data := orderData{ID: id, Order: c, Chain: chain(orders, id)}
