@@ -437,12 +437,20 @@ func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq
 			return err
 		}
 		defer link.Close()
-		renewedFromOther, err := tx.PrepareContext(ctx,
+		fromOther, err := tx.PrepareContext(ctx,
 			`SELECT id FROM orders WHERE renewed_by = ? AND member_id <> ? LIMIT 1`)
 		if err != nil {
 			return err
 		}
-		defer renewedFromOther.Close()
+		defer fromOther.Close()
+		renewedFromOther := func(ctx context.Context, id int64) (int64, error) {
+			var other int64
+			err := fromOther.QueryRowContext(ctx, id, mid).Scan(&other)
+			if errors.Is(err, sql.ErrNoRows) {
+				return 0, nil
+			}
+			return other, err
+		}
 		upsert, err := tx.PrepareContext(ctx, `INSERT INTO orders
 			(id, member_id, common_name, status, valid_till, renewed_by, doc, cert_end, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -459,14 +467,7 @@ func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq
 			if err != nil {
 				return err
 			}
-			renewedBy, err := certorder.CheckImport(ctx, mid, o, lookup, func(ctx context.Context, id int64) (int64, error) {
-				var other int64
-				err := renewedFromOther.QueryRowContext(ctx, id, mid).Scan(&other)
-				if errors.Is(err, sql.ErrNoRows) {
-					return 0, nil
-				}
-				return other, err
-			})
+			renewedBy, err := certorder.CheckImport(ctx, mid, o, lookup, renewedFromOther)
 			if err != nil {
 				return err
 			}
