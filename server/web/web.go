@@ -96,7 +96,7 @@ func New(store certorder.Store, cfg Config) (http.Handler, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /static/", http.FileServerFS(staticFiles))
-	mux.HandleFunc("GET /{$}", h.home)
+	mux.HandleFunc("GET /{$}", h.withSession(h.home))
 	mux.HandleFunc("GET /signin", h.signInPage)
 	mux.HandleFunc("POST /signin", h.signIn)
 	mux.HandleFunc("POST /signout", h.withSession(h.signOut))
@@ -208,16 +208,8 @@ func (h *handler) withSession(next func(http.ResponseWriter, *http.Request, *cer
 	}
 }
 
-func (h *handler) home(w http.ResponseWriter, r *http.Request) {
-	s, err := h.session(r)
-	if err != nil {
-		h.serverError(w, err)
-		return
-	}
-	if s == nil {
-		http.Redirect(w, r, "/signin", http.StatusSeeOther)
-		return
-	}
+// home sends a signed-in member to the orders; withSession sends others to sign in.
+func (h *handler) home(w http.ResponseWriter, r *http.Request, _ *certorder.Session) {
 	http.Redirect(w, r, "/orders", http.StatusSeeOther)
 }
 
