@@ -8,13 +8,13 @@ import (
 
 // AuditEntry is one API call as the audit trail keeps it. Member is the
 // AccessName as sent (so failed attempts show whom they aimed at); Outcome
-// is 0 for success or the error number of the answer.
+// is 0 for success or the error number of the answer (see wire.Code).
 type AuditEntry struct {
 	Time     time.Time
 	Member   string
 	Action   string
 	OrderID  int64
-	Outcome  ErrorNumber
+	Outcome  int
 	ClientIP string
 }
 
@@ -33,11 +33,12 @@ const (
 )
 
 // Trimmed cuts the caller-chosen texts of the entry to their bounds, so
-// that a caller cannot fill the audit table with large values, and makes
-// them text every database takes: valid UTF-8 without NUL.
+// that a caller cannot fill the audit table with large values, makes them
+// text every database takes (valid UTF-8 without NUL), and redacts a key
+// sent in the wrong field.
 func (e AuditEntry) Trimmed() AuditEntry {
-	e.Member = Cut(cleanText(e.Member), auditMaxMember)
-	e.Action = Cut(cleanText(e.Action), auditMaxAction)
+	e.Member = Cut(cleanText(RedactKeys(e.Member)), auditMaxMember)
+	e.Action = Cut(cleanText(RedactKeys(e.Action)), auditMaxAction)
 	return e
 }
 

@@ -1,9 +1,10 @@
 // Package certorder holds the domain of the certificate-order lookup service:
-// members, API keys, orders and their renewals, the Store interface every
-// backend implements, and the error numbers of the wire protocol.
+// members, API keys, orders and their renewals, and the store's roles that
+// every backend implements.
 //
-// It imports only the standard library; storage lives in sqlite/ and
-// postgres/, HTTP in server/, the member-side Go client in client/.
+// It imports only the standard library; the wire protocol lives in wire/,
+// storage in sqlite/ and postgres/, HTTP in server/, the member-side Go
+// client in client/.
 package certorder
 
 import (
@@ -47,54 +48,108 @@ type Credential struct {
 	MemberDisabled bool
 }
 
-// Renewal says that order New renewed order Old.
-type Renewal struct {
-	Old, New int64
+// OrderQuery selects a page of one member's orders, in SQL.
+type OrderQuery struct {
+	MemberID    int64
+	Search      string    // only orders whose common name or a DNS name contains it (any case)
+	HideRenewed bool      // leave out orders that have been renewed
+	Sort        OrderSort // the order of the list
+	AfterID     int64     // with SortByID: only orders numbered above it (keyset paging)
+	Offset      int       // skip this many
+	Limit       int       // at most this many; 0: no limit
 }
 
-// Store is the persistence the service needs. Implementations return the
-// errors below (wrapped with detail), never driver errors.
-type Store interface {
+// OrderSort is the order of a list of orders.
+type OrderSort int
+
+// The sort orders of OrderQuery; ties are broken by order number.
+const (
+	SortByID          OrderSort = iota // order number, ascending
+	SortByExpiry                       // valid_till, soonest first
+	SortByExpiryDesc                   // valid_till, latest first
+)
+
+// ChainLink is one order of a renewal chain.
+type ChainLink struct {
+	ID        int64
+	ValidTill string
+	RenewedBy int64
+}
+
+// The store's roles, each sized for the consumers that need it. One
+// concrete store (sqlite, postgres) implements them all: Store.
+
+// CredentialStore is the hot path: every API request makes one call.
+type CredentialStore interface {
+	// FindCredential returns the key with the given ID, its member and,
+	// when orderID is not 0, that member's order orderID (nil when the
+	// member has no such order: another member's order is never read), in
+	// one read. ErrNotFound when there is no such key.
+	FindCredential(ctx context.Context, keyID string, orderID int64) (Credential, *Order, error)
+}
+
+// MemberStore manages members.
+type MemberStore interface {
 	// AddMember creates a member; ErrConflict if the name is taken.
 	AddMember(ctx context.Context, name string) (Member, error)
+	// FindMember returns the member with the name; ErrNotFound if none.
+	FindMember(ctx context.Context, name string) (Member, error)
 	// Members lists every member by name.
 	Members(ctx context.Context) ([]Member, error)
-	// SetMemberDisabled disables or re-enables a member.
+	// SetMemberDisabled disables or re-enables a member. Disabling ends
+	// the member's web sessions.
 	SetMemberDisabled(ctx context.Context, name string, disabled bool) error
+}
 
+// KeyStore manages API keys.
+type KeyStore interface {
 	// AddKey stores a new key for the named member (k.Member is ignored).
 	AddKey(ctx context.Context, member string, k Key) error
 	// Keys lists the keys of a member, oldest first.
 	Keys(ctx context.Context, member string) ([]Key, error)
 	// RevokeKey revokes a key by its ID; revoking twice is not an error.
 	RevokeKey(ctx context.Context, id string) error
-	// FindCredential returns the key with the given ID and its member and,
-	// when orderID is not 0, the order with that number of any member (nil
-	// if there is none), in one read: it is the hot path of every request.
-	FindCredential(ctx context.Context, keyID string, orderID int64) (Credential, *Order, error)
+}
 
+// OrderReader reads orders and their renewals.
+type OrderReader interface {
+	// FindOrder returns one order of any member, with its member's name.
+	FindOrder(ctx context.Context, id int64) (*Order, error)
+	// ListOrders returns the orders q selects (Member is not filled in).
+	ListOrders(ctx context.Context, q OrderQuery) ([]*Order, error)
+	// CountOrders counts the orders q selects, ignoring its paging.
+	CountOrders(ctx context.Context, q OrderQuery) (int, error)
+	// RenewalChain returns the renewal chain through order id, oldest
+	// first, within the order's member: back through the orders it renewed
+	// (the lowest-numbered where two renewed into one), forward through the
+	// orders that renewed it. At most MaxRenewalChain links each way;
+	// ErrNotFound if the order is not the member's.
+	RenewalChain(ctx context.Context, memberID, id int64) ([]ChainLink, error)
+}
+
+// OrderStore holds orders and their renewals.
+type OrderStore interface {
+	OrderReader
 	// ImportOrders stores every order for the member in one transaction:
 	// all of them, or, on the first error, none. An order that exists
 	// already is replaced. It returns how many orders were stored.
 	ImportOrders(ctx context.Context, member string, orders iter.Seq2[*Order, error]) (int, error)
-	// FindOrder returns one order of any member.
-	FindOrder(ctx context.Context, id int64) (*Order, error)
-	// Orders lists the orders of a member by order number.
-	Orders(ctx context.Context, member string) ([]*Order, error)
 	// RecordRenewal records that order newID renewed order oldID (see CheckRenewal).
 	RecordRenewal(ctx context.Context, oldID, newID int64) error
+}
 
-	// Restore loads an export (see Export and ReadExport) into an empty
-	// store, in one transaction; ErrConflict if the store holds anything.
-	Restore(ctx context.Context, records iter.Seq2[Record, error]) error
-
+// AuditStore keeps the audit trail.
+type AuditStore interface {
 	// AppendAudit adds entries to the audit trail.
 	AppendAudit(ctx context.Context, entries []AuditEntry) error
 	// Audit lists audit entries, newest first.
 	Audit(ctx context.Context, q AuditQuery) ([]AuditEntry, error)
 	// PruneAudit deletes the entries older than before, and returns how many.
 	PruneAudit(ctx context.Context, before time.Time) (int64, error)
+}
 
+// SessionStore keeps the web page's sessions.
+type SessionStore interface {
 	// AddSession stores a web session.
 	AddSession(ctx context.Context, s Session) error
 	// FindSession returns the session with the token hash, with its key's
@@ -104,13 +159,35 @@ type Store interface {
 	DeleteSession(ctx context.Context, tokenHash []byte) error
 	// PruneSessions deletes the sessions expired before now.
 	PruneSessions(ctx context.Context, now time.Time) error
+}
 
-	// Ping reports whether the store can be reached.
+// Pinger reports whether the store can be reached (for /readyz).
+type Pinger interface {
 	Ping(ctx context.Context) error
+}
+
+// Store is every role, implemented by each backend.
+type Store interface {
+	CredentialStore
+	MemberStore
+	KeyStore
+	OrderStore
+	AuditStore
+	SessionStore
+	Pinger
+
+	// Restore loads an export (see Export and ReadExport) into an empty
+	// store, in one transaction; ErrConflict if the store holds anything.
+	Restore(ctx context.Context, records iter.Seq2[Record, error]) error
+	// Close releases the store; every call after it fails with ErrUnavailable.
 	Close() error
 }
 
 // Errors a Store returns, wrapped with detail; test them with errors.Is.
+// Every store classifies its failures by one rule: what a retry may cure
+// (the database refused, reset or shut the connection, is restarting or
+// out of connections; the store is closed; the deadline passed) is
+// ErrUnavailable; anything else not listed here is a bug, reported as it is.
 var (
 	ErrNotFound    = errors.New("not found")
 	ErrConflict    = errors.New("conflict")

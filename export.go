@@ -43,11 +43,24 @@ func timePtr(t time.Time) *time.Time {
 	return &t
 }
 
+// Exporter is what Export reads.
+type Exporter interface {
+	Members(ctx context.Context) ([]Member, error)
+	Keys(ctx context.Context, member string) ([]Key, error)
+	ListOrders(ctx context.Context, q OrderQuery) ([]*Order, error)
+}
+
+// exportBatch is how many orders Export reads at a time: its memory is
+// flat in the number of orders.
+const exportBatch = 1000
+
 // Export writes every member, key (its hash, never a secret), order and
 // renewal of the store as JSON lines: members first, then keys, then orders.
-func Export(ctx context.Context, s Store, w io.Writer) error {
+// Documents are written byte for byte as stored.
+func Export(ctx context.Context, s Exporter, w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
 	members, err := s.Members(ctx)
 	if err != nil {
 		return err
@@ -70,14 +83,21 @@ func Export(ctx context.Context, s Store, w io.Writer) error {
 		}
 	}
 	for _, m := range members {
-		orders, err := s.Orders(ctx, m.Name)
-		if err != nil {
-			return err
-		}
-		for _, o := range orders {
-			if err := enc.Encode(exportLine{Type: "order", Member: m.Name, OrderID: o.ID, RenewedBy: o.RenewedBy, Doc: o.Doc}); err != nil {
+		q := OrderQuery{MemberID: m.ID, Limit: exportBatch}
+		for {
+			orders, err := s.ListOrders(ctx, q)
+			if err != nil {
 				return err
 			}
+			for _, o := range orders {
+				if err := enc.Encode(exportLine{Type: "order", Member: m.Name, OrderID: o.ID, RenewedBy: o.RenewedBy, Doc: o.Doc}); err != nil {
+					return err
+				}
+			}
+			if len(orders) < exportBatch {
+				break
+			}
+			q.AfterID = orders[len(orders)-1].ID
 		}
 	}
 	return bw.Flush()
@@ -152,9 +172,14 @@ type Restorer struct {
 	Order  func(o *Order, memberID int64) error
 }
 
-// Run restores records in order; a key or an order must come after its member.
+// Run restores records in order; a key or an order must come after its
+// member. The renewals must follow the rules of RecordRenewal: within one
+// member, without cycles (a renewal may name an order not in the export, as
+// an import may).
 func (r Restorer) Run(records iter.Seq2[Record, error]) error {
 	ids := map[string]int64{}
+	owners := map[int64]int64{}   // order -> member ID
+	renewals := map[int64]int64{} // old -> new
 	owner := func(name string) (int64, error) {
 		id, ok := ids[name]
 		if !ok {
@@ -182,6 +207,9 @@ func (r Restorer) Run(records iter.Seq2[Record, error]) error {
 				return err
 			}
 		case rec.Order != nil:
+			if _, dup := owners[rec.Order.ID]; dup {
+				return fmt.Errorf("%w: order %d appears twice", ErrInvalid, rec.Order.ID)
+			}
 			id, err := owner(rec.Order.Member)
 			if err == nil {
 				err = r.Order(rec.Order, id)
@@ -189,6 +217,22 @@ func (r Restorer) Run(records iter.Seq2[Record, error]) error {
 			if err != nil {
 				return err
 			}
+			owners[rec.Order.ID] = id
+			if rec.Order.RenewedBy != 0 {
+				renewals[rec.Order.ID] = rec.Order.RenewedBy
+			}
+		}
+	}
+	lookup := func(_ context.Context, id int64) (OrderLink, error) {
+		member, ok := owners[id]
+		if !ok {
+			return OrderLink{}, fmt.Errorf("%w: order %d", ErrNotFound, id)
+		}
+		return OrderLink{MemberID: member, RenewedBy: renewals[id]}, nil
+	}
+	for old, renewedBy := range renewals {
+		if err := CheckRenewal(context.Background(), owners[old], old, renewedBy, lookup); err != nil {
+			return err
 		}
 	}
 	return nil

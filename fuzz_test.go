@@ -8,11 +8,13 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/wire"
 )
 
 // FuzzParseOrder feeds the order import arbitrary documents. It must never
-// panic; an order it accepts must answer valid JSON, and parsing its stored
-// document again must give the same document.
+// panic; an order it accepts must answer valid JSON that the typed
+// OrderInfo (the Go client's Order, the web page's reading) decodes, and
+// parsing its stored document again must give the same document.
 func FuzzParseOrder(f *testing.F) {
 	f.Add([]byte(`{"OrderId":5,"certificate":{"valid_till":"2030-01-01"}}`))
 	f.Add([]byte(`{"OrderId":5,"is_renewed":true,"was_renewed_by_order_id":6,"certificate":{"valid_till":"2030-01-01","dns_names":["a"]}}`))
@@ -36,9 +38,13 @@ func FuzzParseOrder(f *testing.F) {
 		if err != nil {
 			return
 		}
-		answer := o.AppendJSON(nil, now)
+		answer := wire.AppendOrderInfo(nil, o, now)
 		if !json.Valid(answer) {
 			t.Fatalf("answer is not JSON: %s", answer)
+		}
+		var info certorder.OrderInfo
+		if err := json.Unmarshal(answer, &info); err != nil || info.OrderID != o.ID {
+			t.Fatalf("an accepted order does not decode: %v\n%s", err, answer)
 		}
 		again, err := certorder.ParseOrder(o.Doc)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/base32"
 	"encoding/hex"
+	"regexp"
 	"strings"
 )
 
@@ -61,4 +62,18 @@ func (c Credential) Verify(accessName, text string) bool {
 	hashOK := subtle.ConstantTimeCompare(HashKey(text), c.KeyHash) == 1
 	nameOK := subtle.ConstantTimeCompare([]byte(accessName), []byte(c.Member)) == 1
 	return hashOK && nameOK && !c.KeyRevoked && !c.MemberDisabled
+}
+
+// keyShape is what RedactKeys hides: the prefix, the public ID if there is
+// one, and everything after it up to a character no key holds.
+var keyShape = regexp.MustCompile(`(?i)cok_([0-9a-f]{12}_)?[a-z0-9]*`)
+
+// RedactKeys hides anything shaped like a key in text a caller chose (an
+// AccessName, an action), for logs and the audit trail: a key sent in the
+// wrong field must not be written in plaintext. The public key ID stays.
+func RedactKeys(text string) string {
+	if !strings.Contains(strings.ToLower(text), KeyPrefix) {
+		return text
+	}
+	return keyShape.ReplaceAllString(text, "cok_${1}[redacted]")
 }

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"strconv"
+	"strings"
 	"time"
 
 	"github.com/certorder/certorder/internal/jsonscan"
@@ -19,44 +19,36 @@ import (
 // Doc is the document as the CA returned it and the operator imported it,
 // compacted, every value byte for byte as imported (so numbers sent as strings
 // stay strings), minus the fields derived at answer time: is_renewed,
-// was_renewed_by_order_id and certificate.days_remaining. AppendJSON puts
-// them back, so an answer is one read and one write of the document.
+// was_renewed_by_order_id and certificate.days_remaining. CertEnd is the
+// offset in Doc of the certificate object's closing brace, where
+// wire.AppendOrderInfo splices days_remaining in, so that an answer is one
+// read and one write of the document. Its meaning is tied to the compaction
+// ParseOrder does: DocFormat says which, so a future change to either can
+// migrate stored rows.
 type Order struct {
 	ID         int64
 	MemberID   int64
-	Member     string // member name
-	CommonName string // certificate.common_name
-	Status     string // order status, an open set of strings
-	ValidTill  string // certificate.valid_till, YYYY-MM-DD
-	RenewedBy  int64  // the order that renewed this one; 0 if none
+	Member     string   // member name
+	CommonName string   // certificate.common_name
+	DNSNames   []string // certificate.dns_names; filled in by ParseOrder only
+	Status     string   // order status, an open set of strings
+	ValidTill  string   // certificate.valid_till, YYYY-MM-DD
+	RenewedBy  int64    // the order that renewed this one; 0 if none
 	Doc        []byte
-	CertEnd    int // offset in Doc of the closing brace of the certificate object
+	CertEnd    int
 }
+
+// DocFormat is the version of the stored document's layout (see Order).
+// Stores record it with each row and refuse to read a row of another.
+const DocFormat = 1
+
+// MaxOrderBytes bounds one order document at import. A real order is a
+// few KiB (its CSR is the largest part); a larger one is refused, so that
+// no request can make the service read and send megabytes.
+const MaxOrderBytes = 256 << 10
 
 // DateLayout is the layout of the spec's YYYY-MM-DD dates.
 const DateLayout = "2006-01-02"
-
-// AppendJSON appends the OrderInfo answer for the order: the stored
-// document with days_remaining computed for today (UTC) and the renewal
-// relation filled in. was_renewed_by_order_id is present only when
-// is_renewed is true.
-func (o *Order) AppendJSON(b []byte, now time.Time) []byte {
-	doc := o.Doc
-	b = append(b, doc[:o.CertEnd]...)
-	if doc[o.CertEnd-1] != '{' {
-		b = append(b, ',')
-	}
-	b = append(b, `"days_remaining":`...)
-	b = strconv.AppendInt(b, int64(DaysRemaining(o.ValidTill, now)), 10)
-	b = append(b, doc[o.CertEnd:len(doc)-1]...)
-	if o.RenewedBy != 0 {
-		b = append(b, `,"is_renewed":true,"was_renewed_by_order_id":`...)
-		b = strconv.AppendInt(b, o.RenewedBy, 10)
-	} else {
-		b = append(b, `,"is_renewed":false`...)
-	}
-	return append(b, '}')
-}
 
 // DaysRemaining is the number of days from now's date (UTC) to validTill,
 // negative once it has passed. validTill is checked on import; should it not
@@ -71,18 +63,14 @@ func DaysRemaining(validTill string, now time.Time) int {
 	return int(till.Sub(today).Hours()) / 24
 }
 
-// ParseOrderID reads an order number as the API accepts it: a JSON integer
-// or a JSON string of digits, from 1 to the largest int64. Anything else
-// (fractions, exponents, signs, spaces, booleans, null, objects) is refused.
-func ParseOrderID(raw []byte) (int64, bool) {
-	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
-		raw = raw[1 : len(raw)-1]
-	}
-	return parsePositive(raw)
+// SearchText is what an order search matches: the common name and DNS
+// names, lower case, one a line. Stores keep it beside the order.
+func (o *Order) SearchText() string {
+	return strings.ToLower(strings.Join(append([]string{o.CommonName}, o.DNSNames...), "\n"))
 }
 
-// parsePositive parses text made only of ASCII digits into an int64 > 0.
-func parsePositive(text []byte) (int64, bool) {
+// ParsePositive parses text made only of ASCII digits into an int64 > 0.
+func ParsePositive(text []byte) (int64, bool) {
 	if len(text) == 0 || len(text) > 19 {
 		return 0, false
 	}
@@ -117,7 +105,7 @@ type field struct {
 // member names are refused: which one would count is anybody's guess.
 // checked says data already passed json.Valid (a member of a checked object).
 func readObject(data []byte, checked bool) ([]field, error) {
-	data = bytes.TrimSpace(data)
+	data = bytes.Trim(data, " \t\r\n")
 	if !checked && !json.Valid(data) {
 		var v any
 		err := json.Unmarshal(data, &v) // for a message that says where
@@ -141,49 +129,73 @@ func readObject(data []byte, checked bool) ([]field, error) {
 
 // ParseOrder checks one order document in the OrderInfo answer's shape and
 // makes the Order to store. It needs a positive integer OrderId and a
-// certificate object with valid_till as YYYY-MM-DD; every other field is kept
-// as it is, whatever its type, so that it comes back as the CA wrote it.
+// certificate object with valid_till as YYYY-MM-DD; every field the spec
+// types must have its type, in the variations the spec allows (see
+// schema.go); fields the spec does not know are kept whatever they hold.
+// Every value is kept as it is, so that it comes back as the CA wrote it.
 func ParseOrder(data []byte) (*Order, error) {
 	return parseOrder(data, false)
 }
 
 // parseOrder is ParseOrder; checked says data already passed json.Valid.
 func parseOrder(data []byte, checked bool) (*Order, error) {
+	if len(data) > MaxOrderBytes {
+		return nil, fmt.Errorf("the document is %d bytes, over the limit of %d", len(data), MaxOrderBytes)
+	}
 	top, err := readObject(data, checked)
 	if err != nil {
 		return nil, err
 	}
 	o := &Order{}
+	for _, f := range top {
+		if f.key == "OrderId" {
+			id, ok := ParsePositive(f.value)
+			if !ok {
+				return nil, errors.New("OrderId must be a positive integer")
+			}
+			o.ID = id
+		}
+	}
+	if o.ID == 0 {
+		return nil, errors.New("OrderId is missing")
+	}
+	if err := o.build(top); err != nil {
+		return nil, fmt.Errorf("OrderId %d: %w", o.ID, err)
+	}
+	return o, nil
+}
+
+// build checks the document's fields and writes Doc.
+func (o *Order) build(top []field) error {
 	var doc bytes.Buffer
 	doc.WriteByte('{')
 	isRenewed := false
 	for _, f := range top {
 		switch f.key {
-		case "OrderId":
-			id, ok := parsePositive(f.value)
-			if !ok {
-				return nil, errors.New("OrderId must be a positive integer")
-			}
-			o.ID = id
-		case "status":
-			if err := json.Unmarshal(f.value, &o.Status); err != nil {
-				return nil, errors.New("status must be a string")
-			}
 		case fieldIsRenewed:
 			if err := json.Unmarshal(f.value, &isRenewed); err != nil {
-				return nil, errors.New("is_renewed must be true or false")
+				return errors.New("is_renewed must be true or false")
 			}
 			continue
 		case fieldRenewedBy:
 			if string(f.value) == "null" || string(f.value) == "0" {
 				continue
 			}
-			id, ok := parsePositive(f.value)
+			id, ok := ParsePositive(f.value)
 			if !ok {
-				return nil, errors.New("was_renewed_by_order_id must be a positive integer")
+				return errors.New("was_renewed_by_order_id must be a positive integer")
 			}
 			o.RenewedBy = id
 			continue
+		case "status":
+			if err := json.Unmarshal(f.value, &o.Status); err != nil {
+				return errors.New("status must be a string")
+			}
+		}
+		if rule, ok := orderSchema[f.key]; ok {
+			if err := rule.check(f.key, f.value); err != nil {
+				return err
+			}
 		}
 		if doc.Len() > 1 {
 			doc.WriteByte(',')
@@ -191,33 +203,31 @@ func parseOrder(data []byte, checked bool) (*Order, error) {
 		writeKey(&doc, f.key)
 		if f.key == "certificate" {
 			if err := o.writeCertificate(&doc, f.value); err != nil {
-				return nil, fmt.Errorf("certificate: %w", err)
+				return err
 			}
 			continue
 		}
 		if err := json.Compact(&doc, f.value); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	doc.WriteByte('}')
 	switch {
-	case o.ID == 0:
-		return nil, errors.New("OrderId is missing")
 	case o.CertEnd == 0:
-		return nil, errors.New("certificate object is missing")
+		return errors.New("certificate object is missing")
 	case isRenewed != (o.RenewedBy != 0):
-		return nil, errors.New("is_renewed and was_renewed_by_order_id disagree")
+		return errors.New("is_renewed and was_renewed_by_order_id disagree")
 	case o.RenewedBy == o.ID:
-		return nil, errors.New("an order cannot renew itself")
+		return errors.New("an order cannot renew itself")
 	}
 	o.Doc = doc.Bytes()
-	return o, nil
+	return nil
 }
 
 func (o *Order) writeCertificate(doc *bytes.Buffer, value json.RawMessage) error {
 	fields, err := readObject(value, true)
 	if err != nil {
-		return err
+		return fmt.Errorf("certificate: %w", err)
 	}
 	doc.WriteByte('{')
 	n := 0
@@ -226,20 +236,15 @@ func (o *Order) writeCertificate(doc *bytes.Buffer, value json.RawMessage) error
 		case fieldDaysRemaining:
 			continue
 		case "valid_till":
-			if json.Unmarshal(f.value, &o.ValidTill) != nil {
-				return errors.New("valid_till must be a string")
-			}
-			if _, err := time.Parse(DateLayout, o.ValidTill); err != nil {
-				return fmt.Errorf("valid_till %q is not YYYY-MM-DD", o.ValidTill)
-			}
+			json.Unmarshal(f.value, &o.ValidTill) // checked by the schema below
 		case "common_name":
-			if json.Unmarshal(f.value, &o.CommonName) != nil {
-				return errors.New("common_name must be a string")
-			}
+			json.Unmarshal(f.value, &o.CommonName)
 		case "dns_names":
-			var names []string
-			if json.Unmarshal(f.value, &names) != nil {
-				return errors.New("dns_names must be an array of strings")
+			json.Unmarshal(f.value, &o.DNSNames)
+		}
+		if rule, ok := certificateSchema[f.key]; ok {
+			if err := rule.check("certificate."+f.key, f.value); err != nil {
+				return err
 			}
 		}
 		if n > 0 {
@@ -252,7 +257,7 @@ func (o *Order) writeCertificate(doc *bytes.Buffer, value json.RawMessage) error
 		}
 	}
 	if o.ValidTill == "" {
-		return errors.New("valid_till is missing")
+		return errors.New("certificate.valid_till is missing")
 	}
 	o.CertEnd = doc.Len()
 	doc.WriteByte('}')
@@ -268,9 +273,10 @@ func writeKey(doc *bytes.Buffer, key string) {
 // DecodeOrders reads an import file: one order object, or an array of them.
 // It yields each order as it is read, so a large file is never held whole in
 // memory; after the first error it yields nothing more. Errors wrap
-// ErrInvalid and name the order's place in the file. Reading and checking
-// run one step ahead in a goroutine of their own, so that a store can write
-// one order while the next is parsed.
+// ErrInvalid and name the order's place in the file; an OrderId that
+// appears twice is refused (which of the two was meant is a guess).
+// Reading and checking run one step ahead in a goroutine of their own, so
+// that a store can write one order while the next is parsed.
 func DecodeOrders(r io.Reader) iter.Seq2[*Order, error] {
 	return func(yield func(*Order, error) bool) {
 		type item struct {
@@ -333,6 +339,7 @@ func decodeOrders(r io.Reader, yield func(*Order, error) bool) {
 		yield(nil, fmt.Errorf("%w: the file must hold an order object or an array of them", ErrInvalid))
 		return
 	}
+	seen := map[int64]int{} // OrderId -> place in the file
 	for i := 1; dec.More(); i++ {
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
@@ -340,10 +347,14 @@ func decodeOrders(r io.Reader, yield func(*Order, error) bool) {
 			return
 		}
 		o, err := parseOrder(raw, true)
+		if err == nil && seen[o.ID] != 0 {
+			err = fmt.Errorf("OrderId %d appears twice (also order %d)", o.ID, seen[o.ID])
+		}
 		if err != nil {
 			yield(nil, fmt.Errorf("%w: order %d: %v", ErrInvalid, i, err))
 			return
 		}
+		seen[o.ID] = i
 		if !yield(o, nil) {
 			return
 		}

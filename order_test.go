@@ -1,7 +1,6 @@
 package certorder_test
 
 import (
-	"encoding/json"
 	"errors"
 	"runtime"
 	"strconv"
@@ -31,19 +30,6 @@ func TestDaysRemaining(t *testing.T) {
 	}
 }
 
-func TestParseOrderID(t *testing.T) {
-	for raw, want := range map[string]int64{
-		`1`: 1, `"42"`: 42, `9223372036854775807`: 1<<63 - 1, `"007"`: 7,
-		`0`: 0, `-1`: 0, `1.0`: 0, `1e2`: 0, `9223372036854775808`: 0, `true`: 0, `null`: 0,
-		`""`: 0, `" 1"`: 0, `"1 "`: 0, `"+1"`: 0, `{}`: 0, `[1]`: 0, ``: 0, `"`: 0,
-	} {
-		got, ok := certorder.ParseOrderID([]byte(raw))
-		if got != want || ok != (want != 0) {
-			t.Errorf("ParseOrderID(%s) = %d, %v; want %d", raw, got, ok, want)
-		}
-	}
-}
-
 func TestParseOrderRefuses(t *testing.T) {
 	for name, doc := range map[string]string{
 		"not an object":      `[1]`,
@@ -68,23 +54,75 @@ func TestParseOrderRefuses(t *testing.T) {
 	}
 }
 
-// The answer is the document with the derived fields put back; an empty
-// certificate object still makes valid JSON.
-func TestAppendJSON(t *testing.T) {
-	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	for _, tc := range []struct{ in, want string }{
-		{`{"OrderId":5,"certificate":{"valid_till":"2030-01-11"}}`,
-			`{"OrderId":5,"certificate":{"valid_till":"2030-01-11","days_remaining":10},"is_renewed":false}`},
-		{`{"certificate":{"valid_till":"2029-12-31", "days_remaining": 99},"OrderId":5,"is_renewed":true,"was_renewed_by_order_id":6, "x": [ 1, "2" ]}`,
-			`{"certificate":{"valid_till":"2029-12-31","days_remaining":-1},"OrderId":5,"x":[1,"2"],"is_renewed":true,"was_renewed_by_order_id":6}`},
+// Every field the spec types is checked at import, in exactly the
+// variations the spec allows; the message names the order and the field.
+func TestParseOrderTypes(t *testing.T) {
+	doc := func(order, cert string) string {
+		return `{"OrderId":5,` + order + `"certificate":{` + cert + `"valid_till":"2030-01-01"}}`
+	}
+	for _, tc := range []struct {
+		name, order, cert string
+		field             string // named in the error; "" when accepted
+	}{
+		{name: "spec's variations", order: `"purchased_wildcard_names":null,"purchased_dns_names":2,"validity_years":1,` +
+			`"date_created":"2026-11-21T08:00:00+09:00","order_valid_from":"2026-01-01","product":{"name":"x","csr_required":true},` +
+			`"api_key":{"name":"k","url_mask":"*"},"extra":{"any":[1.5,null]},`,
+			cert: `"user_id":42,"receipt_id":"880004","purchased_dns_names":"2","purchased_wildcard_names":null,"id":7,` +
+				`"dns_names":["a","b"],"cert_validity":{"days":90},"ca_cert":{"id":"A1","name":"CA"},"is_rsassa_pss":false,`},
+		{name: "user_id a string", cert: `"user_id":"42",`},
+		{name: "validity_years a fraction", order: `"validity_years":1.5,`, field: "validity_years"},
+		{name: "validity_years a string", order: `"validity_years":"1",`, field: "validity_years"},
+		{name: "product a string", order: `"product":"Basic OV",`, field: "product"},
+		{name: "product.csr_required a string", order: `"product":{"csr_required":"yes"},`, field: "product.csr_required"},
+		{name: "date_created a number", order: `"date_created":20260101,`, field: "date_created"},
+		{name: "date_created without offset", order: `"date_created":"2026-01-01T10:00:00",`, field: "date_created"},
+		{name: "order_valid_till not a date", order: `"order_valid_till":"01/01/2030",`, field: "order_valid_till"},
+		{name: "order count a string", order: `"purchased_dns_names":"2",`, field: "purchased_dns_names"},
+		{name: "api_key.url_mask null", order: `"api_key":{"url_mask":null},`, field: "api_key.url_mask"},
+		{name: "receipt_id letters", cert: `"receipt_id":"12a",`, field: "certificate.receipt_id"},
+		{name: "receipt_id null", cert: `"receipt_id":null,`, field: "certificate.receipt_id"},
+		{name: "user_id an object", cert: `"user_id":{},`, field: "certificate.user_id"},
+		{name: "certificate id a string", cert: `"id":"7",`, field: "certificate.id"},
+		{name: "key_size exponent", cert: `"key_size":2e3,`, field: "certificate.key_size"},
+		{name: "dns_names with null", cert: `"dns_names":["a",null],`, field: "certificate.dns_names"},
+		{name: "cert_validity.years a string", cert: `"cert_validity":{"years":"1"},`, field: "certificate.cert_validity.years"},
+		{name: "ca_cert.id a number", cert: `"ca_cert":{"id":5},`, field: "certificate.ca_cert.id"},
+		{name: "NUL in common_name", cert: `"common_name":"a\u0000b",`, field: "certificate.common_name"},
+		{name: "NUL in status", order: `"status":"x\u0000",`, field: "status"},
 	} {
-		o, err := certorder.ParseOrder([]byte(tc.in))
-		if err != nil {
-			t.Fatal(err)
+		_, err := certorder.ParseOrder([]byte(doc(tc.order, tc.cert)))
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.name, err)
+		case tc.field != "" && err == nil:
+			t.Errorf("%s: accepted", tc.name)
+		case tc.field != "" && !strings.Contains(err.Error(), "OrderId 5: "+tc.field+" must be"):
+			t.Errorf("%s: error %q does not name the order and %s", tc.name, err, tc.field)
 		}
-		got := string(o.AppendJSON(nil, now))
-		if got != tc.want || !json.Valid([]byte(got)) {
-			t.Errorf("AppendJSON(%s)\n got %s\nwant %s", tc.in, got, tc.want)
+	}
+}
+
+func TestParseOrderSize(t *testing.T) {
+	pad := strings.Repeat("x", certorder.MaxOrderBytes)
+	_, err := certorder.ParseOrder([]byte(`{"OrderId":5,"certificate":{"valid_till":"2030-01-01","csr":"` + pad + `"}}`))
+	if err == nil || !strings.Contains(err.Error(), "over the limit") {
+		t.Fatalf("a document over %d bytes: %v", certorder.MaxOrderBytes, err)
+	}
+}
+
+func TestRedactKeys(t *testing.T) {
+	key, _, _ := certorder.NewKey("")
+	id, _ := certorder.KeyID(key)
+	for in, want := range map[string]string{
+		"acme-corp":       "acme-corp",
+		key:               "cok_" + id + "_[redacted]",
+		"x " + key + " y": "x cok_" + id + "_[redacted] y",
+		"COK_abcdef":      "cok_[redacted]",
+		"cok_":            "cok_[redacted]",
+		"Auth":            "Auth",
+	} {
+		if got := certorder.RedactKeys(in); got != want {
+			t.Errorf("RedactKeys(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -101,12 +139,14 @@ func TestDecodeOrders(t *testing.T) {
 		return n, nil
 	}
 	one := `{"OrderId":5,"certificate":{"valid_till":"2030-01-01"}}`
-	for input, want := range map[string]int{one: 1, " \n" + one + "\n": 1, "[]": 0, "[" + one + "," + one + "]": 2} {
+	two := `{"OrderId":6,"certificate":{"valid_till":"2030-01-01"}}`
+	for input, want := range map[string]int{one: 1, " \n" + one + "\n": 1, "[]": 0, "[" + one + "," + two + "]": 2} {
 		if n, err := count(input); err != nil || n != want {
 			t.Errorf("%q: %d orders, %v; want %d", input, n, err, want)
 		}
 	}
-	for _, input := range []string{"", "5", "[" + one + ",", one + one, "[" + one + "] x", "[1]", `{"OrderId":`} {
+	for _, input := range []string{"", "5", "[" + one + ",", one + one, "[" + one + "] x", "[1]", `{"OrderId":`,
+		"[" + one + "," + two + "," + one + "]"} {
 		if _, err := count(input); !errors.Is(err, certorder.ErrInvalid) {
 			t.Errorf("%q: err %v, want ErrInvalid", input, err)
 		}

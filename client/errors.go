@@ -7,26 +7,17 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/certorder/certorder/wire"
 )
 
 // The conditions a failure answer can stand for; test with errors.Is.
 var (
-	ErrCredentialsRejected = errors.New("credentials rejected")
-	ErrNoSuchOrder         = errors.New("no such order")
-	ErrNotRenewed          = errors.New("order not renewed")
-	ErrRateLimited         = errors.New("rate limited")
-	ErrUnavailable         = errors.New("service unavailable")
-)
-
-// certorder's error numbers (docs/API.md). Another service that follows the
-// spec uses its own numbers; its answers are then read by their text.
-const (
-	numCredentialsMissing = 110
-	numCredentialsFailed  = 111
-	numNoSuchOrder        = 131
-	numNotRenewed         = 132
-	numRateLimited        = 140
-	numUnavailable        = 150
+	ErrCredentialsRejected = wire.ErrCredentialsRejected
+	ErrNoSuchOrder         = wire.ErrNoSuchOrder
+	ErrNotRenewed          = wire.ErrNotRenewed
+	ErrRateLimited         = wire.ErrRateLimited
+	ErrUnavailable         = wire.ErrUnavailable
 )
 
 // APIError is a failure answer of the service: {"error_message": "Error(<number>) <text>"}.
@@ -41,26 +32,25 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("the service said %q (HTTP %d)", e.Message, e.Status)
 }
 
-// Is matches the condition the answer stands for.
+// Is matches the condition the answer stands for. certorder's numbers
+// (package wire) say it exactly; another service that follows the spec
+// uses its own numbers, and its answers are read by their text and status.
 func (e *APIError) Is(target error) bool {
+	if code := wire.Code(e.Number); code.Known() {
+		return code.Sentinel() == target && target != nil
+	}
 	switch target {
 	case ErrCredentialsRejected:
-		return e.Number == numCredentialsFailed || e.Number == numCredentialsMissing ||
-			!e.known() && strings.HasPrefix(e.Text, "AccessName") || e.Status == 401
+		return strings.HasPrefix(e.Text, "AccessName") || e.Status == 401
 	case ErrNoSuchOrder:
-		return e.Number == numNoSuchOrder || !e.known() && strings.HasPrefix(e.Text, "orderId")
-	case ErrNotRenewed:
-		return e.Number == numNotRenewed
+		return strings.HasPrefix(e.Text, "orderId")
 	case ErrRateLimited:
-		return e.Number == numRateLimited || e.Status == 429
+		return e.Status == 429
 	case ErrUnavailable:
-		return e.Number == numUnavailable || e.Status == 503
+		return e.Status == 503
 	}
 	return false
 }
-
-// known reports whether the number is one of certorder's, whose meaning is exact.
-func (e *APIError) known() bool { return e.Number >= 100 && e.Number < 200 }
 
 func (e *APIError) temporary() bool {
 	return errors.Is(e, ErrRateLimited) || errors.Is(e, ErrUnavailable)

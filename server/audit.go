@@ -14,7 +14,7 @@ import (
 // answer never waits for it. When it falls behind, entries are dropped and
 // counted (certorder_audit_dropped_total) rather than slowing answers.
 type auditor struct {
-	store     certorder.Store
+	store     certorder.AuditStore
 	ch        chan certorder.AuditEntry
 	retention time.Duration
 	now       func() time.Time
@@ -30,7 +30,7 @@ const (
 	auditPrune  = time.Hour              // how often entries past retention are deleted
 )
 
-func newAuditor(store certorder.Store, retention time.Duration, now func() time.Time, dropped prometheus.Counter, logger *slog.Logger) *auditor {
+func newAuditor(store certorder.AuditStore, retention time.Duration, now func() time.Time, dropped prometheus.Counter, logger *slog.Logger) *auditor {
 	a := &auditor{store: store, ch: make(chan certorder.AuditEntry, auditBuffer), retention: retention,
 		now: now, dropped: dropped, logger: logger, done: make(chan struct{})}
 	go a.run()

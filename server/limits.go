@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -170,7 +171,7 @@ func (f *failures) sweep(now time.Time) {
 
 // retryAfter is the Retry-After header value for a wait: whole seconds, at least 1.
 func retryAfter(d time.Duration) string {
-	return itoa(int64(math.Max(1, math.Ceil(d.Seconds()))))
+	return strconv.FormatInt(int64(math.Max(1, math.Ceil(d.Seconds()))), 10)
 }
 
 // clientIP is the request's client address: the peer, or, when the peer is

@@ -309,7 +309,7 @@ func TestAuditTrail(t *testing.T) {
 			got[1].ClientIP != "127.0.0.1" || !got[1].Time.Equal(today) {
 			t.Errorf("first call: %+v", got[1])
 		}
-		if got[0].Member != "mallory" || got[0].Outcome != certorder.NumCredentialsFailed {
+		if got[0].Member != "mallory" || got[0].Outcome != 111 {
 			t.Errorf("failed call: %+v", got[0])
 		}
 	})

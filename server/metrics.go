@@ -5,8 +5,6 @@ import (
 	"runtime/debug"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/certorder/certorder"
 )
 
 // metrics are the service's Prometheus metrics.
@@ -54,22 +52,4 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		reg.MustRegister(m.requests, m.latency, m.authFailures, m.limited, m.storeErrors, m.auditDropped, buildInfo)
 	}
 	return m
-}
-
-// outcomeNames are the metric label values of the error numbers: a fixed
-// set, whatever callers send.
-var outcomeNames = map[certorder.ErrorNumber]string{
-	0:                               "ok",
-	certorder.NumMalformedRequest:   "malformed_request",
-	certorder.NumMethodNotAllowed:   "method_not_allowed",
-	certorder.NumUnknownPath:        "unknown_path",
-	certorder.NumCredentialsMissing: "credentials_missing",
-	certorder.NumCredentialsFailed:  "credentials_rejected",
-	certorder.NumUnknownAction:      "unknown_action",
-	certorder.NumBadOrderID:         "bad_order_id",
-	certorder.NumNoSuchOrder:        "no_such_order",
-	certorder.NumNotRenewed:         "not_renewed",
-	certorder.NumRateLimited:        "rate_limited",
-	certorder.NumUnavailable:        "unavailable",
-	certorder.NumInternal:           "internal",
 }

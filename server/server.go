@@ -1,11 +1,13 @@
 // Package server is the HTTP side of certorder: the one POST endpoint of the
-// interface, its three actions and its failures.
+// interface (its protocol is package wire), the limits in front of it, the
+// metrics, the audit trail, and the member web page (server/web) beside it.
 package server
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/server/web"
+	"github.com/certorder/certorder/wire"
 )
 
 // Config is what New needs besides the store.
@@ -53,12 +56,21 @@ func ValidSegment(seg string) error {
 	return nil
 }
 
+// Store is what the server needs of the store: each part goes to the part
+// of the server that uses it.
+type Store interface {
+	certorder.CredentialStore // the API's one read per request
+	certorder.AuditStore      // the audit trail's writer
+	certorder.Pinger          // /readyz
+	web.Store                 // the member web page
+}
+
 // Server is the service's HTTP handler. Close it after the http.Server
 // has shut down, to write the last audit entries.
 type Server struct {
-	store   certorder.Store
+	creds   certorder.CredentialStore
+	ping    certorder.Pinger
 	cfg     Config
-	actions map[string]action
 	mux     *http.ServeMux
 	metrics *metrics
 	audit   *auditor // nil without an audit trail
@@ -69,31 +81,8 @@ type Server struct {
 	inFlight           chan struct{}
 }
 
-// action answers one authenticated request.
-type action struct {
-	needsOrder bool // the request names an order in orderId
-	answer     func(c *call) ([]byte, *failure)
-}
-
-// call is an authenticated request.
-type call struct {
-	cred    certorder.Credential
-	orderID int64            // 0 when orderId is absent or not a valid order number
-	order   *certorder.Order // the order orderID names, of any member; nil if none
-}
-
-// failure is an answer's error number, HTTP status and, for refusals that
-// pass, when to try again.
-type failure struct {
-	num        certorder.ErrorNumber
-	status     int
-	retryAfter time.Duration
-}
-
-func fail(num certorder.ErrorNumber) *failure { return &failure{num: num, status: num.HTTPStatus()} }
-
 // New returns the service's handler.
-func New(store certorder.Store, cfg Config) (*Server, error) {
+func New(store Store, cfg Config) (*Server, error) {
 	if err := ValidSegment(cfg.CASegment); err != nil {
 		return nil, err
 	}
@@ -111,7 +100,7 @@ func New(store certorder.Store, cfg Config) (*Server, error) {
 	}
 	l := cfg.Limits
 	s := &Server{
-		store: store, cfg: cfg,
+		creds: store, ping: store, cfg: cfg,
 		metrics:    newMetrics(cfg.Metrics),
 		memberRate: newBuckets(l.MemberRate, l.MemberBurst),
 		ipRate:     newBuckets(l.IPRate, l.IPBurst),
@@ -124,12 +113,6 @@ func New(store certorder.Store, cfg Config) (*Server, error) {
 	if cfg.AuditRetention > 0 {
 		s.audit = newAuditor(store, cfg.AuditRetention, cfg.Now, s.metrics.auditDropped, cfg.Logger)
 	}
-	// The actions of the interface, section 4.
-	s.actions = map[string]action{
-		"Auth":       {answer: auth},
-		"OrderInfo":  {needsOrder: true, answer: s.orderInfo},
-		"RenewCheck": {needsOrder: true, answer: renewCheck},
-	}
 	s.mux = http.NewServeMux()
 	api := s.limitInFlight(http.HandlerFunc(s.handleAPI))
 	s.mux.Handle("/api/"+cfg.CASegment+"/{$}", api)
@@ -137,11 +120,12 @@ func New(store certorder.Store, cfg Config) (*Server, error) {
 	s.mux.Handle("/healthz", s.Healthz())
 	s.mux.Handle("/readyz", s.Readyz())
 	unknownPath := func(w http.ResponseWriter, r *http.Request) {
-		s.answer(w, r, s.newEvent(r), nil, fail(certorder.NumUnknownPath))
+		s.answer(w, r, s.newEvent(r), nil, wire.Fail(wire.UnknownPath))
 	}
 	s.mux.HandleFunc("/api/", unknownPath) // a wrong CA segment gets JSON, web page or not
 	if cfg.Web {
-		page, err := web.New(store, web.Config{SignIn: s.signIn, Secure: s.secure, Now: cfg.Now, Logger: cfg.Logger})
+		page, err := web.New(store, web.Config{SignIn: s.signIn, Secure: s.secure, Now: cfg.Now, Logger: cfg.Logger,
+			StoreTimeout: cfg.StoreTimeout})
 		if err != nil {
 			return nil, err
 		}
@@ -177,7 +161,7 @@ func (s *Server) Readyz() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
 		defer cancel()
-		if err := s.store.Ping(ctx); err != nil {
+		if err := s.ping.Ping(ctx); err != nil {
 			s.cfg.Logger.Warn("not ready", "err", err)
 			writeJSON(w, http.StatusServiceUnavailable, []byte(`{"status":"store unavailable"}`+"\n"))
 			return
@@ -198,8 +182,8 @@ func (s *Server) limitInFlight(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 		default:
 			s.metrics.limited.WithLabelValues("in_flight").Inc()
-			f := fail(certorder.NumUnavailable)
-			f.retryAfter = time.Second
+			f := wire.Fail(wire.Unavailable)
+			f.RetryAfter = time.Second
 			s.answer(w, r, s.newEvent(r), nil, f)
 		}
 	})
@@ -223,10 +207,10 @@ func (s *Server) newEvent(r *http.Request) *event {
 }
 
 // refuse answers 429 for a limit, with the wait in Retry-After.
-func (s *Server) refuse(limit string, wait time.Duration) *failure {
+func (s *Server) refuse(limit string, wait time.Duration) *wire.Failure {
 	s.metrics.limited.WithLabelValues(limit).Inc()
-	f := fail(certorder.NumRateLimited)
-	f.retryAfter = wait
+	f := wire.Fail(wire.RateLimited)
+	f.RetryAfter = wait
 	return f
 }
 
@@ -243,16 +227,20 @@ func (s *Server) handleAPI(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveAPI answers a request, or returns the failure to answer.
-func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *failure {
+func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *wire.Failure {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		return fail(certorder.NumMethodNotAllowed)
+		return wire.Fail(wire.MethodNotAllowed)
 	}
 	now := s.cfg.Now()
 	if ok, wait := s.ipRate.take(ev.ip, now); !ok {
 		return s.refuse("ip", wait)
 	}
-	req, f := decodeRequest(w, r, s.cfg.MaxBodyBytes)
+	body, f := readBody(w, r, s.cfg.MaxBodyBytes)
+	if f != nil {
+		return f
+	}
+	req, f := wire.DecodeRequest(body)
 	if f != nil {
 		return f
 	}
@@ -260,38 +248,51 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *fa
 	if f := s.lockedOut(ev.ip, req.AccessName, now); f != nil {
 		return f
 	}
-	act, known := s.actions[req.Action]
-	known = known && req.actionOK
-	c := &call{}
-	if known && act.needsOrder {
-		c.orderID, _ = certorder.ParseOrderID(req.OrderID)
+	act, known := wire.Actions[req.Action]
+	known = known && req.ActionOK
+	c := &wire.Call{Now: now}
+	if known && act.NeedsOrder {
+		c.OrderID, _ = wire.ParseOrderID(req.OrderID)
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
 	defer cancel()
-	c.cred, c.order, f = s.authenticate(ctx, req, c.orderID)
+	c.Credential, c.Order, f = s.authenticate(ctx, req, c.OrderID)
 	if f != nil {
-		if f.num == certorder.NumCredentialsFailed {
+		if f.Code == wire.CredentialsFailed {
 			s.authFailed(ev.ip, req.AccessName, now)
 		}
 		return f
 	}
-	ev.member, ev.orderID = c.cred.Member, c.orderID
-	if ok, wait := s.memberRate.take(c.cred.Member, now); !ok {
+	ev.member, ev.orderID = c.Credential.Member, c.OrderID
+	if ok, wait := s.memberRate.take(c.Credential.Member, now); !ok {
 		return s.refuse("member", wait)
 	}
 	if !known {
-		return fail(certorder.NumUnknownAction)
+		return wire.Fail(wire.UnknownAction)
 	}
-	body, f := act.answer(c)
+	answer, f := act.Answer(ctx, c)
 	if f != nil {
 		return f
 	}
-	s.answer(w, r, ev, body, nil)
+	s.answer(w, r, ev, answer, nil)
 	return nil
 }
 
+// readBody reads a request body of at most limit bytes.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *wire.Failure) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, &wire.Failure{Code: wire.MalformedRequest, Status: http.StatusRequestEntityTooLarge}
+		}
+		return nil, wire.Fail(wire.MalformedRequest)
+	}
+	return body, nil
+}
+
 // lockedOut refuses an IP or an AccessName that failed authentication too often.
-func (s *Server) lockedOut(ip, name string, now time.Time) *failure {
+func (s *Server) lockedOut(ip, name string, now time.Time) *wire.Failure {
 	for _, lock := range []struct {
 		f   *failures
 		key string
@@ -318,22 +319,24 @@ func (s *Server) signIn(r *http.Request, name, key string) (certorder.Credential
 		return certorder.Credential{}, &web.ThrottledError{Wait: wait}
 	}
 	if f := s.lockedOut(ip, name, now); f != nil {
-		return certorder.Credential{}, &web.ThrottledError{Wait: f.retryAfter}
+		return certorder.Credential{}, &web.ThrottledError{Wait: f.RetryAfter}
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
 	defer cancel()
-	req := request{AccessName: name, AccessKey: key, credsOK: name != "" && key != ""}
+	req := wire.Request{AccessName: name, AccessKey: key, CredsOK: name != "" && key != ""}
 	cred, _, f := s.authenticate(ctx, req, 0)
 	switch {
 	case f == nil:
 		return cred, nil
-	case f.num == certorder.NumCredentialsFailed:
+	case f.Code == wire.CredentialsFailed:
 		s.authFailed(ip, name, now)
 		return cred, web.ErrRefused
-	case f.num == certorder.NumCredentialsMissing:
+	case f.Code == wire.CredentialsMissing:
 		return cred, web.ErrRefused
+	case f.Code == wire.Unavailable:
+		return cred, fmt.Errorf("sign-in: %w", certorder.ErrUnavailable)
 	}
-	return cred, fmt.Errorf("sign-in: %w: error %d", certorder.ErrUnavailable, f.num)
+	return cred, fmt.Errorf("sign-in: error %d", f.Code)
 }
 
 // secure says whether the request came over TLS, directly or through a
@@ -343,83 +346,50 @@ func (s *Server) secure(r *http.Request) bool {
 		strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
-// authenticate checks AccessName and AccessKey and reads the order orderID
-// (if not 0) in the same store read. Whatever is wrong (unknown member,
-// wrong or revoked key, disabled member) the answer is the same.
-func (s *Server) authenticate(ctx context.Context, req request, orderID int64) (certorder.Credential, *certorder.Order, *failure) {
-	if !req.credsOK {
-		return certorder.Credential{}, nil, fail(certorder.NumCredentialsMissing)
+// authenticate checks AccessName and AccessKey and reads the member's
+// order orderID (if not 0) in the same store read. Whatever is wrong
+// (unknown member, wrong or revoked key, disabled member) the answer is
+// the same.
+func (s *Server) authenticate(ctx context.Context, req wire.Request, orderID int64) (certorder.Credential, *certorder.Order, *wire.Failure) {
+	if !req.CredsOK {
+		return certorder.Credential{}, nil, wire.Fail(wire.CredentialsMissing)
 	}
 	id, ok := certorder.KeyID(req.AccessKey)
 	if !ok {
 		certorder.HashKey(req.AccessKey) // the same work as a real check
-		return certorder.Credential{}, nil, fail(certorder.NumCredentialsFailed)
+		return certorder.Credential{}, nil, wire.Fail(wire.CredentialsFailed)
 	}
-	cred, order, err := s.store.FindCredential(ctx, id, orderID)
+	cred, order, err := s.creds.FindCredential(ctx, id, orderID)
 	if errors.Is(err, certorder.ErrNotFound) {
 		cred = certorder.Credential{} // Verify below fails, after the same work
 	} else if err != nil {
 		return cred, nil, s.storeFailure(err)
 	}
 	if !cred.Verify(req.AccessName, req.AccessKey) {
-		return certorder.Credential{}, nil, fail(certorder.NumCredentialsFailed)
+		return certorder.Credential{}, nil, wire.Fail(wire.CredentialsFailed)
 	}
 	return cred, order, nil
 }
 
-func auth(*call) ([]byte, *failure) { return authenticatedBody, nil }
-
-// ownOrder is the member's order the request names. Another member's order
-// gets the same answer as one that does not exist.
-func (c *call) ownOrder() (*certorder.Order, *failure) {
-	switch {
-	case c.orderID == 0:
-		return nil, fail(certorder.NumBadOrderID)
-	case c.order == nil || c.order.MemberID != c.cred.MemberID:
-		return nil, fail(certorder.NumNoSuchOrder)
-	}
-	return c.order, nil
-}
-
-func (s *Server) orderInfo(c *call) ([]byte, *failure) {
-	o, f := c.ownOrder()
-	if f != nil {
-		return nil, f
-	}
-	b := make([]byte, 0, len(o.Doc)+128)
-	return append(o.AppendJSON(b, s.cfg.Now()), '\n'), nil
-}
-
-func renewCheck(c *call) ([]byte, *failure) {
-	o, f := c.ownOrder()
-	if f != nil {
-		return nil, f
-	}
-	if o.RenewedBy == 0 {
-		return nil, fail(certorder.NumNotRenewed)
-	}
-	return renewCheckBody(o.ID, o.RenewedBy), nil
-}
-
 // storeFailure logs a store error and turns it into an answer: 503 when the
 // store cannot be reached (worth a retry), 500 otherwise.
-func (s *Server) storeFailure(err error) *failure {
+func (s *Server) storeFailure(err error) *wire.Failure {
 	s.metrics.storeErrors.Inc()
 	s.cfg.Logger.Error("store error", "err", err)
-	if errors.Is(err, certorder.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
-		return fail(certorder.NumUnavailable)
+	if errors.Is(err, certorder.ErrUnavailable) {
+		return wire.Fail(wire.Unavailable)
 	}
-	return fail(certorder.NumInternal)
+	return wire.Fail(wire.Internal)
 }
 
 // answer writes the body or the failure, and accounts for the request: the
 // metrics, the access log line and the audit entry.
-func (s *Server) answer(w http.ResponseWriter, r *http.Request, ev *event, body []byte, f *failure) {
-	status, num := http.StatusOK, certorder.ErrorNumber(0)
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, ev *event, body []byte, f *wire.Failure) {
+	status, code := http.StatusOK, wire.Code(0)
 	if f != nil {
-		num, status, body = f.num, f.status, failureBody(f.num)
-		if f.retryAfter > 0 {
-			w.Header().Set("Retry-After", retryAfter(f.retryAfter))
+		code, status, body = f.Code, f.Status, wire.AppendFailure(nil, f.Code)
+		if f.RetryAfter > 0 {
+			w.Header().Set("Retry-After", retryAfter(f.RetryAfter))
 		}
 	}
 	w.Header().Set("X-Request-Id", ev.id)
@@ -431,10 +401,10 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ev *event, body 
 	latency := time.Since(ev.start)
 
 	action := ev.action
-	if _, known := s.actions[action]; !known {
+	if _, known := wire.Actions[action]; !known {
 		action = "other"
 	}
-	s.metrics.requests.WithLabelValues(action, outcomeNames[num]).Inc()
+	s.metrics.requests.WithLabelValues(action, code.Outcome()).Inc()
 	s.metrics.latency.WithLabelValues(action).Observe(latency.Seconds())
 	if s.audit != nil && ev.api {
 		name := ev.member
@@ -442,7 +412,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ev *event, body 
 			name = ev.name
 		}
 		s.audit.record(certorder.AuditEntry{Time: s.cfg.Now(), Member: name, Action: ev.action,
-			OrderID: ev.orderID, Outcome: num, ClientIP: ev.ip})
+			OrderID: ev.orderID, Outcome: int(code), ClientIP: ev.ip})
 	}
 	if s.cfg.NoAccessLog {
 		return
@@ -452,11 +422,21 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ev *event, body 
 		slog.String("ip", ev.ip),
 		slog.String("method", r.Method),
 		slog.String("path", certorder.Cut(r.URL.Path, 128)),
-		slog.String("action", ev.action),
+		slog.String("action", certorder.RedactKeys(ev.action)),
 		slog.String("member", ev.member),
 		slog.Int64("order_id", ev.orderID),
-		slog.Int("error", int(num)),
+		slog.Int("error", int(code)),
 		slog.Int("status", status),
 		slog.Duration("latency", latency),
 	)
+}
+
+// writeJSON writes a JSON answer with the headers every answer carries.
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	w.Write(body)
 }

@@ -253,6 +253,23 @@ func decode(t *testing.T, b []byte, v any) {
 
 func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
+// The failure answers as docs/API.md writes them: literals, so that a
+// wrong text or number fails the tests.
+const (
+	e100 = `{"error_message":"Error(100) request is failed."}`
+	e101 = `{"error_message":"Error(101) method is failed."}`
+	e102 = `{"error_message":"Error(102) path is failed."}`
+	e110 = `{"error_message":"Error(110) AccessName is failed."}`
+	e111 = `{"error_message":"Error(111) AccessName is failed."}`
+	e120 = `{"error_message":"Error(120) action is failed."}`
+	e130 = `{"error_message":"Error(130) orderId is failed."}`
+	e131 = `{"error_message":"Error(131) orderId is failed."}`
+	e132 = `{"error_message":"Error(132) orderId is failed."}`
+	e140 = `{"error_message":"Error(140) rate limit is exceeded."}`
+	e150 = `{"error_message":"Error(150) service is unavailable."}`
+	e190 = `{"error_message":"Error(190) internal error."}`
+)
+
 func TestBadRequests(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dsn string) {
 		f := newFixture(t, dsn, server.Config{})
@@ -268,61 +285,61 @@ func TestBadRequests(t *testing.T) {
 
 		for _, tc := range []struct {
 			name, method, path, body string
-			num                      certorder.ErrorNumber
+			want                     string
 			status                   int
 		}{
-			{"GET", http.MethodGet, "", "", certorder.NumMethodNotAllowed, 405},
-			{"PUT", http.MethodPut, "", f.alice("Auth"), certorder.NumMethodNotAllowed, 405},
-			{"unknown path", "", "/api/other/", f.alice("Auth"), certorder.NumUnknownPath, 404},
-			{"root path", "", "/", f.alice("Auth"), certorder.NumUnknownPath, 404},
-			{"empty body", "", "", "", certorder.NumMalformedRequest, 400},
-			{"not JSON", "", "", "AccessName=alice", certorder.NumMalformedRequest, 400},
-			{"array", "", "", `[` + f.alice("Auth") + `]`, certorder.NumMalformedRequest, 400},
-			{"string", "", "", `"Auth"`, certorder.NumMalformedRequest, 400},
-			{"null", "", "", `null`, certorder.NumMalformedRequest, 400},
-			{"truncated", "", "", `{"AccessName":"alice",`, certorder.NumMalformedRequest, 400},
-			{"trailing data", "", "", f.alice("Auth") + ` {}`, certorder.NumMalformedRequest, 400},
-			{"too large", "", "", f.alice("Auth", "pad", q(strings.Repeat("x", 20<<10))), certorder.NumMalformedRequest, 413},
-			{"empty object", "", "", `{}`, certorder.NumCredentialsMissing, 400},
-			{"no AccessName", "", "", body("AccessKey", q(f.aliceKey), "action", `"Auth"`), certorder.NumCredentialsMissing, 400},
-			{"no AccessKey", "", "", body("AccessName", `"alice"`, "action", `"Auth"`), certorder.NumCredentialsMissing, 400},
-			{"AccessName a number", "", "", with(creds("7", q(f.aliceKey)), "action", `"Auth"`), certorder.NumCredentialsMissing, 400},
-			{"AccessName null", "", "", with(creds("null", q(f.aliceKey)), "action", `"Auth"`), certorder.NumCredentialsMissing, 400},
-			{"AccessKey empty", "", "", with(creds(`"alice"`, `""`), "action", `"Auth"`), certorder.NumCredentialsMissing, 400},
-			{"names are case-sensitive", "", "", body("accessname", `"alice"`, "accesskey", q(f.aliceKey), "action", `"Auth"`), certorder.NumCredentialsMissing, 400},
-			{"wrong key", "", "", with(creds(`"alice"`, q(otherKey)), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
-			{"key of another shape", "", "", with(creds(`"alice"`, `"hunter2"`), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
-			{"key with a tampered secret", "", "", with(creds(`"alice"`, q(f.aliceKey[:len(f.aliceKey)-1]+"x")), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
-			{"unknown member", "", "", with(creds(`"mallory"`, q(f.aliceKey)), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
-			{"NUL in the name", "", "", with(creds(`"ali\u0000ce"`, q(f.aliceKey)), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
-			{"NUL in the key ID", "", "", with(creds(`"alice"`, `"cok_\u000023456789ab_x"`), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
-			{"another member's name", "", "", with(creds(`"bob"`, q(f.aliceKey)), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
-			{"revoked key", "", "", with(creds(`"alice"`, q(f.revokedKey)), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
-			{"disabled member", "", "", with(creds(`"carol"`, q(f.disabledMemberKey)), "action", `"Auth"`), certorder.NumCredentialsFailed, 401},
-			{"no action", "", "", with(alice), certorder.NumUnknownAction, 400},
-			{"unknown action", "", "", with(alice, "action", `"Delete"`), certorder.NumUnknownAction, 400},
-			{"action in the wrong case", "", "", with(alice, "action", `"orderinfo"`), certorder.NumUnknownAction, 400},
-			{"action a number", "", "", with(alice, "action", `1`), certorder.NumUnknownAction, 400},
-			{"orderId missing", "", "", with(alice, "action", `"OrderInfo"`), certorder.NumBadOrderID, 400},
-			{"orderId zero", "", "", info("0"), certorder.NumBadOrderID, 400},
-			{"orderId negative", "", "", info("-1001"), certorder.NumBadOrderID, 400},
-			{"orderId fraction", "", "", info("1001.5"), certorder.NumBadOrderID, 400},
-			{"orderId 1001.0", "", "", info("1001.0"), certorder.NumBadOrderID, 400},
-			{"orderId exponent", "", "", info("1.001e3"), certorder.NumBadOrderID, 400},
-			{"orderId too large", "", "", info("9223372036854775808"), certorder.NumBadOrderID, 400},
-			{"orderId boolean", "", "", info("true"), certorder.NumBadOrderID, 400},
-			{"orderId null", "", "", info("null"), certorder.NumBadOrderID, 400},
-			{"orderId object", "", "", info(`{"id":1001}`), certorder.NumBadOrderID, 400},
-			{"orderId array", "", "", info(`[1001]`), certorder.NumBadOrderID, 400},
-			{"orderId empty string", "", "", info(`""`), certorder.NumBadOrderID, 400},
-			{"orderId with spaces", "", "", info(`" 1001"`), certorder.NumBadOrderID, 400},
-			{"orderId signed string", "", "", info(`"+1001"`), certorder.NumBadOrderID, 400},
-			{"orderId letters", "", "", info(`"10a1"`), certorder.NumBadOrderID, 400},
-			{"orderId of nothing", "", "", info("999999"), certorder.NumNoSuchOrder, 404},
-			{"orderId of another member", "", "", info("2001"), certorder.NumNoSuchOrder, 404},
-			{"RenewCheck bad orderId", "", "", with(alice, "action", `"RenewCheck"`, "orderId", `"x"`), certorder.NumBadOrderID, 400},
-			{"RenewCheck another member's", "", "", with(alice, "action", `"RenewCheck"`, "orderId", "2001"), certorder.NumNoSuchOrder, 404},
-			{"RenewCheck not renewed", "", "", with(alice, "action", `"RenewCheck"`, "orderId", "1003"), certorder.NumNotRenewed, 404},
+			{name: "GET", method: http.MethodGet, want: e101, status: 405},
+			{name: "PUT", method: http.MethodPut, body: f.alice("Auth"), want: e101, status: 405},
+			{name: "unknown path", path: "/api/other/", body: f.alice("Auth"), want: e102, status: 404},
+			{name: "root path", path: "/", body: f.alice("Auth"), want: e102, status: 404},
+			{name: "empty body", want: e100, status: 400},
+			{name: "not JSON", body: "AccessName=alice", want: e100, status: 400},
+			{name: "array", body: `[` + f.alice("Auth") + `]`, want: e100, status: 400},
+			{name: "string", body: `"Auth"`, want: e100, status: 400},
+			{name: "null", body: `null`, want: e100, status: 400},
+			{name: "truncated", body: `{"AccessName":"alice",`, want: e100, status: 400},
+			{name: "trailing data", body: f.alice("Auth") + ` {}`, want: e100, status: 400},
+			{name: "too large", body: f.alice("Auth", "pad", q(strings.Repeat("x", 20<<10))), want: e100, status: 413},
+			{name: "empty object", body: `{}`, want: e110, status: 400},
+			{name: "no AccessName", body: body("AccessKey", q(f.aliceKey), "action", `"Auth"`), want: e110, status: 400},
+			{name: "no AccessKey", body: body("AccessName", `"alice"`, "action", `"Auth"`), want: e110, status: 400},
+			{name: "AccessName a number", body: with(creds("7", q(f.aliceKey)), "action", `"Auth"`), want: e110, status: 400},
+			{name: "AccessName null", body: with(creds("null", q(f.aliceKey)), "action", `"Auth"`), want: e110, status: 400},
+			{name: "AccessKey empty", body: with(creds(`"alice"`, `""`), "action", `"Auth"`), want: e110, status: 400},
+			{name: "names are case-sensitive", body: body("accessname", `"alice"`, "accesskey", q(f.aliceKey), "action", `"Auth"`), want: e110, status: 400},
+			{name: "wrong key", body: with(creds(`"alice"`, q(otherKey)), "action", `"Auth"`), want: e111, status: 401},
+			{name: "key of another shape", body: with(creds(`"alice"`, `"hunter2"`), "action", `"Auth"`), want: e111, status: 401},
+			{name: "key with a tampered secret", body: with(creds(`"alice"`, q(f.aliceKey[:len(f.aliceKey)-1]+"x")), "action", `"Auth"`), want: e111, status: 401},
+			{name: "unknown member", body: with(creds(`"mallory"`, q(f.aliceKey)), "action", `"Auth"`), want: e111, status: 401},
+			{name: "NUL in the name", body: with(creds(`"ali\u0000ce"`, q(f.aliceKey)), "action", `"Auth"`), want: e111, status: 401},
+			{name: "NUL in the key ID", body: with(creds(`"alice"`, `"cok_\u000023456789ab_x"`), "action", `"Auth"`), want: e111, status: 401},
+			{name: "another member's name", body: with(creds(`"bob"`, q(f.aliceKey)), "action", `"Auth"`), want: e111, status: 401},
+			{name: "revoked key", body: with(creds(`"alice"`, q(f.revokedKey)), "action", `"Auth"`), want: e111, status: 401},
+			{name: "disabled member", body: with(creds(`"carol"`, q(f.disabledMemberKey)), "action", `"Auth"`), want: e111, status: 401},
+			{name: "no action", body: with(alice), want: e120, status: 400},
+			{name: "unknown action", body: with(alice, "action", `"Delete"`), want: e120, status: 400},
+			{name: "action in the wrong case", body: with(alice, "action", `"orderinfo"`), want: e120, status: 400},
+			{name: "action a number", body: with(alice, "action", `1`), want: e120, status: 400},
+			{name: "orderId missing", body: with(alice, "action", `"OrderInfo"`), want: e130, status: 400},
+			{name: "orderId zero", body: info("0"), want: e130, status: 400},
+			{name: "orderId negative", body: info("-1001"), want: e130, status: 400},
+			{name: "orderId fraction", body: info("1001.5"), want: e130, status: 400},
+			{name: "orderId 1001.0", body: info("1001.0"), want: e130, status: 400},
+			{name: "orderId exponent", body: info("1.001e3"), want: e130, status: 400},
+			{name: "orderId too large", body: info("9223372036854775808"), want: e130, status: 400},
+			{name: "orderId boolean", body: info("true"), want: e130, status: 400},
+			{name: "orderId null", body: info("null"), want: e130, status: 400},
+			{name: "orderId object", body: info(`{"id":1001}`), want: e130, status: 400},
+			{name: "orderId array", body: info(`[1001]`), want: e130, status: 400},
+			{name: "orderId empty string", body: info(`""`), want: e130, status: 400},
+			{name: "orderId with spaces", body: info(`" 1001"`), want: e130, status: 400},
+			{name: "orderId signed string", body: info(`"+1001"`), want: e130, status: 400},
+			{name: "orderId letters", body: info(`"10a1"`), want: e130, status: 400},
+			{name: "orderId of nothing", body: info("999999"), want: e131, status: 404},
+			{name: "orderId of another member", body: info("2001"), want: e131, status: 404},
+			{name: "RenewCheck bad orderId", body: with(alice, "action", `"RenewCheck"`, "orderId", `"x"`), want: e130, status: 400},
+			{name: "RenewCheck another member's", body: with(alice, "action", `"RenewCheck"`, "orderId", "2001"), want: e131, status: 404},
+			{name: "RenewCheck not renewed", body: with(alice, "action", `"RenewCheck"`, "orderId", "1003"), want: e132, status: 404},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				method := tc.method
@@ -334,9 +351,8 @@ func TestBadRequests(t *testing.T) {
 					url = strings.TrimSuffix(f.url, "/api/digicert/") + tc.path
 				}
 				status, got := do(t, method, url, tc.body)
-				want := `{"error_message":"Error(` + itoa(int64(tc.num)) + `) ` + tc.num.Text() + `"}`
-				if status != tc.status || got != want {
-					t.Fatalf("got %d %s\nwant %d %s", status, got, tc.status, want)
+				if status != tc.status || got != tc.want {
+					t.Fatalf("got %d %s\nwant %d %s", status, got, tc.status, tc.want)
 				}
 			})
 		}
@@ -441,11 +457,11 @@ func slogTo(w io.Writer) *slog.Logger { return slog.New(slog.NewJSONHandler(w, n
 func TestStoreFailure(t *testing.T) {
 	for _, tc := range []struct {
 		err    error
-		num    certorder.ErrorNumber
+		want   string
 		status int
 	}{
-		{certorder.ErrUnavailable, certorder.NumUnavailable, 503},
-		{errors.New("disk on fire"), certorder.NumInternal, 500},
+		{err: certorder.ErrUnavailable, want: e150, status: 503},
+		{err: errors.New("disk on fire"), want: e190, status: 500},
 	} {
 		h, err := server.New(failingStore{err: tc.err}, server.Config{CASegment: "digicert"})
 		if err != nil {
@@ -457,16 +473,15 @@ func TestStoreFailure(t *testing.T) {
 		status, got := do(t, http.MethodPost, srv.URL+"/api/digicert/",
 			body("AccessName", `"alice"`, "AccessKey", q(key), "action", `"Auth"`))
 		srv.Close()
-		want := `{"error_message":"Error(` + itoa(int64(tc.num)) + `) ` + tc.num.Text() + `"}`
-		if status != tc.status || got != want {
-			t.Errorf("store error %v: got %d %s, want %d %s", tc.err, status, got, tc.status, want)
+		if status != tc.status || got != tc.want {
+			t.Errorf("store error %v: got %d %s, want %d %s", tc.err, status, got, tc.status, tc.want)
 		}
 	}
 }
 
 // failingStore fails every call; only FindCredential is reached.
 type failingStore struct {
-	certorder.Store
+	server.Store
 	err error
 }
 

@@ -46,11 +46,15 @@ func Run(t *testing.T, open func(t *testing.T) certorder.Store) {
 	t.Run("Members", func(t *testing.T) { testMembers(t, newStore(t)) })
 	t.Run("Keys", func(t *testing.T) { testKeys(t, newStore(t)) })
 	t.Run("ImportAndFind", func(t *testing.T) { testImportAndFind(t, newStore(t)) })
+	t.Run("ListOrders", func(t *testing.T) { testListOrders(t, newStore(t)) })
+	t.Run("RenewalChain", func(t *testing.T) { testRenewalChain(t, newStore(t)) })
+	t.Run("Unavailable", func(t *testing.T) { testUnavailable(t, open) })
 	t.Run("CredentialWithOrder", func(t *testing.T) { testCredentialWithOrder(t, newStore(t)) })
 	t.Run("ImportIsAtomic", func(t *testing.T) { testImportAtomic(t, newStore(t)) })
 	t.Run("ImportOwnership", func(t *testing.T) { testImportOwnership(t, newStore(t)) })
 	t.Run("Renewals", func(t *testing.T) { testRenewals(t, newStore(t)) })
 	t.Run("ExportRestore", func(t *testing.T) { testExportRestore(t, newStore(t), newStore(t)) })
+	t.Run("RestoreRules", func(t *testing.T) { testRestoreRules(t, open) })
 	t.Run("Audit", func(t *testing.T) { testAudit(t, newStore(t)) })
 	t.Run("Sessions", func(t *testing.T) { testSessions(t, newStore(t)) })
 	t.Run("Ping", func(t *testing.T) {
@@ -186,13 +190,138 @@ func testImportAndFind(t *testing.T, s certorder.Store) {
 	if got.ValidTill != "2031-02-03" {
 		t.Fatalf("re-import kept valid_till %s", got.ValidTill)
 	}
-	list, err := s.Orders(ctx, "alice")
+	alice, err := s.FindMember(ctx, "alice")
 	must(t, err)
-	if len(list) != 2 || list[0].ID != 1 || list[1].ID != 3 || list[0].Member != "alice" {
-		t.Fatalf("Orders = %+v", list)
+	list, err := s.ListOrders(ctx, certorder.OrderQuery{MemberID: alice.ID})
+	must(t, err)
+	if len(list) != 2 || list[0].ID != 1 || list[1].ID != 3 || !bytes.Equal(list[0].Doc, want.Doc) {
+		t.Fatalf("ListOrders = %+v", list)
 	}
-	_, err = s.Orders(ctx, "nobody")
+	_, err = s.FindMember(ctx, "nobody")
 	wantErr(t, err, certorder.ErrNotFound)
+}
+
+// orderIDs lists the orders q selects, by number.
+func orderIDs(t *testing.T, s certorder.Store, q certorder.OrderQuery) []int64 {
+	t.Helper()
+	list, err := s.ListOrders(context.Background(), q)
+	must(t, err)
+	ids := []int64{}
+	for _, o := range list {
+		ids = append(ids, o.ID)
+	}
+	return ids
+}
+
+// Paging, search and sorting happen in the store.
+func testListOrders(t *testing.T, s certorder.Store) {
+	ctx := context.Background()
+	alice, err := s.AddMember(ctx, "alice")
+	must(t, err)
+	bob, err := s.AddMember(ctx, "bob")
+	must(t, err)
+	// host<N>.example.com, valid till in reverse order of the number.
+	var docs []string
+	for id := int64(1); id <= 30; id++ {
+		docs = append(docs, OrderJSON(id, 0, fmt.Sprintf("2030-01-%02d", 31-id)))
+	}
+	_, err = s.ImportOrders(ctx, "alice", Orders(t, docs...))
+	must(t, err)
+	must(t, s.RecordRenewal(ctx, 1, 2))
+	_, err = s.ImportOrders(ctx, "bob", Orders(t, OrderJSON(99, 0, "2030-01-01")))
+	must(t, err)
+
+	for _, tc := range []struct {
+		name  string
+		q     certorder.OrderQuery
+		want  []int64
+		count int
+	}{
+		{name: "first page", q: certorder.OrderQuery{MemberID: alice.ID, Limit: 3}, want: []int64{1, 2, 3}, count: 30},
+		{name: "third page", q: certorder.OrderQuery{MemberID: alice.ID, Limit: 3, Offset: 6}, want: []int64{7, 8, 9}, count: 30},
+		{name: "after an ID", q: certorder.OrderQuery{MemberID: alice.ID, AfterID: 28}, want: []int64{29, 30}, count: 2},
+		{name: "by expiry", q: certorder.OrderQuery{MemberID: alice.ID, Sort: certorder.SortByExpiry, Limit: 2}, want: []int64{30, 29}, count: 30},
+		{name: "by expiry, latest first", q: certorder.OrderQuery{MemberID: alice.ID, Sort: certorder.SortByExpiryDesc, Limit: 2}, want: []int64{1, 2}, count: 30},
+		{name: "search any case", q: certorder.OrderQuery{MemberID: alice.ID, Search: "HOST2"}, want: []int64{2, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29}, count: 11},
+		{name: "search misses", q: certorder.OrderQuery{MemberID: alice.ID, Search: "nothing"}, want: []int64{}, count: 0},
+		{name: "hide renewed", q: certorder.OrderQuery{MemberID: alice.ID, HideRenewed: true, Limit: 2}, want: []int64{2, 3}, count: 29},
+		{name: "another member's", q: certorder.OrderQuery{MemberID: bob.ID}, want: []int64{99}, count: 1},
+		{name: "a search never crosses members", q: certorder.OrderQuery{MemberID: bob.ID, Search: "host1"}, want: []int64{}, count: 0},
+	} {
+		if got := orderIDs(t, s, tc.q); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+		n, err := s.CountOrders(ctx, tc.q)
+		must(t, err)
+		if n != tc.count {
+			t.Errorf("%s: count %d, want %d", tc.name, n, tc.count)
+		}
+	}
+}
+
+func testRenewalChain(t *testing.T, s certorder.Store) {
+	ctx := context.Background()
+	alice, err := s.AddMember(ctx, "alice")
+	must(t, err)
+	bob, err := s.AddMember(ctx, "bob")
+	must(t, err)
+	// 1 -> 3 -> 4 -> 5 (not stored); 2 -> 3 too (the lower number is followed back).
+	_, err = s.ImportOrders(ctx, "alice", Orders(t, OrderJSON(1, 3, "2024-01-01"), OrderJSON(2, 3, "2024-02-01"),
+		OrderJSON(3, 4, "2025-01-01"), OrderJSON(4, 5, "2026-01-01"), OrderJSON(6, 0, "2027-01-01")))
+	must(t, err)
+	_, err = s.ImportOrders(ctx, "bob", Orders(t, OrderJSON(9, 0, "2030-01-01")))
+	must(t, err)
+	for _, tc := range []struct {
+		id   int64
+		want string
+	}{
+		{4, "1:2024-01-01>3 3:2025-01-01>4 4:2026-01-01>5 5:>0"},
+		{1, "1:2024-01-01>3 3:2025-01-01>4 4:2026-01-01>5 5:>0"},
+		{2, "2:2024-02-01>3 3:2025-01-01>4 4:2026-01-01>5 5:>0"},
+		{6, "6:2027-01-01>0"},
+	} {
+		chain, err := s.RenewalChain(ctx, alice.ID, tc.id)
+		must(t, err)
+		var got []string
+		for _, l := range chain {
+			got = append(got, fmt.Sprintf("%d:%s>%d", l.ID, l.ValidTill, l.RenewedBy))
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("chain through %d = %s, want %s", tc.id, strings.Join(got, " "), tc.want)
+		}
+	}
+	_, err = s.RenewalChain(ctx, bob.ID, 1)
+	wantErr(t, err, certorder.ErrNotFound)
+	_, err = s.RenewalChain(ctx, alice.ID, 9)
+	wantErr(t, err, certorder.ErrNotFound)
+}
+
+// A closed store and an expired deadline are ErrUnavailable (503), never
+// an internal error.
+func testUnavailable(t *testing.T, open func(t *testing.T) certorder.Store) {
+	ctx := context.Background()
+	s := open(t)
+	_, err := s.AddMember(ctx, "alice")
+	must(t, err)
+	_, k, err := certorder.NewKey("")
+	must(t, err)
+	must(t, s.AddKey(ctx, "alice", k))
+
+	expired, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+	defer cancel()
+	_, _, err = s.FindCredential(expired, k.ID, 1)
+	wantErr(t, err, certorder.ErrUnavailable)
+	_, err = s.ImportOrders(expired, "alice", Orders(t, OrderJSON(1, 0, "2030-01-01")))
+	wantErr(t, err, certorder.ErrUnavailable)
+	wantErr(t, s.Ping(expired), certorder.ErrUnavailable)
+
+	must(t, s.Close())
+	_, _, err = s.FindCredential(ctx, k.ID, 1)
+	wantErr(t, err, certorder.ErrUnavailable)
+	_, err = s.Members(ctx)
+	wantErr(t, err, certorder.ErrUnavailable)
+	wantErr(t, s.RevokeKey(ctx, k.ID), certorder.ErrUnavailable)
+	wantErr(t, s.Ping(ctx), certorder.ErrUnavailable)
 }
 
 func testImportAtomic(t *testing.T, s certorder.Store) {
@@ -212,12 +341,14 @@ func testImportAtomic(t *testing.T, s certorder.Store) {
 	_, err = s.ImportOrders(ctx, "alice", Orders(t, OrderJSON(5, 6, "2030-01-01"), OrderJSON(6, 5, "2030-01-01")))
 	wantErr(t, err, certorder.ErrConflict)
 
-	list, err := s.Orders(ctx, "alice")
+	alice, err := s.FindMember(ctx, "alice")
+	must(t, err)
+	n, err := s.CountOrders(ctx, certorder.OrderQuery{MemberID: alice.ID})
 	must(t, err)
 	after, err := s.FindOrder(ctx, 1)
 	must(t, err)
-	if len(list) != 1 || !bytes.Equal(before.Doc, after.Doc) {
-		t.Fatalf("failed imports changed the store: %d orders, doc %s", len(list), after.Doc)
+	if n != 1 || !bytes.Equal(before.Doc, after.Doc) {
+		t.Fatalf("failed imports changed the store: %d orders, doc %s", n, after.Doc)
 	}
 }
 
@@ -297,6 +428,55 @@ func testRenewals(t *testing.T, s certorder.Store) {
 	}
 }
 
+// Restore follows the renewal rules of RecordRenewal, and exports stream.
+func testRestoreRules(t *testing.T, open func(t *testing.T) certorder.Store) {
+	ctx := context.Background()
+	head := `{"type":"member","name":"alice"}` + "\n" + `{"type":"member","name":"bob"}` + "\n"
+	line := func(member string, id, renewedBy int64) string {
+		return fmt.Sprintf(`{"type":"order","member":%q,"order_id":%d,"renewed_by":%d,"doc":%s}`+"\n",
+			member, id, renewedBy, OrderJSON(id, 0, "2030-01-01"))
+	}
+	for _, tc := range []struct {
+		name, export string
+		want         error
+	}{
+		{"a cycle", head + line("alice", 1, 2) + line("alice", 2, 1), certorder.ErrConflict},
+		{"across members", head + line("alice", 1, 2) + line("bob", 2, 0), certorder.ErrConflict},
+		{"an order twice", head + line("alice", 1, 0) + line("alice", 1, 0), certorder.ErrInvalid},
+	} {
+		s := open(t)
+		err := s.Restore(ctx, certorder.ReadExport(strings.NewReader(tc.export)))
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+		if ms, err := s.Members(ctx); err != nil || len(ms) != 0 {
+			t.Errorf("%s: a refused restore left %v, %v", tc.name, ms, err)
+		}
+		s.Close()
+	}
+
+	// More orders than Export reads at a time: all exported, in order.
+	src, dst := open(t), open(t)
+	defer src.Close()
+	defer dst.Close()
+	_, err := src.AddMember(ctx, "alice")
+	must(t, err)
+	docs := make([]string, 2345)
+	for i := range docs {
+		docs[i] = OrderJSON(int64(i+1), 0, "2030-01-01")
+	}
+	_, err = src.ImportOrders(ctx, "alice", Orders(t, docs...))
+	must(t, err)
+	var out bytes.Buffer
+	must(t, certorder.Export(ctx, src, &out))
+	must(t, dst.Restore(ctx, certorder.ReadExport(&out)))
+	alice, err := dst.FindMember(ctx, "alice")
+	must(t, err)
+	if n, err := dst.CountOrders(ctx, certorder.OrderQuery{MemberID: alice.ID}); err != nil || n != len(docs) {
+		t.Fatalf("restored %d orders, %v; want %d", n, err, len(docs))
+	}
+}
+
 func testExportRestore(t *testing.T, src, dst certorder.Store) {
 	ctx := context.Background()
 	for _, name := range []string{"alice", "bob"} {
@@ -345,7 +525,7 @@ func testExportRestore(t *testing.T, src, dst certorder.Store) {
 	}
 }
 
-// FindCredential reads the order too, of any member: the server checks ownership.
+// FindCredential reads the member's own order too, never another member's.
 func testCredentialWithOrder(t *testing.T, s certorder.Store) {
 	ctx := context.Background()
 	for _, name := range []string{"alice", "bob"} {
@@ -374,10 +554,10 @@ func testCredentialWithOrder(t *testing.T, s certorder.Store) {
 	if got != nil {
 		t.Fatalf("missing order read as %+v", got)
 	}
-	c, got, err = s.FindCredential(ctx, k.ID, 9)
+	_, got, err = s.FindCredential(ctx, k.ID, 9)
 	must(t, err)
-	if got == nil || got.MemberID == c.MemberID || got.Member != "" {
-		t.Fatalf("bob's order read as %+v", got)
+	if got != nil {
+		t.Fatalf("bob's order read for alice's key: %+v", got)
 	}
 	_, _, err = s.FindCredential(ctx, "000000000000", 1)
 	wantErr(t, err, certorder.ErrNotFound)
@@ -393,7 +573,7 @@ func testAudit(t *testing.T, s certorder.Store) {
 			member = "bob"
 		}
 		entries = append(entries, certorder.AuditEntry{Time: base.Add(time.Duration(i) * time.Hour), Member: member,
-			Action: "OrderInfo", OrderID: int64(100 + i), Outcome: certorder.ErrorNumber(i % 2 * 131), ClientIP: "192.0.2.7"})
+			Action: "OrderInfo", OrderID: int64(100 + i), Outcome: i % 2 * 131, ClientIP: "192.0.2.7"})
 	}
 	// Caller-chosen texts are cut to their bounds.
 	entries = append(entries, certorder.AuditEntry{Time: base.Add(-time.Hour), Member: strings.Repeat("m", 500),
@@ -453,13 +633,13 @@ func testSessions(t *testing.T, s certorder.Store) {
 	_, err = s.FindSession(ctx, certorder.HashKey("nope"))
 	wantErr(t, err, certorder.ErrNotFound)
 
+	// Disabling the member ends its sessions: enabling it again does not
+	// bring them back.
 	must(t, s.SetMemberDisabled(ctx, "alice", true))
-	got, err = s.FindSession(ctx, certorder.HashKey("a"))
-	must(t, err)
-	if !got.MemberDisabled || got.Valid(now) {
-		t.Fatal("a disabled member's session is valid")
-	}
 	must(t, s.SetMemberDisabled(ctx, "alice", false))
+	_, err = s.FindSession(ctx, certorder.HashKey("a"))
+	wantErr(t, err, certorder.ErrNotFound)
+	must(t, s.AddSession(ctx, mk("a", now.Add(time.Hour))))
 	must(t, s.RevokeKey(ctx, k.ID))
 	got, err = s.FindSession(ctx, certorder.HashKey("a"))
 	must(t, err)

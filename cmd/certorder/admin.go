@@ -15,6 +15,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/stores"
+	"github.com/certorder/certorder/wire"
 )
 
 const adminUsage = `usage: certorder admin <command> [--db DSN] [arguments]
@@ -207,7 +208,7 @@ func (e *env) orderImport(fs *flag.FlagSet) adminFunc {
 }
 
 func orderIDArg(s string) (int64, error) {
-	id, ok := certorder.ParseOrderID([]byte(s))
+	id, ok := wire.ParseOrderID([]byte(s))
 	if !ok {
 		return 0, usageError("%q is not an order number", s)
 	}
@@ -231,7 +232,11 @@ func (e *env) orderRenew(ctx context.Context, store certorder.Store, args []stri
 }
 
 func (e *env) orderList(ctx context.Context, store certorder.Store, args []string) error {
-	orders, err := store.Orders(ctx, args[0])
+	m, err := store.FindMember(ctx, args[0])
+	if err != nil {
+		return err
+	}
+	orders, err := store.ListOrders(ctx, certorder.OrderQuery{MemberID: m.ID})
 	if err != nil {
 		return err
 	}
@@ -259,7 +264,7 @@ func (e *env) orderShow(ctx context.Context, store certorder.Store, args []strin
 		return err
 	}
 	var out bytes.Buffer
-	if err := json.Indent(&out, o.AppendJSON(nil, time.Now()), "", "  "); err != nil {
+	if err := json.Indent(&out, wire.AppendOrderInfo(nil, o, time.Now()), "", "  "); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "member: %s\n%s\n", o.Member, strings.TrimSpace(out.String()))
@@ -315,7 +320,7 @@ func (e *env) audit(fs *flag.FlagSet) adminFunc {
 		for _, a := range entries {
 			outcome, order := "ok", "-"
 			if a.Outcome != 0 {
-				outcome = fmt.Sprintf("Error(%d) %s", a.Outcome, a.Outcome.Text())
+				outcome = fmt.Sprintf("Error(%d) %s", a.Outcome, wire.Code(a.Outcome).Text())
 			}
 			if a.OrderID != 0 {
 				order = strconv.FormatInt(a.OrderID, 10)

@@ -15,13 +15,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/certorder/certorder"
-	"github.com/certorder/certorder/client"
+	"github.com/certorder/certorder/wire"
 )
 
 //go:embed templates/*.html
@@ -39,6 +38,13 @@ type ThrottledError struct{ Wait time.Duration }
 
 func (e *ThrottledError) Error() string { return fmt.Sprintf("throttled for %v", e.Wait) }
 
+// Store is what the web page needs of the store: sessions, and reading
+// the signed-in member's orders.
+type Store interface {
+	certorder.SessionStore
+	certorder.OrderReader
+}
+
 // Config is what New needs besides the store.
 type Config struct {
 	// SignIn checks a member's credentials with the API's refusals and
@@ -49,14 +55,16 @@ type Config struct {
 	Secure     func(r *http.Request) bool
 	Now        func() time.Time
 	Logger     *slog.Logger
-	SessionTTL time.Duration // 0: DefaultSessionTTL
-	PageSize   int           // orders per page; 0: DefaultPageSize
+	SessionTTL   time.Duration // 0: DefaultSessionTTL
+	PageSize     int           // orders per page; 0: DefaultPageSize
+	StoreTimeout time.Duration // bound on a page's store work; 0: DefaultStoreTimeout
 }
 
 // Defaults of Config.
 const (
-	DefaultSessionTTL = 12 * time.Hour
-	DefaultPageSize   = 25
+	DefaultSessionTTL   = 12 * time.Hour
+	DefaultPageSize     = 25
+	DefaultStoreTimeout = 5 * time.Second
 )
 
 // Cookie names. The session cookie holds a random token; the store keeps its hash.
@@ -66,18 +74,21 @@ const (
 )
 
 type handler struct {
-	store certorder.Store
+	store Store
 	cfg   Config
 	pages map[string]*template.Template
 }
 
 // New returns the web page's handler, meant to be mounted at "/".
-func New(store certorder.Store, cfg Config) (http.Handler, error) {
+func New(store Store, cfg Config) (http.Handler, error) {
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = DefaultSessionTTL
 	}
 	if cfg.PageSize <= 0 {
 		cfg.PageSize = DefaultPageSize
+	}
+	if cfg.StoreTimeout <= 0 {
+		cfg.StoreTimeout = DefaultStoreTimeout
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -103,7 +114,16 @@ func New(store certorder.Store, cfg Config) (http.Handler, error) {
 	mux.HandleFunc("GET /orders", h.withSession(h.orders))
 	mux.HandleFunc("GET /orders/{id}", h.withSession(h.order))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { h.notFound(w, r, nil) })
-	return securityHeaders(mux, cfg.Secure), nil
+	return securityHeaders(withTimeout(mux, cfg.StoreTimeout), cfg.Secure), nil
+}
+
+// withTimeout bounds every page's store work, as the API's.
+func withTimeout(next http.Handler, d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), d)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
 }
 
 // securityHeaders sets a strict Content-Security-Policy and the usual headers.
@@ -315,7 +335,6 @@ func (h *handler) signOut(w http.ResponseWriter, r *http.Request, s *certorder.S
 type row struct {
 	ID         int64
 	CommonName string
-	DNSNames   []string
 	Product    string
 	Status     string
 	ValidTill  string
@@ -325,12 +344,16 @@ type row struct {
 	RenewedBy  int64
 }
 
-// decode reads an order as the API would answer it, in the client's types.
-func (h *handler) decode(o *certorder.Order) (*client.Order, error) {
-	var c client.Order
-	if err := json.Unmarshal(o.AppendJSON(nil, h.cfg.Now()), &c); err != nil {
+// info reads the stored document of an order with the derived fields,
+// in the spec's types.
+func (h *handler) info(o *certorder.Order) (*certorder.OrderInfo, error) {
+	var c certorder.OrderInfo
+	if err := json.Unmarshal(o.Doc, &c); err != nil {
 		return nil, fmt.Errorf("order %d: %w", o.ID, err)
 	}
+	c.IsRenewed = o.RenewedBy != 0
+	c.WasRenewedByOrderID = certorder.Int{Value: o.RenewedBy, Valid: c.IsRenewed}
+	c.Certificate.DaysRemaining = certorder.Int{Value: int64(certorder.DaysRemaining(o.ValidTill, h.cfg.Now())), Valid: true}
 	return &c, nil
 }
 
@@ -358,50 +381,56 @@ type ordersData struct {
 	PrevURL, NextURL string
 }
 
+// sorts are the orders page's sort options, by their value in the URL.
+var sorts = []struct {
+	value, label string
+	sort         certorder.OrderSort
+}{
+	{"order", "Order number", certorder.SortByID},
+	{"expiry", "Expiry, soonest first", certorder.SortByExpiry},
+	{"-expiry", "Expiry, latest first", certorder.SortByExpiryDesc},
+}
+
 func (h *handler) orders(w http.ResponseWriter, r *http.Request, s *certorder.Session) {
-	orders, err := h.store.Orders(r.Context(), s.Member)
+	q := r.URL.Query()
+	query := certorder.Cut(strings.TrimSpace(q.Get("q")), 200)
+	sortBy := sorts[0].value
+	oq := certorder.OrderQuery{MemberID: s.MemberID, Search: query, Limit: h.cfg.PageSize}
+	data := ordersData{Query: query}
+	for _, o := range sorts {
+		if o.value == q.Get("sort") {
+			sortBy, oq.Sort = o.value, o.sort
+		}
+	}
+	for _, o := range sorts {
+		data.Sorts = append(data.Sorts, sortOption{o.value, o.label, o.value == sortBy})
+	}
+	var err error
+	if data.Total, err = h.store.CountOrders(r.Context(), oq); err != nil {
+		h.serverError(w, err)
+		return
+	}
+	data.Pages = max(1, (data.Total+h.cfg.PageSize-1)/h.cfg.PageSize)
+	data.Page, _ = strconv.Atoi(q.Get("page"))
+	data.Page = min(max(data.Page, 1), data.Pages)
+	oq.Offset = (data.Page - 1) * h.cfg.PageSize
+	orders, err := h.store.ListOrders(r.Context(), oq)
 	if err != nil {
 		h.serverError(w, err)
 		return
 	}
-	q := r.URL.Query()
-	query := strings.TrimSpace(q.Get("q"))
-	sortBy := q.Get("sort")
-	if sortBy != "expiry" && sortBy != "-expiry" {
-		sortBy = "order"
-	}
 	now := h.cfg.Now()
-	var rows []row
 	for _, o := range orders {
-		c, err := h.decode(o)
+		c, err := h.info(o)
 		if err != nil {
 			h.serverError(w, err)
 			return
 		}
-		rw := row{ID: o.ID, CommonName: o.CommonName, DNSNames: c.Certificate.DNSNames, Product: c.Product.Name,
+		rw := row{ID: o.ID, CommonName: o.CommonName, Product: c.Product.Name,
 			Status: o.Status, ValidTill: o.ValidTill, Days: certorder.DaysRemaining(o.ValidTill, now), RenewedBy: o.RenewedBy}
-		if query != "" && !matches(rw, query) {
-			continue
-		}
 		rw.DaysText, rw.Urgency = urgency(rw.Days)
-		rows = append(rows, rw)
+		data.Rows = append(data.Rows, rw)
 	}
-	switch sortBy {
-	case "expiry":
-		slices.SortStableFunc(rows, func(a, b row) int { return strings.Compare(a.ValidTill, b.ValidTill) })
-	case "-expiry":
-		slices.SortStableFunc(rows, func(a, b row) int { return strings.Compare(b.ValidTill, a.ValidTill) })
-	}
-	data := ordersData{Query: query, Total: len(rows), Sorts: []sortOption{
-		{"order", "Order number", sortBy == "order"},
-		{"expiry", "Expiry, soonest first", sortBy == "expiry"},
-		{"-expiry", "Expiry, latest first", sortBy == "-expiry"},
-	}}
-	data.Pages = max(1, (len(rows)+h.cfg.PageSize-1)/h.cfg.PageSize)
-	data.Page, _ = strconv.Atoi(q.Get("page"))
-	data.Page = min(max(data.Page, 1), data.Pages)
-	start := (data.Page - 1) * h.cfg.PageSize
-	data.Rows = rows[start:min(start+h.cfg.PageSize, len(rows))]
 	pageURL := func(p int) string {
 		v := url.Values{"page": {strconv.Itoa(p)}, "sort": {sortBy}}
 		if query != "" {
@@ -418,20 +447,6 @@ func (h *handler) orders(w http.ResponseWriter, r *http.Request, s *certorder.Se
 	h.render(w, http.StatusOK, "orders", view{Title: "Your orders", Member: s.Member, CSRF: s.CSRF, Data: data})
 }
 
-// matches reports whether the order's common name or one of its names holds query.
-func matches(rw row, query string) bool {
-	query = strings.ToLower(query)
-	if strings.Contains(strings.ToLower(rw.CommonName), query) {
-		return true
-	}
-	for _, n := range rw.DNSNames {
-		if strings.Contains(strings.ToLower(n), query) {
-			return true
-		}
-	}
-	return false
-}
-
 // link is one order of a renewal chain.
 type link struct {
 	ID        int64
@@ -442,7 +457,7 @@ type link struct {
 
 type orderData struct {
 	ID        int64
-	Order     *client.Order
+	Order     *certorder.OrderInfo
 	Chain     []link
 	IsCurrent bool
 	DaysText  string
@@ -450,71 +465,42 @@ type orderData struct {
 }
 
 func (h *handler) order(w http.ResponseWriter, r *http.Request, s *certorder.Session) {
-	id, ok := certorder.ParseOrderID([]byte(r.PathValue("id")))
+	id, ok := wire.ParseOrderID([]byte(r.PathValue("id")))
 	if !ok {
 		h.notFound(w, r, s)
 		return
 	}
-	// Only the member's own orders are read: another member's order is
-	// "not found", exactly like one that does not exist.
-	orders, err := h.store.Orders(r.Context(), s.Member)
-	if err != nil {
-		h.serverError(w, err)
-		return
-	}
-	i := slices.IndexFunc(orders, func(o *certorder.Order) bool { return o.ID == id })
-	if i < 0 {
+	// The chain is read within the member's orders: another member's order
+	// is "not found", exactly like one that does not exist, and never read.
+	chain, err := h.store.RenewalChain(r.Context(), s.MemberID, id)
+	if errors.Is(err, certorder.ErrNotFound) {
 		h.notFound(w, r, s)
 		return
 	}
-	c, err := h.decode(orders[i])
 	if err != nil {
 		h.serverError(w, err)
 		return
 	}
-	data := orderData{ID: id, Order: c, Chain: chain(orders, id)}
-	data.IsCurrent = data.Chain[len(data.Chain)-1].ID == id
-	data.DaysText, data.Urgency = urgency(certorder.DaysRemaining(c.Certificate.ValidTill.Raw, h.cfg.Now()))
+	o, err := h.store.FindOrder(r.Context(), id)
+	if err != nil {
+		h.serverError(w, err)
+		return
+	}
+	c, err := h.info(o)
+	if err != nil {
+		h.serverError(w, err)
+		return
+	}
+	data := orderData{ID: id, Order: c}
+	for i, l := range chain {
+		data.Chain = append(data.Chain, link{ID: l.ID, ValidTill: l.ValidTill, This: l.ID == id, Current: i == len(chain)-1})
+	}
+	data.IsCurrent = chain[len(chain)-1].ID == id
+	data.DaysText, data.Urgency = urgency(int(c.Certificate.DaysRemaining.Value))
 	h.render(w, http.StatusOK, "order", view{Title: fmt.Sprintf("Order %d", id), Member: s.Member, CSRF: s.CSRF, Data: data})
 }
 
-// chain is the renewal chain through order id, oldest first: back through
-// the orders it renewed, forward through the orders that renewed it. Where
-// two orders renewed into one, the older is followed. Cycle-safe.
-func chain(orders []*certorder.Order, id int64) []link {
-	byID := map[int64]*certorder.Order{}
-	renewed := map[int64]int64{} // new -> old (the smallest old, for a stable chain)
-	for _, o := range orders {
-		byID[o.ID] = o
-		if o.RenewedBy != 0 {
-			if old, seen := renewed[o.RenewedBy]; !seen || o.ID < old {
-				renewed[o.RenewedBy] = o.ID
-			}
-		}
-	}
-	seen := map[int64]bool{id: true}
-	first := id
-	for old, ok := renewed[first]; ok && !seen[old]; old, ok = renewed[first] {
-		seen[old] = true
-		first = old
-	}
-	var out []link
-	visited := map[int64]bool{}
-	for cur := first; cur != 0 && !visited[cur]; {
-		visited[cur] = true
-		l := link{ID: cur, This: cur == id}
-		next := int64(0)
-		if o := byID[cur]; o != nil {
-			l.ValidTill, next = o.ValidTill, o.RenewedBy
-		}
-		out = append(out, l)
-		cur = next
-	}
-	out[len(out)-1].Current = true
-	return out
-}
-
-func formatDate(t client.Time) string {
+func formatDate(t certorder.Time) string {
 	if t.IsZero() {
 		if t.Raw == "" {
 			return "—"
@@ -524,7 +510,7 @@ func formatDate(t client.Time) string {
 	return t.UTC().Format("2 Jan 2006")
 }
 
-func formatDateTime(t client.Time) string {
+func formatDateTime(t certorder.Time) string {
 	if t.IsZero() {
 		if t.Raw == "" {
 			return "—"

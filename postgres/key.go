@@ -1,0 +1,75 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/certorder/certorder"
+)
+
+// AddKey stores a new key for a member.
+func (s *Store) AddKey(ctx context.Context, member string, k certorder.Key) error {
+	return s.wrap("add key", s.inTx(ctx, func(tx pgx.Tx) error {
+		mid, err := memberID(ctx, tx, member)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO api_keys (id, member_id, label, hash, created_at) VALUES ($1, $2, $3, $4, now())`,
+			k.ID, mid, k.Label, k.Hash)
+		return err
+	}))
+}
+
+// Keys lists a member's keys, oldest first.
+func (s *Store) Keys(ctx context.Context, member string) ([]certorder.Key, error) {
+	mid, err := memberID(ctx, s.pool, member)
+	if err != nil {
+		return nil, s.wrap("list keys", err)
+	}
+	rows, _ := s.pool.Query(ctx, `SELECT id, label, hash, created_at, revoked_at
+		FROM api_keys WHERE member_id = $1 ORDER BY created_at, id`, mid)
+	ks, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.Key, error) {
+		k := certorder.Key{Member: member}
+		var revoked *time.Time
+		err := row.Scan(&k.ID, &k.Label, &k.Hash, &k.CreatedAt, &revoked)
+		if revoked != nil {
+			k.RevokedAt = *revoked
+		}
+		return k, err
+	})
+	return ks, s.wrap("list keys", err)
+}
+
+// RevokeKey revokes a key; the first revocation time is kept.
+func (s *Store) RevokeKey(ctx context.Context, id string) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1`, id)
+	return s.wrap("revoke key", oneRow(tag, err, "key "+id))
+}
+
+// FindCredential returns a key, its member and the member's order, in one
+// query. The order is joined only if it is the key's member's: another
+// member's order is never read, so it costs what a missing one does.
+func (s *Store) FindCredential(ctx context.Context, keyID string, orderID int64) (certorder.Credential, *certorder.Order, error) {
+	var c certorder.Credential
+	var o nullOrder
+	err := s.pool.QueryRow(ctx, `SELECT k.id, k.hash, k.revoked_at IS NOT NULL, m.id, m.name, m.disabled, `+orderColumns+`
+		FROM api_keys k JOIN members m ON m.id = k.member_id
+		LEFT JOIN orders o ON o.id = $2 AND o.member_id = k.member_id
+		WHERE k.id = $1`, keyID, orderID).
+		Scan(append([]any{&c.KeyID, &c.KeyHash, &c.KeyRevoked, &c.MemberID, &c.Member, &c.MemberDisabled}, o.dest()...)...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return c, nil, fmt.Errorf("%w: key %s", certorder.ErrNotFound, keyID)
+	}
+	if err != nil {
+		return c, nil, s.wrap("find credential", err)
+	}
+	order, err := o.order()
+	if order != nil {
+		order.Member = c.Member
+	}
+	return c, order, s.wrap("find credential", err)
+}

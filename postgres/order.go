@@ -1,0 +1,221 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/certorder/certorder"
+)
+
+// orderColumns are the columns every order read scans, with nullOrder.
+const orderColumns = `o.id, o.member_id, o.common_name, o.status, o.valid_till, COALESCE(o.renewed_by, 0),
+	o.doc, o.cert_end, o.doc_format`
+
+// nullOrder scans orderColumns, which are NULL when a LEFT JOIN found no order.
+type nullOrder struct {
+	id, memberID                  *int64
+	certEnd, format               *int
+	commonName, status, validTill *string
+	renewedBy                     int64
+	doc                           []byte
+}
+
+func (n *nullOrder) dest() []any {
+	return []any{&n.id, &n.memberID, &n.commonName, &n.status, &n.validTill, &n.renewedBy, &n.doc, &n.certEnd, &n.format}
+}
+
+// order is the scanned order, nil if there was none. A row stored in
+// another document format is refused rather than answered wrong.
+func (n *nullOrder) order() (*certorder.Order, error) {
+	if n.id == nil {
+		return nil, nil
+	}
+	if *n.format != certorder.DocFormat {
+		return nil, fmt.Errorf("order %d is stored in document format %d; this binary reads %d", *n.id, *n.format, certorder.DocFormat)
+	}
+	return &certorder.Order{ID: *n.id, MemberID: *n.memberID, CommonName: *n.commonName, Status: *n.status,
+		ValidTill: *n.validTill, RenewedBy: n.renewedBy, Doc: n.doc, CertEnd: *n.certEnd}, nil
+}
+
+// FindOrder returns one order.
+func (s *Store) FindOrder(ctx context.Context, id int64) (*certorder.Order, error) {
+	var n nullOrder
+	var member string
+	err := s.pool.QueryRow(ctx, `SELECT `+orderColumns+`, m.name FROM orders o JOIN members m ON m.id = o.member_id
+		WHERE o.id = $1`, id).Scan(append(n.dest(), &member)...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: order %d", certorder.ErrNotFound, id)
+	}
+	if err != nil {
+		return nil, s.wrap("find order", err)
+	}
+	o, err := n.order()
+	if o != nil {
+		o.Member = member
+	}
+	return o, s.wrap("find order", err)
+}
+
+// orderSorts are the ORDER BY clauses of the sorts.
+var orderSorts = map[certorder.OrderSort]string{
+	certorder.SortByID:         "o.id",
+	certorder.SortByExpiry:     "o.valid_till, o.id",
+	certorder.SortByExpiryDesc: "o.valid_till DESC, o.id",
+}
+
+// orderFilter is the WHERE clause of an OrderQuery and its arguments.
+func orderFilter(q certorder.OrderQuery) (string, []any) {
+	args := []any{q.MemberID}
+	where := []string{"o.member_id = $1"}
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if q.Search != "" {
+		where = append(where, "strpos(o.names, "+arg(strings.ToLower(q.Search))+") > 0")
+	}
+	if q.HideRenewed {
+		where = append(where, "o.renewed_by IS NULL")
+	}
+	if q.AfterID != 0 {
+		where = append(where, "o.id > "+arg(q.AfterID))
+	}
+	return strings.Join(where, " AND "), args
+}
+
+// ListOrders returns a page of a member's orders.
+func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*certorder.Order, error) {
+	where, args := orderFilter(q)
+	var limit *int
+	if q.Limit > 0 {
+		limit = &q.Limit
+	}
+	n := len(args)
+	rows, _ := s.pool.Query(ctx, `SELECT `+orderColumns+` FROM orders o WHERE `+where+` ORDER BY `+orderSorts[q.Sort]+
+		` LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2), append(args, limit, max(q.Offset, 0))...)
+	os, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*certorder.Order, error) {
+		var n nullOrder
+		if err := row.Scan(n.dest()...); err != nil {
+			return nil, err
+		}
+		return n.order()
+	})
+	return os, s.wrap("list orders", err)
+}
+
+// CountOrders counts a member's orders.
+func (s *Store) CountOrders(ctx context.Context, q certorder.OrderQuery) (int, error) {
+	where, args := orderFilter(q)
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT COUNT(*) FROM orders o WHERE `+where, args...).Scan(&n)
+	return n, s.wrap("count orders", err)
+}
+
+// RenewalChain returns the renewal chain through an order of the member.
+func (s *Store) RenewalChain(ctx context.Context, memberID, id int64) ([]certorder.ChainLink, error) {
+	chain, err := certorder.WalkChain(ctx, id, func(ctx context.Context, id int64) (certorder.ChainLink, error) {
+		l := certorder.ChainLink{ID: id}
+		err := s.pool.QueryRow(ctx, `SELECT valid_till, COALESCE(renewed_by, 0) FROM orders WHERE id = $1 AND member_id = $2`,
+			id, memberID).Scan(&l.ValidTill, &l.RenewedBy)
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = fmt.Errorf("%w: order %d", certorder.ErrNotFound, id)
+		}
+		return l, err
+	}, func(ctx context.Context, id int64) (int64, error) {
+		var old *int64
+		err := s.pool.QueryRow(ctx, `SELECT MIN(id) FROM orders WHERE renewed_by = $1 AND member_id = $2`, id, memberID).Scan(&old)
+		if old == nil {
+			return 0, err
+		}
+		return *old, err
+	})
+	return chain, s.wrap("renewal chain", err)
+}
+
+// linkLookup reads an order's owner and renewal inside tx, for certorder.CheckRenewal.
+func linkLookup(tx pgx.Tx) func(context.Context, int64) (certorder.OrderLink, error) {
+	return func(ctx context.Context, id int64) (certorder.OrderLink, error) {
+		var l certorder.OrderLink
+		err := tx.QueryRow(ctx, `SELECT member_id, COALESCE(renewed_by, 0) FROM orders WHERE id = $1`, id).
+			Scan(&l.MemberID, &l.RenewedBy)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return l, fmt.Errorf("%w: order %d", certorder.ErrNotFound, id)
+		}
+		return l, err
+	}
+}
+
+// RecordRenewal records that newID renewed oldID. Both must be stored.
+func (s *Store) RecordRenewal(ctx context.Context, oldID, newID int64) error {
+	return s.wrap("record renewal", s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockRenewals); err != nil {
+			return err
+		}
+		changed, err := certorder.CheckRecordRenewal(ctx, oldID, newID, linkLookup(tx))
+		if err != nil || !changed {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE orders SET renewed_by = $1, updated_at = now() WHERE id = $2`, newID, oldID)
+		return err
+	}))
+}
+
+// insertOrder writes an order row; the upsert form replaces one.
+const insertOrder = `INSERT INTO orders
+	(id, member_id, common_name, status, valid_till, renewed_by, doc, cert_end, doc_format, names, updated_at)
+	VALUES ($1, $2, $3, $4, $5, NULLIF($6::BIGINT, 0), $7, $8, $9, $10, now())`
+
+func orderRow(o *certorder.Order, memberID, renewedBy int64) []any {
+	return []any{o.ID, memberID, o.CommonName, o.Status, o.ValidTill, renewedBy, o.Doc, o.CertEnd, certorder.DocFormat, o.SearchText()}
+}
+
+// ImportOrders stores orders for a member, all or none.
+func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq2[*certorder.Order, error]) (int, error) {
+	n := 0
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockRenewals); err != nil {
+			return err
+		}
+		mid, err := memberID(ctx, tx, member)
+		if err != nil {
+			return err
+		}
+		lookup := linkLookup(tx)
+		renewedFromOther := func(ctx context.Context, id int64) (int64, error) {
+			var other int64
+			err := tx.QueryRow(ctx, `SELECT id FROM orders WHERE renewed_by = $1 AND member_id <> $2 LIMIT 1`, id, mid).Scan(&other)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return 0, nil
+			}
+			return other, err
+		}
+		for o, err := range orders {
+			if err != nil {
+				return err
+			}
+			renewedBy, err := certorder.CheckImport(ctx, mid, o, lookup, renewedFromOther)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, insertOrder+` ON CONFLICT (id) DO UPDATE SET
+				common_name = excluded.common_name, status = excluded.status, valid_till = excluded.valid_till,
+				renewed_by = excluded.renewed_by, doc = excluded.doc, cert_end = excluded.cert_end,
+				doc_format = excluded.doc_format, names = excluded.names, updated_at = excluded.updated_at`,
+				orderRow(o, mid, renewedBy)...); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, s.wrap("import orders", err)
+	}
+	return n, nil
+}

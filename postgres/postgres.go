@@ -1,0 +1,163 @@
+// Package postgres is the certorder.Store for several instances sharing one
+// database: PostgreSQL through pgx v5 and its pool.
+//
+// One file per concept: members, keys, orders, audit, sessions, restore;
+// this one opens the store and holds what they share.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/migrations"
+	"github.com/certorder/certorder/internal/storeerr"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+var _ certorder.Store = (*Store)(nil)
+
+// Store is a certorder.Store on PostgreSQL.
+type Store struct {
+	pool   *pgxpool.Pool
+	closed atomic.Bool
+}
+
+// Lock keys for pg_advisory_xact_lock: one serialises migrations across
+// instances starting at once, the other serialises writes to the renewal
+// relation so that two imports cannot build a cycle between them.
+const (
+	lockMigrations int64 = 0x63657274_0001 // "cert" 1
+	lockRenewals   int64 = 0x63657274_0002
+)
+
+// Open connects to the database named by dsn (a postgres:// URL or a
+// key=value string; pgx's pool_max_conns sets the pool size) and applies
+// the migrations it has not seen yet. Without connect_timeout in the DSN,
+// connecting gives up after 5 seconds, so that an outage fails fast.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err) // pgx's message leaves the password out
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	s := &Store{pool: pool}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	sub, _ := fs.Sub(migrationFiles, "migrations") // the path is a constant
+	ms, err := migrations.List(sub)
+	if err != nil {
+		return err
+	}
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockMigrations); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL)`); err != nil {
+			return err
+		}
+		var current int
+		if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+			return err
+		}
+		if current > migrations.Latest(ms) {
+			return fmt.Errorf("database schema version %d is newer than this binary knows (%d); upgrade certorder",
+				current, migrations.Latest(ms))
+		}
+		for _, m := range ms {
+			if m.Version <= current {
+				continue
+			}
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return fmt.Errorf("migration %s: %w", m.Name, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, now())`, m.Version); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return s.wrap("postgres: migrate", err)
+}
+
+// Close closes the pool; every call after it fails with ErrUnavailable.
+func (s *Store) Close() error {
+	s.closed.Store(true)
+	s.pool.Close()
+	return nil
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	return s.wrap("ping", s.pool.Ping(ctx))
+}
+
+func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.pool, fn)
+}
+
+// wrap turns a driver error into a store error by the rule of
+// internal/storeerr. PostgreSQL's own unavailable conditions: the
+// connection failed (SQLSTATE class 08), the server is short of resources
+// or connections (53, 53300 too many connections), or an operator or a
+// shutdown intervened (57, 57P0x: shutting down, starting up, terminated).
+func (s *Store) wrap(op string, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation
+		return fmt.Errorf("%s: %w", op, certorder.ErrConflict)
+	}
+	return storeerr.Wrap(op, err, s.closed.Load(), func(err error) bool {
+		var connectErr *pgconn.ConnectError
+		switch {
+		case pgErr != nil:
+			class := pgErr.Code[:min(2, len(pgErr.Code))]
+			return class == "08" || class == "53" || class == "57"
+		}
+		return errors.As(err, &connectErr) || errors.Is(err, pgconn.ErrConnClosed) ||
+			pgconn.Timeout(err) || pgconn.SafeToRetry(err)
+	})
+}
+
+func oneRow(tag pgconn.CommandTag, err error, what string) error {
+	if err == nil && tag.RowsAffected() == 0 {
+		return fmt.Errorf("%w: %s", certorder.ErrNotFound, what)
+	}
+	return err
+}
+
+// querier is a pool or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// nullTime is NULL for the zero time.
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}

@@ -1,0 +1,45 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"iter"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/certorder/certorder"
+)
+
+// Restore loads an export into the empty store, in one transaction.
+func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record, error]) error {
+	return s.wrap("restore", s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockRenewals); err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT (SELECT COUNT(*) FROM members) + (SELECT COUNT(*) FROM orders)`).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return fmt.Errorf("%w: the store is not empty", certorder.ErrConflict)
+		}
+		return certorder.Restorer{
+			Member: func(m *certorder.Member) (int64, error) {
+				var id int64
+				err := tx.QueryRow(ctx, `INSERT INTO members (name, disabled, created_at)
+					VALUES ($1, $2, COALESCE($3, now())) RETURNING id`, m.Name, m.Disabled, nullTime(m.CreatedAt)).Scan(&id)
+				return id, err
+			},
+			Key: func(k *certorder.Key, memberID int64) error {
+				_, err := tx.Exec(ctx, `INSERT INTO api_keys (id, member_id, label, hash, created_at, revoked_at)
+					VALUES ($1, $2, $3, $4, COALESCE($5, now()), $6)`,
+					k.ID, memberID, k.Label, k.Hash, nullTime(k.CreatedAt), nullTime(k.RevokedAt))
+				return err
+			},
+			Order: func(o *certorder.Order, memberID int64) error {
+				_, err := tx.Exec(ctx, insertOrder, orderRow(o, memberID, o.RenewedBy)...)
+				return err
+			},
+		}.Run(records)
+	}))
+}

@@ -1,0 +1,45 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/certorder/certorder"
+)
+
+// AddSession stores a web session.
+func (s *Store) AddSession(ctx context.Context, se certorder.Session) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO sessions (token_hash, member_id, key_id, csrf, created_at, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6)`, se.TokenHash, se.MemberID, se.KeyID, se.CSRF, se.Created, se.Expires)
+	return s.wrap("add session", err)
+}
+
+// FindSession returns a session with its key's and member's state.
+func (s *Store) FindSession(ctx context.Context, tokenHash []byte) (certorder.Session, error) {
+	se := certorder.Session{TokenHash: tokenHash}
+	err := s.pool.QueryRow(ctx, `SELECT s.member_id, m.name, s.key_id, s.csrf, s.created_at, s.expires_at,
+		k.revoked_at IS NOT NULL, m.disabled
+		FROM sessions s JOIN members m ON m.id = s.member_id JOIN api_keys k ON k.id = s.key_id
+		WHERE s.token_hash = $1`, tokenHash).Scan(&se.MemberID, &se.Member, &se.KeyID, &se.CSRF, &se.Created, &se.Expires,
+		&se.KeyRevoked, &se.MemberDisabled)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return se, fmt.Errorf("%w: session", certorder.ErrNotFound)
+	}
+	return se, s.wrap("find session", err)
+}
+
+// DeleteSession ends a session.
+func (s *Store) DeleteSession(ctx context.Context, tokenHash []byte) error {
+	_, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE token_hash = $1`, tokenHash)
+	return s.wrap("delete session", err)
+}
+
+// PruneSessions deletes expired sessions.
+func (s *Store) PruneSessions(ctx context.Context, now time.Time) error {
+	_, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE expires_at < $1`, now)
+	return s.wrap("prune sessions", err)
+}

@@ -1,0 +1,213 @@
+package certorder
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// The types the spec gives each field of an order (sections 2.2 to 2.5),
+// with exactly the variations it allows: numbers as strings of digits where
+// it says so, user_id as a number, null counts. The import refuses anything
+// else, so that whatever it accepts reads with the typed OrderInfo (the Go
+// client, the web page). Fields the spec does not name are kept unchecked.
+
+// kind is what a field may hold.
+type kind int
+
+const (
+	kindString         kind = iota // a string without NUL
+	kindStringOrNumber             // a string, or a number (user_id)
+	kindInt                        // an integer
+	kindIntOrDigits                // an integer or a string of digits (receipt_id)
+	kindCount                      // an integer, a string of digits, or null (the purchased counts)
+	kindIntOrNull                  // an integer or null (the order's purchased counts)
+	kindBool                       // true or false
+	kindDate                       // "YYYY-MM-DD"
+	kindDateTime                   // ISO 8601 date-time with a UTC offset (RFC 3339)
+	kindNames                      // an array of strings
+	kindObject                     // an object, its members checked by fields
+)
+
+// rule is the type of one field.
+type rule struct {
+	kind   kind
+	fields map[string]rule // for kindObject
+}
+
+var orderSchema = map[string]rule{
+	"status":                   {kind: kindString},
+	"date_created":             {kind: kindDateTime},
+	"date_issued":              {kind: kindDateTime},
+	"validity_years":           {kind: kindInt},
+	"order_valid_from":         {kind: kindDate},
+	"order_valid_till":         {kind: kindDate},
+	"purchased_dns_names":      {kind: kindIntOrNull},
+	"purchased_wildcard_names": {kind: kindIntOrNull},
+	"certificate":              {kind: kindObject}, // its members: certificateSchema, checked as it is written
+	"product": {kind: kindObject, fields: map[string]rule{
+		"name_id":      {kind: kindString},
+		"name":         {kind: kindString},
+		"type":         {kind: kindString},
+		"csr_required": {kind: kindBool},
+	}},
+	"api_key": {kind: kindObject, fields: map[string]rule{
+		"name":     {kind: kindString},
+		"key_type": {kind: kindString},
+		"url_mask": {kind: kindString},
+	}},
+}
+
+var certificateSchema = map[string]rule{
+	"id":            {kind: kindInt},
+	"thumbprint":    {kind: kindString},
+	"serial_number": {kind: kindString},
+	"common_name":   {kind: kindString},
+	"dns_names":     {kind: kindNames},
+	"status":        {kind: kindString},
+	"date_created":  {kind: kindDateTime},
+	"date_issued":   {kind: kindDateTime},
+	"valid_from":    {kind: kindDate},
+	"valid_till":    {kind: kindDate},
+	"cert_validity": {kind: kindObject, fields: map[string]rule{
+		"years":                  {kind: kindInt},
+		"days":                   {kind: kindInt},
+		"custom_expiration_date": {kind: kindDate},
+	}},
+	"csr":            {kind: kindString},
+	"is_rsassa_pss":  {kind: kindBool},
+	"signature_hash": {kind: kindString},
+	"profile_option": {kind: kindString},
+	"key_size":       {kind: kindInt},
+	"ca_cert": {kind: kindObject, fields: map[string]rule{
+		"id":   {kind: kindString},
+		"name": {kind: kindString},
+	}},
+	"user_id":                  {kind: kindStringOrNumber},
+	"receipt_id":               {kind: kindIntOrDigits},
+	"purchased_dns_names":      {kind: kindCount},
+	"purchased_wildcard_names": {kind: kindCount},
+}
+
+var kindText = map[kind]string{
+	kindString:         "a string",
+	kindStringOrNumber: "a string or a number",
+	kindInt:            "an integer",
+	kindIntOrDigits:    "an integer or a string of digits",
+	kindCount:          "an integer, a string of digits or null",
+	kindIntOrNull:      "an integer or null",
+	kindBool:           "true or false",
+	kindDate:           "a date YYYY-MM-DD",
+	kindDateTime:       "a date-time with a UTC offset (RFC 3339)",
+	kindNames:          "an array of strings",
+	kindObject:         "an object",
+}
+
+// check reports whether value, of the field at path, holds what r allows.
+func (r rule) check(path string, value json.RawMessage) error {
+	if !r.holds(value) {
+		return fmt.Errorf("%s must be %s, not %s", path, kindText[r.kind], snippet(value))
+	}
+	if r.kind != kindObject || r.fields == nil {
+		return nil
+	}
+	fields, err := readObject(value, true)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	for _, f := range fields {
+		if sub, ok := r.fields[f.key]; ok {
+			if err := sub.check(path+"."+f.key, f.value); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (r rule) holds(v json.RawMessage) bool {
+	switch r.kind {
+	case kindString:
+		_, ok := text(v)
+		return ok
+	case kindStringOrNumber:
+		_, ok := text(v)
+		return ok || isInt(v) || isNumber(v)
+	case kindInt:
+		return isInt(v)
+	case kindIntOrDigits:
+		return isInt(v) || isDigits(v)
+	case kindCount:
+		return isInt(v) || isDigits(v) || string(v) == "null"
+	case kindIntOrNull:
+		return isInt(v) || string(v) == "null"
+	case kindBool:
+		return string(v) == "true" || string(v) == "false"
+	case kindDate:
+		s, ok := text(v)
+		_, err := time.Parse(DateLayout, s)
+		return ok && err == nil
+	case kindDateTime:
+		s, ok := text(v)
+		_, err := time.Parse(time.RFC3339, s)
+		return ok && err == nil
+	case kindNames:
+		var names []*string
+		if json.Unmarshal(v, &names) != nil || len(v) == 0 || v[0] != '[' {
+			return false
+		}
+		for _, n := range names {
+			if n == nil || strings.ContainsRune(*n, 0) {
+				return false
+			}
+		}
+		return true
+	case kindObject:
+		return len(v) > 0 && v[0] == '{'
+	}
+	return false
+}
+
+// text decodes a JSON string holding no NUL (which PostgreSQL's text refuses).
+func text(v json.RawMessage) (string, bool) {
+	var s string
+	if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil {
+		return "", false
+	}
+	return s, !strings.ContainsRune(s, 0)
+}
+
+// isInt reports whether v is a JSON number without fraction or exponent
+// that fits an int64.
+func isInt(v json.RawMessage) bool {
+	digits := bytes.TrimPrefix(v, []byte("-"))
+	if len(digits) == 0 || len(digits) > 1 && digits[0] == '0' {
+		return false
+	}
+	_, ok := ParsePositive(digits)
+	return ok || string(digits) == "0"
+}
+
+// isDigits reports whether v is a JSON string of ASCII digits that fits an int64.
+func isDigits(v json.RawMessage) bool {
+	if len(v) < 3 || v[0] != '"' || v[len(v)-1] != '"' {
+		return false
+	}
+	d := v[1 : len(v)-1]
+	_, ok := ParsePositive(d)
+	return ok || bytes.Equal(bytes.TrimLeft(d, "0"), nil) && len(d) > 0
+}
+
+func isNumber(v json.RawMessage) bool {
+	var n json.Number
+	return len(v) > 0 && (v[0] == '-' || v[0] >= '0' && v[0] <= '9') && json.Unmarshal(v, &n) == nil
+}
+
+func snippet(v json.RawMessage) string {
+	if len(v) > 40 {
+		return string(v[:40]) + "..."
+	}
+	return string(v)
+}

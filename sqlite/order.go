@@ -1,0 +1,237 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+
+	"github.com/certorder/certorder"
+)
+
+// orderColumns are the columns every order read scans, with nullOrder.
+const orderColumns = `o.id, o.member_id, o.common_name, o.status, o.valid_till, COALESCE(o.renewed_by, 0),
+	o.doc, o.cert_end, o.doc_format`
+
+// nullOrder scans orderColumns, which are NULL when a LEFT JOIN found no order.
+type nullOrder struct {
+	id, memberID, certEnd, format sql.NullInt64
+	commonName, status, validTill sql.NullString
+	renewedBy                     int64
+	doc                           []byte
+}
+
+func (n *nullOrder) dest() []any {
+	return []any{&n.id, &n.memberID, &n.commonName, &n.status, &n.validTill, &n.renewedBy, &n.doc, &n.certEnd, &n.format}
+}
+
+// order is the scanned order, nil if there was none. A row stored in
+// another document format is refused rather than answered wrong.
+func (n *nullOrder) order() (*certorder.Order, error) {
+	if !n.id.Valid {
+		return nil, nil
+	}
+	if n.format.Int64 != certorder.DocFormat {
+		return nil, fmt.Errorf("order %d is stored in document format %d; this binary reads %d", n.id.Int64, n.format.Int64, certorder.DocFormat)
+	}
+	return &certorder.Order{ID: n.id.Int64, MemberID: n.memberID.Int64, CommonName: n.commonName.String,
+		Status: n.status.String, ValidTill: n.validTill.String, RenewedBy: n.renewedBy, Doc: n.doc, CertEnd: int(n.certEnd.Int64)}, nil
+}
+
+// FindOrder returns one order.
+func (s *Store) FindOrder(ctx context.Context, id int64) (*certorder.Order, error) {
+	var n nullOrder
+	var member string
+	err := s.findOrder.QueryRowContext(ctx, id).Scan(append(n.dest(), &member)...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: order %d", certorder.ErrNotFound, id)
+	}
+	if err != nil {
+		return nil, s.wrap("find order", err)
+	}
+	o, err := n.order()
+	if o != nil {
+		o.Member = member
+	}
+	return o, s.wrap("find order", err)
+}
+
+// orderSorts are the ORDER BY clauses of the sorts.
+var orderSorts = map[certorder.OrderSort]string{
+	certorder.SortByID:         "o.id",
+	certorder.SortByExpiry:     "o.valid_till, o.id",
+	certorder.SortByExpiryDesc: "o.valid_till DESC, o.id",
+}
+
+// orderFilter is the WHERE clause of an OrderQuery and its arguments.
+func orderFilter(q certorder.OrderQuery) (string, []any) {
+	where := []string{"o.member_id = ?"}
+	args := []any{q.MemberID}
+	if q.Search != "" {
+		where = append(where, "instr(o.names, ?) > 0")
+		args = append(args, strings.ToLower(q.Search))
+	}
+	if q.HideRenewed {
+		where = append(where, "o.renewed_by IS NULL")
+	}
+	if q.AfterID != 0 {
+		where = append(where, "o.id > ?")
+		args = append(args, q.AfterID)
+	}
+	return strings.Join(where, " AND "), args
+}
+
+// ListOrders returns a page of a member's orders.
+func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*certorder.Order, error) {
+	where, args := orderFilter(q)
+	limit := q.Limit
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT `+orderColumns+` FROM orders o WHERE `+where+
+		` ORDER BY `+orderSorts[q.Sort]+` LIMIT ? OFFSET ?`, append(args, limit, max(q.Offset, 0))...)
+	if err != nil {
+		return nil, s.wrap("list orders", err)
+	}
+	defer rows.Close()
+	var os []*certorder.Order
+	for rows.Next() {
+		var n nullOrder
+		if err := rows.Scan(n.dest()...); err != nil {
+			return nil, s.wrap("list orders", err)
+		}
+		o, err := n.order()
+		if err != nil {
+			return nil, s.wrap("list orders", err)
+		}
+		os = append(os, o)
+	}
+	return os, s.wrap("list orders", rows.Err())
+}
+
+// CountOrders counts a member's orders.
+func (s *Store) CountOrders(ctx context.Context, q certorder.OrderQuery) (int, error) {
+	where, args := orderFilter(q)
+	var n int
+	err := s.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM orders o WHERE `+where, args...).Scan(&n)
+	return n, s.wrap("count orders", err)
+}
+
+// RenewalChain returns the renewal chain through an order of the member.
+func (s *Store) RenewalChain(ctx context.Context, memberID, id int64) ([]certorder.ChainLink, error) {
+	chain, err := certorder.WalkChain(ctx, id, func(ctx context.Context, id int64) (certorder.ChainLink, error) {
+		l := certorder.ChainLink{ID: id}
+		err := s.read.QueryRowContext(ctx, `SELECT valid_till, COALESCE(renewed_by, 0) FROM orders WHERE id = ? AND member_id = ?`,
+			id, memberID).Scan(&l.ValidTill, &l.RenewedBy)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = fmt.Errorf("%w: order %d", certorder.ErrNotFound, id)
+		}
+		return l, err
+	}, func(ctx context.Context, id int64) (int64, error) {
+		var old sql.NullInt64
+		err := s.read.QueryRowContext(ctx, `SELECT MIN(id) FROM orders WHERE renewed_by = ? AND member_id = ?`, id, memberID).Scan(&old)
+		return old.Int64, err
+	})
+	return chain, s.wrap("renewal chain", err)
+}
+
+// linkLookup reads an order's owner and renewal inside tx, for certorder.CheckRenewal.
+func linkLookup(stmt *sql.Stmt) func(context.Context, int64) (certorder.OrderLink, error) {
+	return func(ctx context.Context, id int64) (certorder.OrderLink, error) {
+		var l certorder.OrderLink
+		err := stmt.QueryRowContext(ctx, id).Scan(&l.MemberID, &l.RenewedBy)
+		if errors.Is(err, sql.ErrNoRows) {
+			return l, fmt.Errorf("%w: order %d", certorder.ErrNotFound, id)
+		}
+		return l, err
+	}
+}
+
+const selectLink = `SELECT member_id, COALESCE(renewed_by, 0) FROM orders WHERE id = ?`
+
+// RecordRenewal records that newID renewed oldID. Both must be stored.
+func (s *Store) RecordRenewal(ctx context.Context, oldID, newID int64) error {
+	return s.wrap("record renewal", inTx(ctx, s.write, func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, selectLink)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		changed, err := certorder.CheckRecordRenewal(ctx, oldID, newID, linkLookup(stmt))
+		if err != nil || !changed {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE orders SET renewed_by = ?, updated_at = ? WHERE id = ?`, newID, now(), oldID)
+		return err
+	}))
+}
+
+// insertOrder writes an order row; the upsert form replaces one.
+const insertOrder = `INSERT INTO orders
+	(id, member_id, common_name, status, valid_till, renewed_by, doc, cert_end, doc_format, names, updated_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+func orderRow(o *certorder.Order, memberID, renewedBy int64, stamp string) []any {
+	return []any{o.ID, memberID, o.CommonName, o.Status, o.ValidTill,
+		sql.NullInt64{Int64: renewedBy, Valid: renewedBy != 0}, o.Doc, o.CertEnd, certorder.DocFormat, o.SearchText(), stamp}
+}
+
+// ImportOrders stores orders for a member, all or none.
+func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq2[*certorder.Order, error]) (int, error) {
+	n := 0
+	err := inTx(ctx, s.write, func(tx *sql.Tx) error {
+		mid, err := memberID(ctx, tx, member)
+		if err != nil {
+			return err
+		}
+		link, err := tx.PrepareContext(ctx, selectLink)
+		if err != nil {
+			return err
+		}
+		defer link.Close()
+		fromOther, err := tx.PrepareContext(ctx,
+			`SELECT id FROM orders WHERE renewed_by = ? AND member_id <> ? LIMIT 1`)
+		if err != nil {
+			return err
+		}
+		defer fromOther.Close()
+		renewedFromOther := func(ctx context.Context, id int64) (int64, error) {
+			var other int64
+			err := fromOther.QueryRowContext(ctx, id, mid).Scan(&other)
+			if errors.Is(err, sql.ErrNoRows) {
+				return 0, nil
+			}
+			return other, err
+		}
+		upsert, err := tx.PrepareContext(ctx, insertOrder+` ON CONFLICT (id) DO UPDATE SET
+			common_name = excluded.common_name, status = excluded.status, valid_till = excluded.valid_till,
+			renewed_by = excluded.renewed_by, doc = excluded.doc, cert_end = excluded.cert_end,
+			doc_format = excluded.doc_format, names = excluded.names, updated_at = excluded.updated_at`)
+		if err != nil {
+			return err
+		}
+		defer upsert.Close()
+		lookup := linkLookup(link)
+		stamp := now()
+		for o, err := range orders {
+			if err != nil {
+				return err
+			}
+			renewedBy, err := certorder.CheckImport(ctx, mid, o, lookup, renewedFromOther)
+			if err != nil {
+				return err
+			}
+			if _, err := upsert.ExecContext(ctx, orderRow(o, mid, renewedBy, stamp)...); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, s.wrap("import orders", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,57 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/certorder/certorder"
+)
+
+// Restore loads an export into the empty store, in one transaction.
+func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record, error]) error {
+	return s.wrap("restore", inTx(ctx, s.write, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM members) + (SELECT COUNT(*) FROM orders)`).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return fmt.Errorf("%w: the store is not empty", certorder.ErrConflict)
+		}
+		insert, err := tx.PrepareContext(ctx, insertOrder)
+		if err != nil {
+			return err
+		}
+		defer insert.Close()
+		stamp := now()
+		return certorder.Restorer{
+			Member: func(m *certorder.Member) (int64, error) {
+				res, err := tx.ExecContext(ctx, `INSERT INTO members (name, disabled, created_at) VALUES (?, ?, ?)`,
+					m.Name, m.Disabled, stampOrNow(m.CreatedAt))
+				if err != nil {
+					return 0, err
+				}
+				return res.LastInsertId()
+			},
+			Key: func(k *certorder.Key, memberID int64) error {
+				revoked := sql.NullString{String: formatTime(k.RevokedAt), Valid: k.Revoked()}
+				_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, member_id, label, hash, created_at, revoked_at)
+					VALUES (?, ?, ?, ?, ?, ?)`, k.ID, memberID, k.Label, k.Hash, stampOrNow(k.CreatedAt), revoked)
+				return err
+			},
+			Order: func(o *certorder.Order, memberID int64) error {
+				_, err := insert.ExecContext(ctx, orderRow(o, memberID, o.RenewedBy, stamp)...)
+				return err
+			},
+		}.Run(records)
+	}))
+}
+
+func stampOrNow(t time.Time) string {
+	if t.IsZero() {
+		return now()
+	}
+	return formatTime(t)
+}

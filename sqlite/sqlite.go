@@ -1,0 +1,248 @@
+// Package sqlite is the embedded certorder.Store: one SQLite file in WAL
+// mode, through the pure-Go modernc.org/sqlite driver (no cgo).
+//
+// One file per concept: members, keys, orders, audit, sessions, restore;
+// this one opens the store and holds what they share.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"modernc.org/sqlite" // registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/migrations"
+	"github.com/certorder/certorder/internal/storeerr"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// The audit trail lives in a file of its own, beside the store's: it is
+// written on every request, and a write to the store's file would make
+// every reader drop its page cache.
+//
+//go:embed audit-migrations/*.sql
+var auditMigrationFiles embed.FS
+
+// AuditPath is the file of the audit trail of the store at path.
+func AuditPath(path string) string { return path + "-audit" }
+
+var _ certorder.Store = (*Store)(nil)
+
+// Store is a certorder.Store on one SQLite file.
+type Store struct {
+	read   *sql.DB // concurrent readers; WAL lets them run beside the writer
+	write  *sql.DB // one connection: SQLite allows one writer at a time
+	audit  *sql.DB // the audit trail's file, one connection
+	closed atomic.Bool
+
+	findOrder, findCredential, findCredentialOrder *sql.Stmt
+}
+
+// timeLayout sorts as text in time order.
+const timeLayout = "2006-01-02T15:04:05.000000000Z"
+
+// Open opens (creating if need be) the database file at path and applies
+// the migrations it has not seen yet. It refuses a database whose schema is
+// newer than this binary knows.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" || strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("sqlite: bad database path %q", path)
+	}
+	// PRAGMAs go in the DSN so that every pooled connection gets them.
+	dsn := func(path string) string {
+		return "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)" +
+			"&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=mmap_size(268435456)"
+	}
+	write, err := openMigrated(ctx, dsn(path), migrationFiles, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{write: write}
+	if s.audit, err = openMigrated(ctx, dsn(AuditPath(path)), auditMigrationFiles, "audit-migrations"); err != nil {
+		write.Close()
+		return nil, err
+	}
+	if s.read, err = sql.Open("sqlite", dsn(path)+"&_pragma=query_only(1)"); err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.read.SetMaxOpenConns(4)
+	s.read.SetMaxIdleConns(4)
+	if err := s.prepare(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	return s, nil
+}
+
+// prepare prepares the statements of the hot path.
+func (s *Store) prepare(ctx context.Context) (err error) {
+	if s.findOrder, err = s.read.PrepareContext(ctx, `SELECT `+orderColumns+`, m.name
+		FROM orders o JOIN members m ON m.id = o.member_id WHERE o.id = ?`); err != nil {
+		return err
+	}
+	// The order is joined only if it is the key's member's: another
+	// member's order is never read, so it costs what a missing one does.
+	if s.findCredentialOrder, err = s.read.PrepareContext(ctx, `SELECT `+credentialColumns+`, `+orderColumns+`
+		FROM api_keys k JOIN members m ON m.id = k.member_id
+		LEFT JOIN orders o ON o.id = ? AND o.member_id = k.member_id
+		WHERE k.id = ?`); err != nil {
+		return err
+	}
+	// Without an order: one statement for both would be re-prepared by
+	// SQLite each time the order parameter switched between 0 and a number.
+	s.findCredential, err = s.read.PrepareContext(ctx, `SELECT `+credentialColumns+`, `+noOrderColumns+`
+		FROM api_keys k JOIN members m ON m.id = k.member_id WHERE k.id = ?`)
+	return err
+}
+
+// openMigrated opens a one-connection writer on a database file and applies
+// the migrations in dir of fsys that it has not seen yet.
+func openMigrated(ctx context.Context, dsn string, fsys embed.FS, dir string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	if err := migrate(ctx, db, fsys, dir); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func migrate(ctx context.Context, db *sql.DB, fsys embed.FS, dir string) error {
+	sub, _ := fs.Sub(fsys, dir) // dir is a constant
+	ms, err := migrations.List(sub)
+	if err != nil {
+		return err
+	}
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)`); err != nil {
+		return fmt.Errorf("sqlite: open database: %w", err)
+	}
+	var current int
+	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
+	if current > migrations.Latest(ms) {
+		return fmt.Errorf("sqlite: database schema version %d is newer than this binary knows (%d); upgrade certorder",
+			current, migrations.Latest(ms))
+	}
+	for _, m := range ms {
+		if m.Version <= current {
+			continue
+		}
+		err := inTx(ctx, db, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
+				m.Version, now())
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("sqlite: migration %s: %w", m.Name, err)
+		}
+	}
+	return nil
+}
+
+// Close closes the database; every call after it fails with ErrUnavailable.
+func (s *Store) Close() error {
+	s.closed.Store(true)
+	var errs []error
+	for _, db := range []*sql.DB{s.read, s.audit, s.write} {
+		if db != nil {
+			errs = append(errs, db.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	return s.wrap("ping", s.read.PingContext(ctx))
+}
+
+// wrap turns a driver error into a store error by the rule of
+// internal/storeerr. SQLite's own unavailable conditions: another process
+// holds the lock past the busy timeout, the file cannot be read, written
+// or opened, the disk is full.
+func (s *Store) wrap(op string, err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			return fmt.Errorf("%s: %w", op, certorder.ErrConflict)
+		}
+	}
+	return storeerr.Wrap(op, err, s.closed.Load(), func(err error) bool {
+		if errors.Is(err, sql.ErrConnDone) {
+			return true
+		}
+		if se == nil {
+			return false
+		}
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_CANTOPEN:
+			return true
+		}
+		return false
+	})
+}
+
+// now is the current time as stored, to the microsecond as PostgreSQL keeps
+// it, so that an export reads the same from either store.
+func now() string { return formatTime(time.Now()) }
+
+func formatTime(t time.Time) string { return t.UTC().Truncate(time.Microsecond).Format(timeLayout) }
+
+func parseTime(s sql.NullString) time.Time {
+	if !s.Valid {
+		return time.Time{}
+	}
+	t, _ := time.Parse(timeLayout, s.String)
+	return t
+}
+
+func inTx(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// oneRow turns an update that touched no row into ErrNotFound.
+func oneRow(res sql.Result, err error, what string) error {
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return fmt.Errorf("%w: %s", certorder.ErrNotFound, what)
+	}
+	return nil
+}
+
+// queryRower is a database or a transaction.
+type queryRower interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}
