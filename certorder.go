@@ -64,9 +64,9 @@ type OrderSort int
 
 // The sort orders of OrderQuery; ties are broken by order number.
 const (
-	SortByID          OrderSort = iota // order number, ascending
-	SortByExpiry                       // valid_till, soonest first
-	SortByExpiryDesc                   // valid_till, latest first
+	SortByID         OrderSort = iota // order number, ascending
+	SortByExpiry                      // valid_till, soonest first
+	SortByExpiryDesc                  // valid_till, latest first
 )
 
 // ChainLink is one order of a renewal chain.

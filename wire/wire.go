@@ -60,18 +60,18 @@ type entry struct {
 // catalogue is every failure the service answers: the one table from which
 // texts, statuses, metric names and the client's matching all come.
 var catalogue = []entry{
-	{MalformedRequest, "request is failed.", 400, "malformed_request", nil}, // body not one JSON object (413 when over the size limit)
-	{MethodNotAllowed, "method is failed.", 405, "method_not_allowed", nil}, // not a POST
-	{UnknownPath, "path is failed.", 404, "unknown_path", nil}, // no endpoint at this path
+	{MalformedRequest, "request is failed.", 400, "malformed_request", nil},                           // body not one JSON object (413 when over the size limit)
+	{MethodNotAllowed, "method is failed.", 405, "method_not_allowed", nil},                           // not a POST
+	{UnknownPath, "path is failed.", 404, "unknown_path", nil},                                        // no endpoint at this path
 	{CredentialsMissing, "AccessName is failed.", 400, "credentials_missing", ErrCredentialsRejected}, // AccessName or AccessKey absent, empty or not a string
 	{CredentialsFailed, "AccessName is failed.", 401, "credentials_rejected", ErrCredentialsRejected}, // unknown member, wrong or revoked key, disabled member: all alike
-	{UnknownAction, "action is failed.", 400, "unknown_action", nil}, // action absent or not one of Actions
-	{BadOrderID, "orderId is failed.", 400, "bad_order_id", nil}, // orderId absent or not a positive int64
-	{NoSuchOrder, "orderId is failed.", 404, "no_such_order", ErrNoSuchOrder}, // no such order for this member; another member's looks the same
-	{NotRenewed, "orderId is failed.", 404, "not_renewed", ErrNotRenewed}, // RenewCheck on an order not renewed
-	{RateLimited, "rate limit is exceeded.", 429, "rate_limited", ErrRateLimited}, // a limit refused the request; Retry-After says when to retry
-	{Unavailable, "service is unavailable.", 503, "unavailable", ErrUnavailable}, // store unreachable or server overloaded; retry
-	{Internal, "internal error.", 500, "internal", nil}, // anything else
+	{UnknownAction, "action is failed.", 400, "unknown_action", nil},                                  // action absent or not one of Actions
+	{BadOrderID, "orderId is failed.", 400, "bad_order_id", nil},                                      // orderId absent or not a positive int64
+	{NoSuchOrder, "orderId is failed.", 404, "no_such_order", ErrNoSuchOrder},                         // no such order for this member; another member's looks the same
+	{NotRenewed, "orderId is failed.", 404, "not_renewed", ErrNotRenewed},                             // RenewCheck on an order not renewed
+	{RateLimited, "rate limit is exceeded.", 429, "rate_limited", ErrRateLimited},                     // a limit refused the request; Retry-After says when to retry
+	{Unavailable, "service is unavailable.", 503, "unavailable", ErrUnavailable},                      // store unreachable or server overloaded; retry
+	{Internal, "internal error.", 500, "internal", nil},                                               // anything else
 }
 
 var byCode = func() map[Code]*entry {

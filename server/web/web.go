@@ -52,9 +52,9 @@ type Config struct {
 	SignIn func(r *http.Request, name, key string) (certorder.Credential, error)
 	// Secure says whether the request reached the service over TLS, directly
 	// or through a trusted proxy; its cookies are then Secure.
-	Secure     func(r *http.Request) bool
-	Now        func() time.Time
-	Logger     *slog.Logger
+	Secure       func(r *http.Request) bool
+	Now          func() time.Time
+	Logger       *slog.Logger
 	SessionTTL   time.Duration // 0: DefaultSessionTTL
 	PageSize     int           // orders per page; 0: DefaultPageSize
 	StoreTimeout time.Duration // bound on a page's store work; 0: DefaultStoreTimeout
