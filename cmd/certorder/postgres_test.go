@@ -76,8 +76,17 @@ func TestTwoInstances(t *testing.T) {
 	dsn := testdb.Postgres(t)
 	admin := newCLI(t, dsn)
 	bin := buildBinary(t)
-	a := startProcess(t, bin, "serve", "--addr", "127.0.0.1:0", "--db", dsn).endpoint
+	// One instance names a password in the DSN (the server trusts local
+	// connections and ignores it): the log must not show it.
+	const password = "pw-in-the-dsn-7f3a"
+	pa := startProcess(t, bin, "serve", "--addr", "127.0.0.1:0", "--db", testdb.WithParam(dsn, "password", password))
+	a := pa.endpoint
 	b := startProcess(t, bin, "serve", "--addr", "127.0.0.1:0", "--db", dsn).endpoint
+	defer func() {
+		if strings.Contains(pa.log.String(), password) {
+			t.Errorf("the log shows the DSN's password:\n%s", pa.log.String())
+		}
+	}()
 	admin.ok("admin", "member", "add", "alice")
 	admin.ok("admin", "member", "add", "bob")
 	aliceKey := lastLine(admin.ok("admin", "key", "create", "alice"))

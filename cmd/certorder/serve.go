@@ -4,14 +4,17 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"net/netip"
+	"net/url"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
@@ -22,84 +25,132 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/stores"
 )
 
-func (e *env) serve(ctx context.Context, args []string) error {
+// serveConfig is every setting of serve.
+type serveConfig struct {
+	addr, db, segment, logFormat, metricsAddr, tlsCert, tlsKey, trusted string
+	demo, errorsAs200, accessLog, web, pprof                            bool
+	storeTimeout, auditRetention, shutdownTimeout                       time.Duration
+	readHeaderTimeout, readTimeout, writeTimeout, idleTimeout           time.Duration
+	limits                                                              server.Limits
+}
+
+// option is one setting: its flag, its environment variable ("" for none;
+// a flag wins over its variable), its help, and where its value goes.
+type option struct {
+	flag, env, help string
+	value           flagValue
+}
+
+// flagValue defines a flag of some type on a flag set.
+type flagValue func(fs *flag.FlagSet, name, usage string)
+
+func stringVar(p *string, def string) flagValue {
+	return func(fs *flag.FlagSet, name, usage string) { fs.StringVar(p, name, def, usage) }
+}
+func boolVar(p *bool, def bool) flagValue {
+	return func(fs *flag.FlagSet, name, usage string) { fs.BoolVar(p, name, def, usage) }
+}
+func durationVar(p *time.Duration, def time.Duration) flagValue {
+	return func(fs *flag.FlagSet, name, usage string) { fs.DurationVar(p, name, def, usage) }
+}
+func intVar(p *int, def int) flagValue {
+	return func(fs *flag.FlagSet, name, usage string) { fs.IntVar(p, name, def, usage) }
+}
+func floatVar(p *float64, def float64) flagValue {
+	return func(fs *flag.FlagSet, name, usage string) { fs.Float64Var(p, name, def, usage) }
+}
+
+// options is the table of serve's settings, each declared once.
+func (c *serveConfig) options() []option {
+	l, d := &c.limits, server.DefaultLimits
+	return []option{
+		{"addr", "CERTORDER_ADDR", "listen address", stringVar(&c.addr, "127.0.0.1:8080")},
+		{"db", "CERTORDER_DB", dbHelp, stringVar(&c.db, defaultDB)},
+		{"ca-segment", "CERTORDER_CA_SEGMENT", "path segment of the endpoint /api/<segment>/", stringVar(&c.segment, "digicert")},
+		{"demo", "", "add demo data and print working credentials and curl commands", boolVar(&c.demo, false)},
+		{"errors-as-200", "CERTORDER_ERRORS_AS_200", "answer failures with HTTP 200 (the body still carries error_message)", boolVar(&c.errorsAs200, false)},
+		{"store-timeout", "CERTORDER_STORE_TIMEOUT", "give up on the store after this long in one request (503)", durationVar(&c.storeTimeout, server.DefaultStoreTimeout)},
+		{"log-format", "CERTORDER_LOG_FORMAT", "log format: text or json", stringVar(&c.logFormat, "text")},
+		{"access-log", "CERTORDER_ACCESS_LOG", "log one line per request", boolVar(&c.accessLog, true)},
+		{"web", "CERTORDER_WEB", "serve the member web page at /", boolVar(&c.web, true)},
+		{"metrics-addr", "CERTORDER_METRICS_ADDR", "listen address for /metrics, /healthz and /readyz; empty: none", stringVar(&c.metricsAddr, "")},
+		{"pprof", "", "also serve /debug/pprof/ on the metrics listener (for profiling; keep that listener private)", boolVar(&c.pprof, false)},
+		{"audit-retention", "CERTORDER_AUDIT_RETENTION", "keep the audit trail this long; 0 turns it off", durationVar(&c.auditRetention, 90*24*time.Hour)},
+		{"tls-cert", "CERTORDER_TLS_CERT", "serve HTTPS with this certificate (PEM); SIGHUP reloads it", stringVar(&c.tlsCert, "")},
+		{"tls-key", "CERTORDER_TLS_KEY", "the certificate's private key (PEM)", stringVar(&c.tlsKey, "")},
+		{"shutdown-timeout", "CERTORDER_SHUTDOWN_TIMEOUT", "on SIGTERM, how long requests in flight may take to finish", durationVar(&c.shutdownTimeout, 15*time.Second)},
+		{"read-header-timeout", "CERTORDER_READ_HEADER_TIMEOUT", "time to read a request's headers", durationVar(&c.readHeaderTimeout, 5*time.Second)},
+		{"read-timeout", "CERTORDER_READ_TIMEOUT", "time to read a whole request", durationVar(&c.readTimeout, 10*time.Second)},
+		{"write-timeout", "CERTORDER_WRITE_TIMEOUT", "time to write an answer", durationVar(&c.writeTimeout, 15*time.Second)},
+		{"idle-timeout", "CERTORDER_IDLE_TIMEOUT", "how long a keep-alive connection may idle", durationVar(&c.idleTimeout, 120*time.Second)},
+		{"rate-limit", "CERTORDER_RATE_LIMIT", "requests per second per member; 0 turns it off", floatVar(&l.MemberRate, d.MemberRate)},
+		{"rate-burst", "CERTORDER_RATE_BURST", "burst of the per-member limit", intVar(&l.MemberBurst, d.MemberBurst)},
+		{"ip-rate-limit", "CERTORDER_IP_RATE_LIMIT", "requests per second per client IP; 0 turns it off", floatVar(&l.IPRate, d.IPRate)},
+		{"ip-rate-burst", "CERTORDER_IP_RATE_BURST", "burst of the per-IP limit", intVar(&l.IPBurst, d.IPBurst)},
+		{"auth-fail-limit", "CERTORDER_AUTH_FAIL_LIMIT", "failed authentications per IP or AccessName before a lockout; 0 turns it off", intVar(&l.AuthFailures, d.AuthFailures)},
+		{"auth-fail-window", "CERTORDER_AUTH_FAIL_WINDOW", "window in which failed authentications are counted", durationVar(&l.AuthFailWindow, d.AuthFailWindow)},
+		{"auth-lockout", "CERTORDER_AUTH_LOCKOUT", "how long a locked-out IP or AccessName is refused", durationVar(&l.AuthLockout, d.AuthLockout)},
+		{"max-in-flight", "CERTORDER_MAX_IN_FLIGHT", "requests served at once; beyond it a fast 503; 0 turns it off", intVar(&l.MaxInFlight, d.MaxInFlight)},
+		{"trusted-proxy", "CERTORDER_TRUSTED_PROXIES", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed", stringVar(&c.trusted, "")},
+	}
+}
+
+// parseServe reads serve's flags and environment into a checked config.
+func (e *env) parseServe(args []string) (*serveConfig, *slog.Logger, error) {
+	c := &serveConfig{}
 	fs := e.newFlags("serve", "[flags]")
-	addr := fs.String("addr", "127.0.0.1:8080", "listen address (env CERTORDER_ADDR)")
-	db := e.dbFlag(fs)
-	segment := fs.String("ca-segment", "digicert", "path segment of the endpoint /api/<segment>/ (env CERTORDER_CA_SEGMENT)")
-	demo := fs.Bool("demo", false, "add demo data and print working credentials and curl commands")
-	errorsAs200 := fs.Bool("errors-as-200", false, "answer failures with HTTP 200 (the body still carries error_message)")
-	storeTimeout := fs.Duration("store-timeout", server.DefaultStoreTimeout, "give up on the store after this long in one request (503)")
-	logFormat := fs.String("log-format", "text", "log format: text or json (env CERTORDER_LOG_FORMAT)")
-	accessLog := fs.Bool("access-log", true, "log one line per request")
-	webPage := fs.Bool("web", true, "serve the member web page at / (env CERTORDER_WEB)")
-	metricsAddr := fs.String("metrics-addr", "", "listen address for /metrics, /healthz and /readyz; empty: none (env CERTORDER_METRICS_ADDR)")
-	pprofOn := fs.Bool("pprof", false, "also serve /debug/pprof/ on the metrics listener (for profiling; keep that listener private)")
-	auditRetention := fs.Duration("audit-retention", 90*24*time.Hour, "keep the audit trail this long; 0 turns it off (env CERTORDER_AUDIT_RETENTION)")
-	tlsCert := fs.String("tls-cert", "", "serve HTTPS with this certificate (PEM); SIGHUP reloads it (env CERTORDER_TLS_CERT)")
-	tlsKey := fs.String("tls-key", "", "the certificate's private key (PEM) (env CERTORDER_TLS_KEY)")
-	shutdownTimeout := fs.Duration("shutdown-timeout", 15*time.Second, "on SIGTERM, how long requests in flight may take to finish")
-	readHeaderTimeout := fs.Duration("read-header-timeout", 5*time.Second, "time to read a request's headers")
-	readTimeout := fs.Duration("read-timeout", 10*time.Second, "time to read a whole request")
-	writeTimeout := fs.Duration("write-timeout", 15*time.Second, "time to write an answer")
-	idleTimeout := fs.Duration("idle-timeout", 120*time.Second, "how long a keep-alive connection may idle")
-
-	l := server.DefaultLimits
-	fs.Float64Var(&l.MemberRate, "rate-limit", l.MemberRate, "requests per second per member; 0 turns it off (env CERTORDER_RATE_LIMIT)")
-	fs.IntVar(&l.MemberBurst, "rate-burst", l.MemberBurst, "burst of the per-member limit")
-	fs.Float64Var(&l.IPRate, "ip-rate-limit", l.IPRate, "requests per second per client IP; 0 turns it off (env CERTORDER_IP_RATE_LIMIT)")
-	fs.IntVar(&l.IPBurst, "ip-rate-burst", l.IPBurst, "burst of the per-IP limit")
-	fs.IntVar(&l.AuthFailures, "auth-fail-limit", l.AuthFailures, "failed authentications per IP or AccessName before a lockout; 0 turns it off (env CERTORDER_AUTH_FAIL_LIMIT)")
-	fs.DurationVar(&l.AuthFailWindow, "auth-fail-window", l.AuthFailWindow, "window in which failed authentications are counted")
-	fs.DurationVar(&l.AuthLockout, "auth-lockout", l.AuthLockout, "how long a locked-out IP or AccessName is refused")
-	fs.IntVar(&l.MaxInFlight, "max-in-flight", l.MaxInFlight, "requests served at once; beyond it a fast 503; 0 turns it off (env CERTORDER_MAX_IN_FLIGHT)")
-	trusted := fs.String("trusted-proxy", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed (env CERTORDER_TRUSTED_PROXIES)")
-
+	vars := map[string]string{}
+	for _, o := range c.options() {
+		usage := o.help
+		if o.env != "" {
+			usage += " (env " + o.env + ")"
+			vars[o.flag] = o.env
+		}
+		o.value(fs, o.flag, usage)
+	}
 	if _, err := parse(fs, args, 0); err != nil {
-		return err
+		return nil, nil, err
 	}
-	if err := e.applyEnv(fs, map[string]string{
-		"addr": "CERTORDER_ADDR", "ca-segment": "CERTORDER_CA_SEGMENT", "log-format": "CERTORDER_LOG_FORMAT",
-		"metrics-addr": "CERTORDER_METRICS_ADDR", "audit-retention": "CERTORDER_AUDIT_RETENTION",
-		"tls-cert": "CERTORDER_TLS_CERT", "tls-key": "CERTORDER_TLS_KEY",
-		"rate-limit": "CERTORDER_RATE_LIMIT", "ip-rate-limit": "CERTORDER_IP_RATE_LIMIT",
-		"auth-fail-limit": "CERTORDER_AUTH_FAIL_LIMIT", "max-in-flight": "CERTORDER_MAX_IN_FLIGHT",
-		"trusted-proxy": "CERTORDER_TRUSTED_PROXIES", "db": "CERTORDER_DB", "web": "CERTORDER_WEB",
-	}); err != nil {
-		return err
+	if err := e.applyEnv(fs, vars); err != nil {
+		return nil, nil, err
 	}
-	if err := server.ValidSegment(*segment); err != nil {
-		return usageError("%v", err)
+	if err := server.ValidSegment(c.segment); err != nil {
+		return nil, nil, usageError("%v", err)
 	}
-	for _, cidr := range strings.Split(*trusted, ",") {
+	for _, cidr := range strings.Split(c.trusted, ",") {
 		if cidr = strings.TrimSpace(cidr); cidr == "" {
 			continue
 		}
 		p, err := netip.ParsePrefix(cidr)
 		if err != nil {
-			return usageError("serve: --trusted-proxy %q: %v", cidr, err)
+			return nil, nil, usageError("serve: --trusted-proxy %q: %v", cidr, err)
 		}
-		l.TrustedProxies = append(l.TrustedProxies, p.Masked())
+		c.limits.TrustedProxies = append(c.limits.TrustedProxies, p.Masked())
 	}
-	if (*tlsCert == "") != (*tlsKey == "") {
-		return usageError("serve: --tls-cert and --tls-key go together")
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		return nil, nil, usageError("serve: --tls-cert and --tls-key go together")
 	}
-	var logger *slog.Logger
-	switch *logFormat {
+	if c.pprof && c.metricsAddr == "" {
+		return nil, nil, usageError("serve: --pprof needs --metrics-addr")
+	}
+	switch c.logFormat {
 	case "text":
-		logger = slog.New(slog.NewTextHandler(e.stderr, nil))
+		return c, slog.New(slog.NewTextHandler(e.stderr, nil)), nil
 	case "json":
-		logger = slog.New(slog.NewJSONHandler(e.stderr, nil))
-	default:
-		return usageError("serve: --log-format is text or json, not %q", *logFormat)
+		return c, slog.New(slog.NewJSONHandler(e.stderr, nil)), nil
 	}
+	return nil, nil, usageError("serve: --log-format is text or json, not %q", c.logFormat)
+}
 
-	if *pprofOn && *metricsAddr == "" {
-		return usageError("serve: --pprof needs --metrics-addr")
+func (e *env) serve(ctx context.Context, args []string) error {
+	c, logger, err := e.parseServe(args)
+	if err != nil {
+		return err
 	}
 	if e.getenv("GOGC") == "" {
 		// The live heap is a few MB whatever the store holds, so collecting
@@ -107,82 +158,76 @@ func (e *env) serve(ctx context.Context, args []string) error {
 		// throughput (docs/PERFORMANCE.md). GOGC set in the environment wins.
 		debug.SetGCPercent(400)
 	}
-
-	store, err := stores.Open(ctx, *db)
+	store, err := stores.Open(ctx, c.db)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	handler, err := server.New(store, server.Config{
-		CASegment:      *segment,
-		ErrorsAs200:    *errorsAs200,
-		StoreTimeout:   *storeTimeout,
+		CASegment:      c.segment,
+		ErrorsAs200:    c.errorsAs200,
+		StoreTimeout:   c.storeTimeout,
 		Logger:         logger,
-		NoAccessLog:    !*accessLog,
-		Web:            *webPage,
-		Limits:         l,
-		AuditRetention: *auditRetention,
+		NoAccessLog:    !c.accessLog,
+		Web:            c.web,
+		Limits:         c.limits,
+		AuditRetention: c.auditRetention,
 		Metrics:        reg,
 	})
 	if err != nil {
 		return err
 	}
 	defer handler.Close() // after the server below has shut down: writes the last audit entries
+	return e.listen(ctx, c, logger, store, handler, reg)
+}
 
+// listen serves the API (and the metrics listener) until ctx ends, then
+// shuts down gracefully.
+func (e *env) listen(ctx context.Context, c *serveConfig, logger *slog.Logger, store certorder.Store,
+	handler *server.Server, reg *prometheus.Registry) error {
 	srv := &http.Server{
 		Handler:           handler,
-		ReadHeaderTimeout: *readHeaderTimeout,
-		ReadTimeout:       *readTimeout,
-		WriteTimeout:      *writeTimeout,
-		IdleTimeout:       *idleTimeout,
+		ReadHeaderTimeout: c.readHeaderTimeout,
+		ReadTimeout:       c.readTimeout,
+		WriteTimeout:      c.writeTimeout,
+		IdleTimeout:       c.idleTimeout,
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	scheme := "http"
-	if *tlsCert != "" {
-		certs := &certReloader{certFile: *tlsCert, keyFile: *tlsKey}
+	if c.tlsCert != "" {
+		certs := &certReloader{certFile: c.tlsCert, keyFile: c.tlsKey}
 		if err := certs.load(); err != nil {
 			return err
 		}
-		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}
+		srv.TLSConfig = tlsConfig(certs.get)
 		scheme = "https"
 		stopReload := certs.reloadOnSIGHUP(logger)
 		defer stopReload()
 	}
 
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return err
 	}
 	base := fmt.Sprintf("%s://%s/", scheme, ln.Addr())
-	endpoint := base + "api/" + *segment + "/"
-	if *demo {
-		if err := e.seedDemo(ctx, store, base, endpoint, *db); err != nil {
+	endpoint := base + "api/" + c.segment + "/"
+	if c.demo {
+		if err := e.seedDemo(ctx, store, base, endpoint, c.db); err != nil {
 			ln.Close()
 			return err
 		}
 	}
 	errc := make(chan error, 2)
-	if *metricsAddr != "" {
-		mln, err := net.Listen("tcp", *metricsAddr)
+	if c.metricsAddr != "" {
+		mln, err := net.Listen("tcp", c.metricsAddr)
 		if err != nil {
 			ln.Close()
 			return err
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		mux.Handle("/healthz", handler.Healthz())
-		mux.Handle("/readyz", handler.Readyz())
-		if *pprofOn {
-			mux.HandleFunc("/debug/pprof/", pprof.Index)
-			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-			mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		}
-		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		msrv := &http.Server{Handler: metricsMux(reg, handler, c.pprof), ReadHeaderTimeout: 5 * time.Second}
 		defer msrv.Close()
 		go func() { errc <- fmt.Errorf("metrics listener: %w", msrv.Serve(mln)) }()
 		logger.Info("metrics listening", "addr", mln.Addr().String())
@@ -194,9 +239,9 @@ func (e *env) serve(ctx context.Context, args []string) error {
 			errc <- srv.Serve(ln)
 		}
 	}()
-	logger.Info("listening", "endpoint", endpoint, "db", redactDSN(*db))
+	logger.Info("listening", "endpoint", endpoint, "db", redactDSN(c.db))
 	fmt.Fprintf(e.stderr, "certorder: listening on %s\n", endpoint)
-	if *webPage {
+	if c.web {
 		fmt.Fprintf(e.stderr, "certorder: member web page at %s\n", base)
 	}
 
@@ -207,8 +252,8 @@ func (e *env) serve(ctx context.Context, args []string) error {
 	}
 	// Stop accepting, let the requests in flight finish; then the deferred
 	// calls write the last audit entries and close the store.
-	logger.Info("shutting down", "timeout", shutdownTimeout.String())
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), *shutdownTimeout)
+	logger.Info("shutting down", "timeout", c.shutdownTimeout.String())
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
@@ -217,16 +262,66 @@ func (e *env) serve(ctx context.Context, args []string) error {
 	return nil
 }
 
-// redactDSN hides a password in a PostgreSQL URL, for the log.
+// metricsMux serves /metrics, the health checks and, if asked, pprof.
+func metricsMux(reg *prometheus.Registry, handler *server.Server, withPprof bool) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("/healthz", handler.Healthz())
+	mux.Handle("/readyz", handler.Readyz())
+	if withPprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	return mux
+}
+
+// tlsConfig offers TLS 1.2 and 1.3; for 1.2, only the AEAD suites with
+// forward secrecy of Mozilla's "intermediate" profile (Go has no DHE), so
+// that no CBC suite is offered. TLS 1.3's suites are not configurable.
+func tlsConfig(getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)) *tls.Config {
+	return &tls.Config{
+		MinVersion:     tls.VersionTLS12,
+		GetCertificate: getCert,
+		CipherSuites: []uint16{
+			tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+			tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+			tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+			tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+			tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+			tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+		},
+	}
+}
+
+// dsnPassword is a password in a key=value DSN: password=x or password='x y'.
+var dsnPassword = regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
+
+// redactDSN hides every secret form of a DSN, for logs and errors: the
+// password of a URL's user:pass@, a password= query parameter, and
+// password= in a key=value DSN. A passfile path is not a secret and stays.
 func redactDSN(dsn string) string {
-	if i := strings.Index(dsn, "://"); i >= 0 {
-		if at := strings.Index(dsn[i+3:], "@"); at >= 0 {
-			if colon := strings.Index(dsn[i+3:i+3+at], ":"); colon >= 0 {
-				return dsn[:i+3+colon+1] + "xxxxx" + dsn[i+3+at:]
-			}
+	const hidden = "xxxxx"
+	if !strings.Contains(dsn, "://") {
+		return dsnPassword.ReplaceAllString(dsn, "${1}"+hidden)
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "(a DSN that does not parse)"
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), hidden)
+	}
+	q := u.Query()
+	for k := range q {
+		if strings.EqualFold(k, "password") {
+			q.Set(k, hidden)
 		}
 	}
-	return dsn
+	u.RawQuery = q.Encode()
+	s, _ := url.PathUnescape(u.String())
+	return s
 }
 
 // certReloader holds the TLS certificate and reloads it from its files.

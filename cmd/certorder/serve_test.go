@@ -1,0 +1,20 @@
+package main
+
+import "testing"
+
+func TestRedactDSN(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{in: "./certorder.db", want: "./certorder.db"},
+		{in: "postgres://u:s3cret@db:5432/x?sslmode=require", want: "postgres://u:xxxxx@db:5432/x?sslmode=require"},
+		{in: "postgres://u@db/x?password=s3cret&sslmode=disable", want: "postgres://u@db/x?password=xxxxx&sslmode=disable"},
+		{in: "postgres://u@db/x?PassWord=s3cret", want: "postgres://u@db/x?PassWord=xxxxx"},
+		{in: "postgres://u@db/x?passfile=/etc/pgpass", want: "postgres://u@db/x?passfile=/etc/pgpass"},
+		{in: "host=db user=u password=s3cret dbname=x", want: "host=db user=u password=xxxxx dbname=x"},
+		{in: "host=db password = 's3 cret' dbname=x", want: "host=db password = xxxxx dbname=x"},
+	} {
+		got := redactDSN(tc.in)
+		if got != tc.want {
+			t.Errorf("redactDSN(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
