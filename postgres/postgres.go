@@ -121,7 +121,8 @@ func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 }
 
 // wrap turns a driver error into a store error by the rule of
-// internal/storeerr. PostgreSQL's own unavailable conditions: the
+// internal/storeerr. PostgreSQL's own unavailable conditions: connecting
+// failed (refused, or the database does not accept connections now), the
 // connection failed (SQLSTATE class 08), the server is short of resources
 // or connections (53, 53300 too many connections), or an operator or a
 // shutdown intervened (57, 57P0x: shutting down, starting up, terminated).
@@ -133,12 +134,13 @@ func (s *Store) wrap(op string, err error) error {
 	return storeerr.Wrap(op, err, s.closed.Load(), func(err error) bool {
 		var connectErr *pgconn.ConnectError
 		switch {
+		case errors.As(err, &connectErr):
+			return true // whatever the server said, it did not let us in
 		case pgErr != nil:
 			class := pgErr.Code[:min(2, len(pgErr.Code))]
 			return class == "08" || class == "53" || class == "57"
 		}
-		return errors.As(err, &connectErr) || errors.Is(err, pgconn.ErrConnClosed) ||
-			pgconn.Timeout(err) || pgconn.SafeToRetry(err)
+		return errors.Is(err, pgconn.ErrConnClosed) || pgconn.Timeout(err) || pgconn.SafeToRetry(err)
 	})
 }
 
