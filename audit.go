@@ -6,16 +6,22 @@ import (
 	"unicode/utf8"
 )
 
-// AuditEntry is one API call as the audit trail keeps it. Member is the
-// AccessName as sent (so failed attempts show whom they aimed at); Outcome
-// is 0 for success or the error number of the answer (see wire.Code).
+// AuditEntry is one API call as the audit trail keeps it, or, for
+// requests a limit refused before authentication, Count of them from one
+// address in one flush interval (so that a flood is a few rows, not one a
+// request). Member is the AccessName as sent (so failed attempts show whom
+// they aimed at); KeyID is the key that authenticated the call, empty if
+// none did; Outcome is 0 for success or the error number of the answer
+// (see wire.Code).
 type AuditEntry struct {
 	Time     time.Time
 	Member   string
+	KeyID    string
 	Action   string
 	OrderID  int64
 	Outcome  int
 	ClientIP string
+	Count    int // requests the entry stands for; 0 reads as 1
 }
 
 // AuditQuery selects audit entries: those of Member (all if empty) at or
@@ -55,4 +61,16 @@ func Cut(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// LastUses is, for each key that authenticated a call in entries, the
+// latest such call: what a store records beside the entries.
+func LastUses(entries []AuditEntry) map[string]time.Time {
+	last := map[string]time.Time{}
+	for _, e := range entries {
+		if e.KeyID != "" && e.Time.After(last[e.KeyID]) {
+			last[e.KeyID] = e.Time
+		}
+	}
+	return last
 }

@@ -146,6 +146,10 @@ type AuditStore interface {
 	Audit(ctx context.Context, q AuditQuery) ([]AuditEntry, error)
 	// PruneAudit deletes the entries older than before, and returns how many.
 	PruneAudit(ctx context.Context, before time.Time) (int64, error)
+	// KeysLastUsed says when each of the keys last authenticated a call
+	// (kept as AppendAudit writes, not on the request path); a key never
+	// used is absent from the map.
+	KeysLastUsed(ctx context.Context, keyIDs []string) (map[string]time.Time, error)
 }
 
 // SessionStore keeps the web page's sessions.

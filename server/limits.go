@@ -21,14 +21,23 @@ type Limits struct {
 	IPBurst     int
 
 	// After AuthFailures failed authentications within AuthFailWindow from
-	// one IP, or naming one AccessName, further attempts from that IP or for
-	// that name are refused for AuthLockout. The name is counted as sent,
-	// whether or not such a member exists, so the refusal reveals nothing.
-	AuthFailures   int
-	AuthFailWindow time.Duration
-	AuthLockout    time.Duration
+	// one IP naming one AccessName, or AuthFailuresPerIP from one IP
+	// whatever the names, further attempts from that IP (for that name, or
+	// at all) are refused for AuthLockout. Failures are never counted per
+	// name alone: anyone could then lock a member out, and keys carry 192
+	// random bits, so guessing is hopeless anyway (docs/OPERATIONS.md).
+	AuthFailures      int
+	AuthFailuresPerIP int
+	AuthFailWindow    time.Duration
+	AuthLockout       time.Duration
 
-	MaxInFlight int // requests served at once; beyond it a fast 503
+	// MaxInFlight bounds the requests being answered at once, counted only
+	// once their whole body has arrived; beyond it a fast 503. MaxPerIP
+	// bounds what one client IP may hold open at once, bodies still
+	// arriving included; BodyTimeout bounds how long a body may take.
+	MaxInFlight int
+	MaxPerIP    int
+	BodyTimeout time.Duration
 
 	// TrustedProxies are the peers whose X-Forwarded-For is believed.
 	TrustedProxies []netip.Prefix
@@ -39,8 +48,8 @@ type Limits struct {
 var DefaultLimits = Limits{
 	MemberRate: 10, MemberBurst: 50,
 	IPRate: 20, IPBurst: 100,
-	AuthFailures: 10, AuthFailWindow: 10 * time.Minute, AuthLockout: 15 * time.Minute,
-	MaxInFlight: 512,
+	AuthFailures: 10, AuthFailuresPerIP: 50, AuthFailWindow: 10 * time.Minute, AuthLockout: 15 * time.Minute,
+	MaxInFlight: 512, MaxPerIP: 32, BodyTimeout: 5 * time.Second,
 }
 
 // buckets is a token bucket per key (member or IP).
@@ -117,11 +126,45 @@ type failCount struct {
 	lockedUntil time.Time
 }
 
-func newFailures(l Limits) *failures {
-	if l.AuthFailures <= 0 || l.AuthFailWindow <= 0 || l.AuthLockout <= 0 {
+func newFailures(limit int, l Limits) *failures {
+	if limit <= 0 || l.AuthFailWindow <= 0 || l.AuthLockout <= 0 {
 		return nil
 	}
-	return &failures{max: l.AuthFailures, window: l.AuthFailWindow, lockout: l.AuthLockout, m: map[string]*failCount{}}
+	return &failures{max: limit, window: l.AuthFailWindow, lockout: l.AuthLockout, m: map[string]*failCount{}}
+}
+
+// holds counts what each client IP holds open at once.
+type holds struct {
+	max int
+	mu  sync.Mutex
+	m   map[string]int
+}
+
+func newHolds(max int) *holds {
+	if max <= 0 {
+		return nil
+	}
+	return &holds{max: max, m: map[string]int{}}
+}
+
+// take holds one more for ip, unless it holds max already; release gives it back.
+func (h *holds) take(ip string) (ok bool, release func()) {
+	if h == nil {
+		return true, func() {}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m[ip] >= h.max {
+		return false, nil
+	}
+	h.m[ip]++
+	return true, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.m[ip]--; h.m[ip] <= 0 {
+			delete(h.m, ip)
+		}
+	}
 }
 
 // locked says whether key is locked out at now, and for how long still.

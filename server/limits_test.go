@@ -108,34 +108,48 @@ func TestMemberRateLimit(t *testing.T) {
 func TestAuthLockout(t *testing.T) {
 	clk := &clock{t: today}
 	f := newFixture(t, testdb.SQLite(t), server.Config{Now: clk.Now, Limits: server.Limits{
-		AuthFailures: 3, AuthFailWindow: time.Minute, AuthLockout: 5 * time.Minute, TrustedProxies: loopback}})
+		AuthFailures: 3, AuthFailuresPerIP: 5, AuthFailWindow: time.Minute, AuthLockout: 5 * time.Minute, TrustedProxies: loopback}})
 	wrong := func(name string) string {
 		return body("AccessName", q(name), "AccessKey", q(f.aliceKey+"x"), "action", `"Auth"`)
 	}
-	// Three failures for alice, from three IPs: the name is locked out,
-	// even for the right key, from anywhere.
-	for i, ip := range []string{"198.51.100.1", "198.51.100.2", "198.51.100.3"} {
+	bob := body("AccessName", `"bob"`, "AccessKey", q(f.bobKey), "action", `"Auth"`)
+	// Failures for alice from many IPs, more than the limit in all: alice's
+	// right key from an address that has not failed is never refused.
+	for i, ip := range []string{"198.51.100.1", "198.51.100.2", "198.51.100.3", "198.51.100.4", "198.51.100.5"} {
 		if status, _, _ := f.postFrom(t, ip, wrong("alice")); status != 401 {
 			t.Fatalf("failure %d: %d", i, status)
 		}
 	}
-	status, got, h := f.postFrom(t, "198.51.100.9", f.alice("Auth"))
+	if status, got, _ := f.postFrom(t, "198.51.100.9", f.alice("Auth")); status != 200 {
+		t.Fatalf("alice from a clean address after failures elsewhere: %d %s", status, got)
+	}
+	// Three failures from one IP for alice lock that IP out for alice, even
+	// with the right key; not for bob, and not alice elsewhere.
+	for range 3 {
+		f.postFrom(t, "203.0.113.1", wrong("alice"))
+	}
+	status, got, h := f.postFrom(t, "203.0.113.1", f.alice("Auth"))
 	if status != 429 || got != rateLimited || h.Get("Retry-After") != "300" {
-		t.Fatalf("locked-out name: %d %s Retry-After %q", status, got, h.Get("Retry-After"))
+		t.Fatalf("locked-out IP and name: %d %s Retry-After %q", status, got, h.Get("Retry-After"))
+	}
+	if status, _, _ := f.postFrom(t, "203.0.113.1", bob); status != 200 {
+		t.Fatalf("bob from the same IP: %d", status)
+	}
+	if status, _, _ := f.postFrom(t, "203.0.113.2", f.alice("Auth")); status != 200 {
+		t.Fatalf("alice from another IP: %d", status)
 	}
 	// A name that belongs to nobody is locked out the same way, byte for byte.
-	for _, ip := range []string{"198.51.100.4", "198.51.100.5", "198.51.100.6"} {
-		f.postFrom(t, ip, wrong("mallory"))
+	for range 3 {
+		f.postFrom(t, "203.0.113.3", wrong("mallory"))
 	}
-	status2, got2, h2 := f.postFrom(t, "198.51.100.9", wrong("mallory"))
+	status2, got2, h2 := f.postFrom(t, "203.0.113.3", wrong("mallory"))
 	if status2 != status || got2 != got || h2.Get("Retry-After") != h.Get("Retry-After") {
 		t.Fatalf("unknown name locked out differently: %d %s %q", status2, got2, h2.Get("Retry-After"))
 	}
-	// Failures from one IP for many names lock out the IP.
-	for _, name := range []string{"a1", "a2", "a3"} {
+	// Failures from one IP for many names lock out the IP for everyone.
+	for _, name := range []string{"a1", "a2", "a3", "a4", "a5"} {
 		f.postFrom(t, "203.0.113.5", wrong(name))
 	}
-	bob := body("AccessName", `"bob"`, "AccessKey", q(f.bobKey), "action", `"Auth"`)
 	if status, _, _ := f.postFrom(t, "203.0.113.5", bob); status != 429 {
 		t.Fatalf("locked-out IP: %d", status)
 	}
@@ -143,17 +157,15 @@ func TestAuthLockout(t *testing.T) {
 		t.Fatalf("another IP: %d", status)
 	}
 	clk.Advance(5*time.Minute + time.Second)
-	if status, got, _ := f.postFrom(t, "198.51.100.9", f.alice("Auth")); status != 200 {
+	if status, got, _ := f.postFrom(t, "203.0.113.1", f.alice("Auth")); status != 200 {
 		t.Fatalf("after the lockout: %d %s", status, got)
 	}
 	// Failures spread wider than the window never add up to a lockout.
 	for range 5 {
 		f.postFrom(t, "198.51.100.20", wrong("bob"))
 		clk.Advance(2 * time.Minute)
-		f.postFrom(t, "198.51.100.21", wrong("bob"))
-		clk.Advance(2 * time.Minute)
 	}
-	if status, _, _ := f.postFrom(t, "198.51.100.22", bob); status != 200 {
+	if status, _, _ := f.postFrom(t, "198.51.100.20", bob); status != 200 {
 		t.Fatalf("slow failures locked bob out: %d", status)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"path"
 	"regexp"
 	"strings"
 	"sync"
@@ -76,8 +78,10 @@ type Server struct {
 	audit   *auditor // nil without an audit trail
 	closed  sync.Once
 
+	endpoint           string   // the path of the endpoint, /api/<segment>/
 	memberRate, ipRate *buckets  // nil when off
-	ipFails, nameFails *failures // nil when off
+	ipFails, pairFails *failures // per IP, per IP and AccessName; nil when off
+	perIP              *holds    // nil when off
 	inFlight           chan struct{}
 }
 
@@ -104,8 +108,10 @@ func New(store Store, cfg Config) (*Server, error) {
 		metrics:    newMetrics(cfg.Metrics),
 		memberRate: newBuckets(l.MemberRate, l.MemberBurst),
 		ipRate:     newBuckets(l.IPRate, l.IPBurst),
-		ipFails:    newFailures(l),
-		nameFails:  newFailures(l),
+		ipFails:    newFailures(l.AuthFailuresPerIP, l),
+		pairFails:  newFailures(l.AuthFailures, l),
+		perIP:      newHolds(l.MaxPerIP),
+		endpoint:   "/api/" + cfg.CASegment + "/",
 	}
 	if l.MaxInFlight > 0 {
 		s.inFlight = make(chan struct{}, l.MaxInFlight)
@@ -114,15 +120,11 @@ func New(store Store, cfg Config) (*Server, error) {
 		s.audit = newAuditor(store, cfg.AuditRetention, cfg.Now, s.metrics.auditDropped, cfg.Logger)
 	}
 	s.mux = http.NewServeMux()
-	api := s.limitInFlight(http.HandlerFunc(s.handleAPI))
-	s.mux.Handle("/api/"+cfg.CASegment+"/{$}", api)
-	s.mux.Handle("/api/"+cfg.CASegment, api) // without the slash: no redirect that would turn a POST into a GET
 	s.mux.Handle("/healthz", s.Healthz())
 	s.mux.Handle("/readyz", s.Readyz())
 	unknownPath := func(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, r, s.newEvent(r), nil, wire.Fail(wire.UnknownPath))
 	}
-	s.mux.HandleFunc("/api/", unknownPath) // a wrong CA segment gets JSON, web page or not
 	if cfg.Web {
 		page, err := web.New(store, web.Config{SignIn: s.signIn, Secure: s.secure, Now: cfg.Now, Logger: cfg.Logger,
 			StoreTimeout: cfg.StoreTimeout})
@@ -136,8 +138,27 @@ func New(store Store, cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// ServeHTTP answers a request.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP answers a request. The endpoint answers at /api/<segment>/ and
+// at /api/<segment> (a redirect would turn a POST into a GET); any other
+// path that is, or cleans to, /api or below, in any case, gets the JSON
+// failure 102, never a redirect or the web page.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch p := r.URL.Path; {
+	case p == s.endpoint || p == s.endpoint[:len(s.endpoint)-1]:
+		s.handleAPI(w, r)
+	case isAPIPath(p):
+		s.answer(w, r, s.newEvent(r), nil, wire.Fail(wire.UnknownPath))
+	default:
+		s.mux.ServeHTTP(w, r)
+	}
+}
+
+// isAPIPath reports whether a path is /api or below once cleaned as a
+// browser or a proxy might: slashes collapsed, dot segments resolved, any case.
+func isAPIPath(p string) bool {
+	c := strings.ToLower(path.Clean("/" + p))
+	return c == "/api" || strings.HasPrefix(c, "/api/")
+}
 
 // Close writes the audit entries still queued. Call it once no request is
 // being served.
@@ -170,23 +191,20 @@ func (s *Server) Readyz() http.Handler {
 	})
 }
 
-// limitInFlight answers a fast 503 when MaxInFlight requests are being served.
-func (s *Server) limitInFlight(h http.Handler) http.Handler {
+// takeSlot takes one of the MaxInFlight places, or says to come back.
+func (s *Server) takeSlot() (release func(), f *wire.Failure) {
 	if s.inFlight == nil {
-		return h
+		return func() {}, nil
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case s.inFlight <- struct{}{}:
-			defer func() { <-s.inFlight }()
-			h.ServeHTTP(w, r)
-		default:
-			s.metrics.limited.WithLabelValues("in_flight").Inc()
-			f := wire.Fail(wire.Unavailable)
-			f.RetryAfter = time.Second
-			s.answer(w, r, s.newEvent(r), nil, f)
-		}
-	})
+	select {
+	case s.inFlight <- struct{}{}:
+		return func() { <-s.inFlight }, nil
+	default:
+		s.metrics.limited.WithLabelValues("in_flight").Inc()
+		f := wire.Fail(wire.Unavailable)
+		f.RetryAfter = time.Second
+		return nil, f
+	}
 }
 
 // event is what the access log and the audit trail say of one request. It
@@ -215,8 +233,12 @@ func (s *Server) refuse(limit string, wait time.Duration) *wire.Failure {
 }
 
 // handleAPI answers the endpoint. Checks run in the order docs/API.md
-// gives: method, limits, body, credentials, action, orderId, order. The
-// credentials and the order are read together, in one store read.
+// gives: method, the per-IP limits, body, the in-flight cap, lockout,
+// credentials, action, orderId, order. Nothing that costs more than a map
+// look-up happens before the per-IP limits, and a request takes one of the
+// MaxInFlight places only once its whole body has arrived, so clients that
+// send slowly cannot fill them. The credentials and the order are read
+// together, in one store read.
 func (s *Server) handleAPI(w http.ResponseWriter, r *http.Request) {
 	ev := s.newEvent(r)
 	ev.api = true
@@ -236,10 +258,20 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *wi
 	if ok, wait := s.ipRate.take(ev.ip, now); !ok {
 		return s.refuse("ip", wait)
 	}
-	body, f := readBody(w, r, s.cfg.MaxBodyBytes)
+	ok, release := s.perIP.take(ev.ip)
+	if !ok {
+		return s.refuse("ip_open", time.Second)
+	}
+	defer release()
+	body, f := s.readBody(w, r)
 	if f != nil {
 		return f
 	}
+	release, f = s.takeSlot()
+	if f != nil {
+		return f
+	}
+	defer release()
 	req, f := wire.DecodeRequest(body)
 	if f != nil {
 		return f
@@ -278,25 +310,40 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *wi
 	return nil
 }
 
-// readBody reads a request body of at most limit bytes.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *wire.Failure) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return nil, &wire.Failure{Code: wire.MalformedRequest, Status: http.StatusRequestEntityTooLarge}
-		}
-		return nil, wire.Fail(wire.MalformedRequest)
+// readBody reads a request body of at most MaxBodyBytes within
+// BodyTimeout. A declared length over the limit is refused at once.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *wire.Failure) {
+	tooLarge := &wire.Failure{Code: wire.MalformedRequest, Status: http.StatusRequestEntityTooLarge}
+	if r.ContentLength > s.cfg.MaxBodyBytes {
+		return nil, tooLarge
 	}
-	return body, nil
+	if d := s.cfg.Limits.BodyTimeout; d > 0 {
+		// Not every ResponseWriter can (a test recorder): then the server's
+		// read timeout is the bound.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(d))
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	var maxErr *http.MaxBytesError
+	switch {
+	case err == nil:
+		return body, nil
+	case errors.As(err, &maxErr):
+		return nil, tooLarge
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		s.metrics.limited.WithLabelValues("body_timeout").Inc()
+		return nil, &wire.Failure{Code: wire.MalformedRequest, Status: http.StatusRequestTimeout}
+	}
+	return nil, wire.Fail(wire.MalformedRequest)
 }
 
-// lockedOut refuses an IP or an AccessName that failed authentication too often.
+// lockedOut refuses an IP, or an IP for an AccessName, that failed
+// authentication too often. A name is never locked out as such: another
+// address presenting it is not refused.
 func (s *Server) lockedOut(ip, name string, now time.Time) *wire.Failure {
 	for _, lock := range []struct {
 		f   *failures
 		key string
-	}{{s.ipFails, ip}, {s.nameFails, name}} {
+	}{{s.ipFails, ip}, {s.pairFails, ip + "\x00" + name}} {
 		if locked, wait := lock.f.locked(lock.key, now); locked {
 			return s.refuse("auth_lockout", wait)
 		}
@@ -304,11 +351,12 @@ func (s *Server) lockedOut(ip, name string, now time.Time) *wire.Failure {
 	return nil
 }
 
-// authFailed counts a failed authentication against the IP and the name.
+// authFailed counts a failed authentication against the IP, and the IP
+// with the name.
 func (s *Server) authFailed(ip, name string, now time.Time) {
 	s.metrics.authFailures.Inc()
 	s.ipFails.fail(ip, now)
-	s.nameFails.fail(name, now)
+	s.pairFails.fail(ip+"\x00"+name, now)
 }
 
 // signIn checks the web page's sign-in with the API's limits and refusals.

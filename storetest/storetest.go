@@ -600,11 +600,34 @@ func testAudit(t *testing.T, s certorder.Store) {
 	if len(limited) != 2 {
 		t.Fatalf("limit 2 gave %d", len(limited))
 	}
+	// Keys' last use is kept beside the entries; a flood is one row with a count.
+	must(t, s.AppendAudit(ctx, []certorder.AuditEntry{
+		{Time: base.Add(time.Minute), Member: "alice", KeyID: "0123456789ab", Action: "Auth"},
+		{Time: base.Add(3 * time.Minute), Member: "alice", KeyID: "0123456789ab", Action: "Auth"},
+		{Time: base.Add(2 * time.Minute), Member: "alice", KeyID: "ba9876543210", Action: "Auth"},
+	}))
+	must(t, s.AppendAudit(ctx, []certorder.AuditEntry{
+		{Time: base.Add(2 * time.Minute), Member: "alice", KeyID: "0123456789ab", Action: "Auth"}, // older: kept as is
+		{Time: base.Add(-2 * time.Hour), ClientIP: "198.51.100.9", Outcome: 140, Count: 5000},
+	}))
+	last, err := s.KeysLastUsed(ctx, []string{"0123456789ab", "ba9876543210", "000000000000"})
+	must(t, err)
+	if len(last) != 2 || !last["0123456789ab"].Equal(base.Add(3*time.Minute)) || !last["ba9876543210"].Equal(base.Add(2*time.Minute)) {
+		t.Fatalf("KeysLastUsed = %v", last)
+	}
+	all, err = s.Audit(ctx, certorder.AuditQuery{})
+	must(t, err)
+	if flood := all[len(all)-1]; flood.Count != 5000 || flood.Outcome != 140 || flood.ClientIP != "198.51.100.9" {
+		t.Fatalf("aggregated entry = %+v", flood)
+	}
+	if all[0].Count != 1 || all[len(all)-2].KeyID != "" {
+		t.Fatalf("entries = %+v", all)
+	}
 	n, err := s.PruneAudit(ctx, base.Add(2*time.Hour))
 	must(t, err)
 	rest, err := s.Audit(ctx, certorder.AuditQuery{})
 	must(t, err)
-	if n != 3 || len(rest) != 4 {
+	if n != 8 || len(rest) != 4 {
 		t.Fatalf("pruned %d, %d left", n, len(rest))
 	}
 }
