@@ -78,7 +78,7 @@ type Server struct {
 	audit   *auditor // nil without an audit trail
 	closed  sync.Once
 
-	endpoint           string   // the path of the endpoint, /api/<segment>/
+	endpoint           string    // the path of the endpoint, /api/<segment>/
 	memberRate, ipRate *buckets  // nil when off
 	ipFails, pairFails *failures // per IP, per IP and AccessName; nil when off
 	perIP              *holds    // nil when off
