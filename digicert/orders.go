@@ -1,6 +1,7 @@
 package digicert
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -174,7 +175,14 @@ func (c *Client) OrderPages(ctx context.Context, opts ListOptions) iter.Seq2[*Or
 				return
 			}
 			opts.Offset += len(page.Orders)
-			if opts.Offset >= page.Page.Total {
+			// The page object says when to stop; without one, a page shorter
+			// than the limit is the last.
+			limit := page.Page.Limit
+			if limit <= 0 {
+				limit = cmp.Or(opts.Limit, MaxLimit)
+			}
+			if page.Page.Total > 0 && opts.Offset >= page.Page.Total ||
+				page.Page.Total == 0 && len(page.Orders) < limit {
 				return
 			}
 		}

@@ -46,7 +46,7 @@ func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) {
 			matched = append(matched, o)
 		}
 	}
-	if sort := q.Get("sort"); sort != "" {
+	if sort := q.Get("sort"); sort != "" && sort != "id" { // s.ids is in id order already
 		less, err := sorter(sort)
 		if err != nil {
 			writeError(w, http.StatusBadRequest, "invalid_sort", err.Error())
