@@ -1,0 +1,128 @@
+package digicert
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Errors an *APIError matches with errors.Is.
+var (
+	// ErrUnauthorized: DigiCert refused the API key (HTTP 401 or 403).
+	ErrUnauthorized = errors.New("digicert: the API key was refused")
+	// ErrNotFound: no such order or route (HTTP 404).
+	ErrNotFound = errors.New("digicert: not found")
+	// ErrRateLimited: DigiCert's rate limit was hit (HTTP 429), after the
+	// retries ran out.
+	ErrRateLimited = errors.New("digicert: rate limit exceeded")
+	// ErrUnavailable: DigiCert answered 5xx, after the retries ran out.
+	ErrUnavailable = errors.New("digicert: service unavailable")
+)
+
+// APIError is an answer other than 200 from the Services API. Codes and
+// Messages come from its documented body, {"errors":[{"code":...,
+// "message":...}]}, with the API key removed should DigiCert ever echo it.
+type APIError struct {
+	Op       string // what was asked, e.g. "order info 123"
+	Status   int    // HTTP status
+	Codes    []string
+	Messages []string
+	Attempts int // requests made for this call, retries included
+}
+
+// Error says what failed without the API key.
+func (e *APIError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "digicert: %s: ", e.Op)
+	switch {
+	case e.Status == 401 || e.Status == 403:
+		fmt.Fprintf(&b, "DigiCert refused the API key (HTTP %d)", e.Status)
+	case e.Status == 429:
+		fmt.Fprintf(&b, "rate limit exceeded (HTTP 429)")
+	default:
+		fmt.Fprintf(&b, "HTTP %d", e.Status)
+	}
+	for i, code := range e.Codes {
+		msg := ""
+		if i < len(e.Messages) {
+			msg = e.Messages[i]
+		}
+		sep := ": "
+		if i > 0 {
+			sep = "; "
+		}
+		b.WriteString(sep + code)
+		if msg != "" {
+			b.WriteString(" " + msg)
+		}
+	}
+	if e.Attempts > 1 {
+		fmt.Fprintf(&b, " (after %d attempts)", e.Attempts)
+	}
+	return b.String()
+}
+
+// Is matches ErrUnauthorized, ErrNotFound, ErrRateLimited and ErrUnavailable.
+func (e *APIError) Is(target error) bool {
+	switch target {
+	case ErrUnauthorized:
+		return e.Status == 401 || e.Status == 403
+	case ErrNotFound:
+		return e.Status == 404
+	case ErrRateLimited:
+		return e.Status == 429
+	case ErrUnavailable:
+		return e.Status >= 500
+	}
+	return false
+}
+
+// maxMessage bounds what an error keeps of a body that is not the
+// documented error shape.
+const maxMessage = 200
+
+// newAPIError reads DigiCert's error body. The documented shape is an array
+// of {code, message}; a single object in place of the array is accepted too,
+// as some older answers have it.
+func newAPIError(op string, status int, body []byte, key string) *APIError {
+	e := &APIError{Op: op, Status: status}
+	var doc struct {
+		Errors json.RawMessage `json:"errors"`
+	}
+	type item struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}
+	var items []item
+	if json.Unmarshal(body, &doc) == nil && len(doc.Errors) > 0 {
+		if json.Unmarshal(doc.Errors, &items) != nil {
+			var one item
+			if json.Unmarshal(doc.Errors, &one) == nil {
+				items = []item{one}
+			}
+		}
+	}
+	for _, it := range items {
+		e.Codes = append(e.Codes, redact(it.Code, key))
+		e.Messages = append(e.Messages, redact(it.Message, key))
+	}
+	if len(items) == 0 && len(body) > 0 {
+		// Redact before cutting, so no part of the key survives the cut.
+		text := strings.TrimSpace(redact(string(body), key))
+		if len(text) > maxMessage {
+			text = text[:maxMessage] + "..."
+		}
+		e.Codes = []string{"unexpected_body"}
+		e.Messages = []string{strings.ToValidUTF8(text, "?")}
+	}
+	return e
+}
+
+// redact removes the key from text that came from the server.
+func redact(text, key string) string {
+	if key == "" {
+		return text
+	}
+	return strings.ReplaceAll(text, key, "[redacted]")
+}
