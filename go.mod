@@ -3,6 +3,7 @@ module github.com/certorder/certorder
 go 1.26.8
 
 require (
+	code.dny.dev/ssrf v0.3.0
 	github.com/chromedp/chromedp v0.14.2
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/prometheus/client_golang v1.25.0
