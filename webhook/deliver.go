@@ -36,7 +36,7 @@ const (
 	ClassDelivered Class = "delivered"   // 2xx
 	ClassGone      Class = "gone"        // 410 Gone
 	ClassStatus    Class = "http_status" // any other status, redirects included
-	ClassTimeout   Class = "timeout"     // no (full) answer in time
+	ClassTimeout   Class = "timeout"     // no answer (status line) in time
 	ClassRefused   Class = "refused"     // connection refused
 	ClassTLS       Class = "tls"         // handshake or certificate failure
 	ClassBlocked   Class = "blocked"     // refused by the address rule (ErrBlocked)
