@@ -3,9 +3,11 @@ module github.com/certorder/certorder
 go 1.26.8
 
 require (
+	code.dny.dev/ssrf v0.3.0
 	github.com/chromedp/chromedp v0.14.2
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/prometheus/client_golang v1.25.0
+	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	golang.org/x/time v0.16.0
 	modernc.org/sqlite v1.61.1
 )
