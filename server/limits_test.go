@@ -317,11 +317,12 @@ func TestAuditTrail(t *testing.T) {
 			t.Errorf("NUL entry: %+v", es[0])
 		}
 		got := []certorder.AuditEntry{es[1], es[2]}
-		if got[1].Member != "alice" || got[1].Action != "OrderInfo" || got[1].OrderID != 1001 || got[1].Outcome != 0 ||
+		aliceKeyID, _ := certorder.KeyID(f.aliceKey)
+		if got[1].Member != "alice" || got[1].KeyID != aliceKeyID || got[1].Action != "OrderInfo" || got[1].OrderID != 1001 || got[1].Outcome != 0 ||
 			got[1].ClientIP != "127.0.0.1" || !got[1].Time.Equal(today) {
 			t.Errorf("first call: %+v", got[1])
 		}
-		if got[0].Member != "mallory" || got[0].Outcome != 111 {
+		if got[0].Member != "mallory" || got[0].Outcome != 111 || got[0].KeyID != "" {
 			t.Errorf("failed call: %+v", got[0])
 		}
 	})

@@ -216,6 +216,7 @@ type event struct {
 	action  string // as sent, cut to 32 bytes
 	name    string // AccessName as sent, cut to 64 bytes
 	member  string // the authenticated member
+	keyID   string // the key that authenticated the request
 	orderID int64
 	api     bool // a request to the endpoint, which the audit trail keeps
 }
@@ -295,7 +296,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *wi
 		}
 		return f
 	}
-	ev.member, ev.orderID = c.Credential.Member, c.OrderID
+	ev.member, ev.keyID, ev.orderID = c.Credential.Member, c.Credential.KeyID, c.OrderID
 	if ok, wait := s.memberRate.take(c.Credential.Member, now); !ok {
 		return s.refuse("member", wait)
 	}
@@ -459,7 +460,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ev *event, body 
 		if name == "" {
 			name = ev.name
 		}
-		s.audit.record(certorder.AuditEntry{Time: s.cfg.Now(), Member: name, Action: ev.action,
+		s.audit.record(certorder.AuditEntry{Time: s.cfg.Now(), Member: name, KeyID: ev.keyID, Action: ev.action,
 			OrderID: ev.orderID, Outcome: int(code), ClientIP: ev.ip})
 	}
 	if s.cfg.NoAccessLog {
