@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,6 +14,11 @@ import (
 // auditor writes the audit trail in the background, in batches, so that an
 // answer never waits for it. When it falls behind, entries are dropped and
 // counted (certorder_audit_dropped_total) rather than slowing answers.
+//
+// Requests refused before authentication (a flood the limits turn away)
+// are not queued one by one: they are counted per client IP and outcome,
+// and each flush writes one entry per pair with its count. So a flood
+// neither fills the trail nor crowds out the entries of real traffic.
 type auditor struct {
 	store     certorder.AuditStore
 	ch        chan certorder.AuditEntry
@@ -21,6 +27,15 @@ type auditor struct {
 	dropped   prometheus.Counter
 	logger    *slog.Logger
 	done      chan struct{}
+
+	mu      sync.Mutex
+	refused map[refusal]*certorder.AuditEntry
+}
+
+// refusal is what refused requests are counted by.
+type refusal struct {
+	ip      string
+	outcome int
 }
 
 const (
@@ -28,11 +43,12 @@ const (
 	auditBatch  = 512                    // entries written in one transaction at most
 	auditFlush  = 250 * time.Millisecond // how long an entry may wait
 	auditPrune  = time.Hour              // how often entries past retention are deleted
+	maxRefusals = 10000                  // pairs counted at once; beyond, one entry for all other IPs
 )
 
 func newAuditor(store certorder.AuditStore, retention time.Duration, now func() time.Time, dropped prometheus.Counter, logger *slog.Logger) *auditor {
 	a := &auditor{store: store, ch: make(chan certorder.AuditEntry, auditBuffer), retention: retention,
-		now: now, dropped: dropped, logger: logger, done: make(chan struct{})}
+		now: now, dropped: dropped, logger: logger, done: make(chan struct{}), refused: map[refusal]*certorder.AuditEntry{}}
 	go a.run()
 	return a
 }
@@ -46,12 +62,40 @@ func (a *auditor) record(e certorder.AuditEntry) {
 	}
 }
 
+// refuse counts a request refused before authentication.
+func (a *auditor) refuse(e certorder.AuditEntry) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	k := refusal{e.ClientIP, e.Outcome}
+	if _, ok := a.refused[k]; !ok && len(a.refused) >= maxRefusals {
+		k.ip = "*"
+	}
+	if agg := a.refused[k]; agg != nil {
+		agg.Count++
+		return
+	}
+	a.refused[k] = &certorder.AuditEntry{Time: e.Time, ClientIP: k.ip, Outcome: e.Outcome, Count: 1}
+}
+
+// takeRefused returns the counted refusals and starts counting anew.
+func (a *auditor) takeRefused() []certorder.AuditEntry {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	es := make([]certorder.AuditEntry, 0, len(a.refused))
+	for _, e := range a.refused {
+		es = append(es, *e)
+	}
+	clear(a.refused)
+	return es
+}
+
 func (a *auditor) run() {
 	defer close(a.done)
 	tick := time.NewTicker(auditFlush)
 	defer tick.Stop()
 	batch := make([]certorder.AuditEntry, 0, auditBatch)
 	flush := func() {
+		batch = append(batch, a.takeRefused()...)
 		if len(batch) == 0 {
 			return
 		}

@@ -460,8 +460,13 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ev *event, body 
 		if name == "" {
 			name = ev.name
 		}
-		s.audit.record(certorder.AuditEntry{Time: s.cfg.Now(), Member: name, KeyID: ev.keyID, Action: ev.action,
-			OrderID: ev.orderID, Outcome: int(code), ClientIP: ev.ip})
+		if ev.member == "" && code != wire.CredentialsMissing && code != wire.CredentialsFailed {
+			// Refused before authentication: counted, not one entry each.
+			s.audit.refuse(certorder.AuditEntry{Time: s.cfg.Now(), Outcome: int(code), ClientIP: ev.ip})
+		} else {
+			s.audit.record(certorder.AuditEntry{Time: s.cfg.Now(), Member: name, KeyID: ev.keyID, Action: ev.action,
+				OrderID: ev.orderID, Outcome: int(code), ClientIP: ev.ip})
+		}
 	}
 	if s.cfg.NoAccessLog {
 		return

@@ -1,0 +1,293 @@
+package server_test
+
+// Tests of issue 10's findings, each through the real HTTP interface.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/testdb"
+	"github.com/certorder/certorder/server"
+	"github.com/certorder/certorder/storetest"
+)
+
+// Connections that send headers and then a body a byte at a time, from
+// several addresses, never take the places of requests being answered:
+// normal clients keep getting their answers.
+func TestSlowBodies(t *testing.T) {
+	f := newFixture(t, testdb.SQLite(t), server.Config{Limits: server.Limits{
+		MaxInFlight: 8, MaxPerIP: 8, BodyTimeout: 3 * time.Second}})
+	host := strings.TrimPrefix(strings.TrimSuffix(f.url, "/api/digicert/"), "http://")
+	const addresses, perAddress = 6, 8
+	var slow sync.WaitGroup
+	stop := make(chan struct{})
+	opened := make(chan bool, addresses*perAddress)
+	for a := range addresses {
+		for range perAddress {
+			slow.Add(1)
+			go func() {
+				defer slow.Done()
+				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(2+a))}, Timeout: 2 * time.Second}
+				conn, err := d.Dial("tcp", host)
+				if err != nil {
+					opened <- false
+					return
+				}
+				defer conn.Close()
+				fmt.Fprintf(conn, "POST /api/digicert/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
+				opened <- true
+				tick := time.NewTicker(200 * time.Millisecond)
+				defer tick.Stop()
+				for range 50 { // at most 10 s
+					select {
+					case <-stop:
+						return
+					case <-tick.C:
+						if _, err := conn.Write([]byte(" ")); err != nil {
+							return
+						}
+					}
+				}
+			}()
+		}
+	}
+	for range addresses * perAddress {
+		if !<-opened {
+			t.Skip("cannot bind 127.0.0.x source addresses here")
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // the slow requests are all being read
+	var latencies []time.Duration
+	for range 32 {
+		start := time.Now()
+		status, got := f.post(t, f.alice("OrderInfo", "orderId", "1001"))
+		latencies = append(latencies, time.Since(start))
+		if status != 200 {
+			t.Fatalf("a normal request beside %d slow bodies: %d %s", addresses*perAddress, status, got)
+		}
+	}
+	close(stop)
+	slow.Wait()
+	slices.Sort(latencies)
+	t.Logf("slow-body: %d addresses x %d connections; normal clients 32/32 OK, p50 %v, max %v",
+		addresses, perAddress, latencies[len(latencies)/2], latencies[len(latencies)-1])
+}
+
+// A slow body is cut at the body deadline with 408; one address cannot
+// hold more than MaxPerIP requests open.
+func TestBodyDeadlineAndPerIP(t *testing.T) {
+	f := newFixture(t, testdb.SQLite(t), server.Config{Limits: server.Limits{MaxPerIP: 2, BodyTimeout: 300 * time.Millisecond}})
+	host := strings.TrimPrefix(strings.TrimSuffix(f.url, "/api/digicert/"), "http://")
+	open := func() net.Conn {
+		conn, err := net.DialTimeout("tcp", host, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "POST /api/digicert/ HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+		return conn
+	}
+	a, b := open(), open()
+	defer a.Close()
+	defer b.Close()
+	time.Sleep(100 * time.Millisecond)
+	if status, got := f.post(t, f.alice("Auth")); status != 429 || got != rateLimited {
+		t.Fatalf("a third request from the address: %d %s", status, got)
+	}
+	a.SetReadDeadline(time.Now().Add(3 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(a), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 408 || strings.TrimSpace(string(got)) != e100 {
+		t.Fatalf("a body slower than the deadline: %d %s", resp.StatusCode, got)
+	}
+	b.Close()
+	time.Sleep(400 * time.Millisecond) // both places are free again
+	if status, got := f.post(t, f.alice("Auth")); status != 200 {
+		t.Fatalf("after the slow requests: %d %s", status, got)
+	}
+}
+
+// A flood from one address, almost all refused by the per-IP limit, is a
+// few counted entries in the audit trail, and real traffic beside it loses
+// none of its own.
+func TestAuditFlood(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	f := newFixture(t, testdb.SQLite(t), server.Config{AuditRetention: time.Hour, Metrics: reg,
+		Limits: server.Limits{IPRate: 5, IPBurst: 10, TrustedProxies: loopback}})
+	const flood, real = 3000, 40
+	var wg sync.WaitGroup
+	var refused sync.Map
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range flood / 4 {
+				if status, _, _ := f.postFrom(t, "203.0.113.66", f.alice("Auth")); status == 429 {
+					n, _ := refused.LoadOrStore(w, new(int))
+					*n.(*int)++
+				}
+			}
+		}()
+	}
+	for i := range real {
+		ip := fmt.Sprintf("198.51.100.%d", i)
+		if status, _, _ := f.postFrom(t, ip, f.alice("OrderInfo", "orderId", "1001")); status != 200 {
+			t.Fatalf("real request %d: %d", i, status)
+		}
+	}
+	wg.Wait()
+	f.handler.Close()
+	total := 0
+	refused.Range(func(_, n any) bool { total += *n.(*int); return true })
+	es, err := f.store.Audit(context.Background(), certorder.AuditQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, counted, realRows := 0, 0, 0
+	for _, e := range es {
+		switch {
+		case e.ClientIP == "203.0.113.66" && e.Outcome == 140:
+			rows++
+			counted += e.Count
+		case strings.HasPrefix(e.ClientIP, "198.51.100.") && e.Outcome == 0 && e.Member == "alice":
+			realRows++
+		}
+	}
+	if counted != total || rows > 20 || realRows != real {
+		t.Fatalf("flood of %d refused: %d rows counting %d; real traffic %d of %d rows", total, rows, counted, realRows, real)
+	}
+	if got := counter(t, reg, "certorder_audit_dropped_total"); got != 0 {
+		t.Fatalf("audit entries dropped: %v", got)
+	}
+	t.Logf("flood: %d requests refused, written as %d audit rows; %d real entries, 0 dropped", total, rows, realRows)
+}
+
+// A key sent in the wrong field is not written in plaintext: not in the
+// audit trail, not in the access log.
+func TestKeyInWrongField(t *testing.T) {
+	var log bytes.Buffer
+	var mu sync.Mutex
+	f := newFixture(t, testdb.SQLite(t), server.Config{AuditRetention: time.Hour,
+		Logger: slogTo(lockedWriter{&mu, &log})})
+	secret := f.aliceKey[len("cok_0123456789ab_"):]
+	f.post(t, body("AccessName", q(f.aliceKey), "AccessKey", q(f.aliceKey), "action", `"Auth"`))
+	f.post(t, body("AccessName", `"alice"`, "AccessKey", q(f.aliceKey), "action", q(f.aliceKey)))
+	f.handler.Close()
+	es, err := f.store.Audit(context.Background(), certorder.AuditQuery{})
+	if err != nil || len(es) != 2 {
+		t.Fatalf("audit: %+v, %v", es, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, e := range es {
+		if strings.Contains(e.Member+e.Action, secret) || !strings.Contains(e.Member+e.Action, "[redacted]") {
+			t.Errorf("audit entry with the key: %+v", e)
+		}
+	}
+	if strings.Contains(log.String(), secret) {
+		t.Errorf("the access log shows the key:\n%s", log.String())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// Every path under /api, however written, answers the JSON failure 102;
+// never a redirect, an empty body or the web page. A declared length over
+// the limit is refused before the body is read.
+func TestAPIPaths(t *testing.T) {
+	f := newFixture(t, testdb.SQLite(t), server.Config{Web: true})
+	base := strings.TrimSuffix(f.url, "/api/digicert/")
+	host := strings.TrimPrefix(base, "http://")
+	raw := func(requestLine string, headers string) (int, string) {
+		conn, err := net.DialTimeout("tcp", host, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(5 * time.Second))
+		fmt.Fprintf(conn, "%s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n%s\r\n", requestLine, headers)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+			t.Errorf("%s: Content-Type %q", requestLine, ct)
+		}
+		return resp.StatusCode, strings.TrimSpace(string(b))
+	}
+	for _, p := range []string{"//api/digicert/", "/api//digicert/", "/api/./digicert/", "/api/x/../digicert/",
+		"/API/digicert/", "/Api/digicert/", "/api", "/api/", "/api/other/", "/x/../api/digicert/", "/api/digicert/x",
+		"/api/digicert//", "/api/%64igicert%2F..%2F"} {
+		if status, got := raw("POST "+p, ""); status != 404 || got != e102 {
+			t.Errorf("POST %s: %d %s", p, status, got)
+		}
+	}
+	for _, p := range []string{"/api/digicert/", "/api/digicert"} {
+		if status, got := raw("POST "+p, "Content-Length: 2\r\n\r\n{}"); status != 400 || got != e110 {
+			t.Errorf("POST %s: %d %s", p, status, got)
+		}
+	}
+	// 413 at once: the body is never sent, and the answer does not wait for it.
+	start := time.Now()
+	if status, got := raw("POST /api/digicert/", "Content-Length: 10000000\r\n"); status != 413 || got != e100 || time.Since(start) > 2*time.Second {
+		t.Errorf("declared length over the limit: %d %s after %v", status, got, time.Since(start))
+	}
+}
+
+// Another member's order is never read: asking for a large order of
+// another member costs what asking for a missing one does.
+func TestForeignOrderCostsNothing(t *testing.T) {
+	f := newFixture(t, testdb.SQLite(t), server.Config{})
+	big := strings.Replace(storetest.OrderJSON(3001, 0, "2030-01-01"), `"status":"issued"`,
+		`"status":"issued","note":"`+strings.Repeat("x", certorder.MaxOrderBytes-2000)+`"`, 1)
+	if _, err := f.store.ImportOrders(context.Background(), "bob", storetest.Orders(t, big)); err != nil {
+		t.Fatal(err)
+	}
+	allocated := func(orderID string) uint64 {
+		req := f.alice("OrderInfo", "orderId", orderID)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range 50 {
+			rec := httptest.NewRecorder()
+			f.handler.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/digicert/", strings.NewReader(req)))
+			if rec.Code != 404 || strings.TrimSpace(rec.Body.String()) != e131 {
+				t.Fatalf("order %s: %d %s", orderID, rec.Code, rec.Body.String())
+			}
+		}
+		runtime.ReadMemStats(&after)
+		return (after.TotalAlloc - before.TotalAlloc) / 50
+	}
+	missing, foreign := allocated("999999"), allocated("3001")
+	t.Logf("bytes allocated per request: missing order %d, another member's %d KiB order %d", missing, len(big)>>10, foreign)
+	if foreign > missing+16<<10 {
+		t.Fatalf("another member's order costs %d bytes a request, a missing one %d", foreign, missing)
+	}
+}
