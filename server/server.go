@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -77,6 +78,9 @@ type Server struct {
 	metrics *metrics
 	audit   *auditor // nil without an audit trail
 	closed  sync.Once
+
+	draining    atomic.Bool  // shutting down: answers close their connections, /readyz says 503
+	lastRequest atomic.Int64 // when the last request arrived, in UnixNano
 
 	endpoint           string    // the path of the endpoint, /api/<segment>/
 	memberRate, ipRate *buckets  // nil when off
@@ -143,6 +147,10 @@ func New(store Store, cfg Config) (*Server, error) {
 // path that is, or cleans to, /api or below, in any case, gets the JSON
 // failure 102, never a redirect or the web page.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.lastRequest.Store(time.Now().UnixNano())
+	if s.draining.Load() {
+		w.Header().Set("Connection", "close")
+	}
 	switch p := r.URL.Path; {
 	case p == s.endpoint || p == s.endpoint[:len(s.endpoint)-1]:
 		s.handleAPI(w, r)
@@ -159,6 +167,14 @@ func isAPIPath(p string) bool {
 	c := strings.ToLower(path.Clean("/" + p))
 	return c == "/api" || strings.HasPrefix(c, "/api/")
 }
+
+// Drain begins a graceful shutdown: from now on every answer closes its
+// connection and /readyz answers 503, so that clients and load balancers
+// move on while the requests already sent are still answered.
+func (s *Server) Drain() { s.draining.Store(true) }
+
+// Quiet reports how long it is since the last request arrived.
+func (s *Server) Quiet() time.Duration { return time.Since(time.Unix(0, s.lastRequest.Load())) }
 
 // Close writes the audit entries still queued. Call it once no request is
 // being served.
@@ -180,6 +196,10 @@ func (s *Server) Healthz() http.Handler {
 // Readyz answers 200 when the store answers, 503 when it does not.
 func (s *Server) Readyz() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.draining.Load() {
+			writeJSON(w, http.StatusServiceUnavailable, []byte(`{"status":"shutting down"}`+"\n"))
+			return
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
 		defer cancel()
 		if err := s.ping.Ping(ctx); err != nil {

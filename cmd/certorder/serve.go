@@ -34,7 +34,7 @@ import (
 type serveConfig struct {
 	addr, db, segment, logFormat, metricsAddr, tlsCert, tlsKey, trusted string
 	demo, errorsAs200, accessLog, web, pprof                            bool
-	storeTimeout, auditRetention, shutdownTimeout                       time.Duration
+	storeTimeout, auditRetention, shutdownTimeout, shutdownDrain        time.Duration
 	readHeaderTimeout, readTimeout, writeTimeout, idleTimeout           time.Duration
 	limits                                                              server.Limits
 }
@@ -83,7 +83,8 @@ func (c *serveConfig) options() []option {
 		{"audit-retention", "CERTORDER_AUDIT_RETENTION", "keep the audit trail this long; 0 turns it off", durationVar(&c.auditRetention, 90*24*time.Hour)},
 		{"tls-cert", "CERTORDER_TLS_CERT", "serve HTTPS with this certificate (PEM); SIGHUP reloads it", stringVar(&c.tlsCert, "")},
 		{"tls-key", "CERTORDER_TLS_KEY", "the certificate's private key (PEM)", stringVar(&c.tlsKey, "")},
-		{"shutdown-timeout", "CERTORDER_SHUTDOWN_TIMEOUT", "on SIGTERM, how long requests in flight may take to finish", durationVar(&c.shutdownTimeout, 15*time.Second)},
+		{"shutdown-drain", "CERTORDER_SHUTDOWN_DRAIN", "on SIGTERM, keep answering (each answer closing its connection, /readyz 503) until no request has come for 200ms, at most this long, then stop accepting", durationVar(&c.shutdownDrain, 2*time.Second)},
+		{"shutdown-timeout", "CERTORDER_SHUTDOWN_TIMEOUT", "then, how long requests in flight may take to finish", durationVar(&c.shutdownTimeout, 15*time.Second)},
 		{"read-header-timeout", "CERTORDER_READ_HEADER_TIMEOUT", "time to read a request's headers", durationVar(&c.readHeaderTimeout, 5*time.Second)},
 		{"read-timeout", "CERTORDER_READ_TIMEOUT", "time to read a whole request", durationVar(&c.readTimeout, 10*time.Second)},
 		{"write-timeout", "CERTORDER_WRITE_TIMEOUT", "time to write an answer", durationVar(&c.writeTimeout, 15*time.Second)},
@@ -253,8 +254,18 @@ func (e *env) listen(ctx context.Context, c *serveConfig, logger *slog.Logger, s
 		return err
 	case <-ctx.Done():
 	}
-	// Stop accepting, let the requests in flight finish; then the deferred
-	// calls write the last audit entries and close the store.
+	// Drain first: a request a client sent before the signal may still sit
+	// unread on an idle keep-alive connection or in the listen queue, and
+	// closing those now would reset it. So keep answering, each answer
+	// closing its connection, until requests stop coming (or the drain
+	// time is up); then stop accepting and let the requests in flight
+	// finish. The deferred calls write the last audit entries and close
+	// the store.
+	logger.Info("draining", "at_most", c.shutdownDrain.String())
+	handler.Drain()
+	for end := time.Now().Add(c.shutdownDrain); time.Now().Before(end) && handler.Quiet() < drainQuiet; {
+		time.Sleep(drainQuiet / 10)
+	}
 	logger.Info("shutting down", "timeout", c.shutdownTimeout.String())
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)
 	defer cancel()
@@ -264,6 +275,9 @@ func (e *env) listen(ctx context.Context, c *serveConfig, logger *slog.Logger, s
 	logger.Info("stopped")
 	return nil
 }
+
+// drainQuiet is how long without a request ends the drain.
+const drainQuiet = 200 * time.Millisecond
 
 // metricsMux serves /metrics, the health checks and, if asked, pprof.
 func metricsMux(reg *prometheus.Registry, handler *server.Server, withPprof bool) http.Handler {
