@@ -92,6 +92,25 @@ func TestServeTLSAndMetrics(t *testing.T) {
 	if s := servedSerial(); s != 1 {
 		t.Fatalf("serial %d", s)
 	}
+	// TLS 1.2 offers AEAD suites only: a client that speaks only CBC suites
+	// is refused; one that speaks GCM is served.
+	handshake := func(suites ...uint16) error {
+		u, _ := url.Parse(endpoint)
+		conn, err := tls.Dial("tcp", u.Host, &tls.Config{RootCAs: roots, MaxVersion: tls.VersionTLS12, CipherSuites: suites,
+			ServerName: "127.0.0.1"})
+		if err == nil {
+			conn.Close()
+		}
+		return err
+	}
+	if err := handshake(tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA, tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA,
+		tls.TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA, tls.TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA,
+		tls.TLS_RSA_WITH_AES_128_CBC_SHA, tls.TLS_RSA_WITH_AES_256_CBC_SHA); err == nil {
+		t.Error("a TLS 1.2 client offering only CBC suites was served")
+	}
+	if err := handshake(tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256); err != nil {
+		t.Errorf("a TLS 1.2 client offering GCM: %v", err)
+	}
 	_, _, second := selfSigned(t, dir, 2)
 	roots.AddCert(second)
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
