@@ -1,7 +1,9 @@
 package certorder_test
 
 import (
+	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"runtime"
 	"strconv"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/wire"
 )
 
 func TestDaysRemaining(t *testing.T) {
@@ -201,5 +204,23 @@ func TestAuditEntryTrimmed(t *testing.T) {
 	e := certorder.AuditEntry{Member: strings.Repeat("é", 40), Action: "a\x00b\xffc"}.Trimmed()
 	if len(e.Member) != 64 || !utf8.ValidString(e.Member) || e.Action != "a\uFFFDb\uFFFDc" {
 		t.Fatalf("Trimmed = %q, %q", e.Member, e.Action)
+	}
+}
+
+// Whatever the import accepts, the typed OrderInfo (the Go client's Order,
+// the web page's reading) decodes: random documents in every variation the
+// schema allows.
+func TestAcceptedDocumentsDecode(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 2000 {
+		doc := certorder.RandomDocument(r, int64(i+1))
+		o, err := certorder.ParseOrder(doc)
+		if err != nil {
+			t.Fatalf("a random document of the schema is refused: %v\n%s", err, doc)
+		}
+		var info certorder.OrderInfo
+		if err := json.Unmarshal(wire.AppendOrderInfo(nil, o, time.Now()), &info); err != nil || info.OrderID != o.ID {
+			t.Fatalf("an accepted document does not decode: %v\n%s", err, doc)
+		}
 	}
 }

@@ -498,8 +498,15 @@ func testExportRestore(t *testing.T, src, dst certorder.Store) {
 	_, err = src.ImportOrders(ctx, "bob", Orders(t, OrderJSON(9, 0, "2030-01-01")))
 	must(t, err)
 
+	// Documents are exported byte for byte: no \u003c for <, no \u0026 for &.
+	odd := strings.Replace(OrderJSON(4, 0, "2030-01-01"), `"status":"issued"`, `"status":"issued","note":"<b>&amp;</b>"`, 1)
+	_, err = src.ImportOrders(ctx, "bob", Orders(t, odd))
+	must(t, err)
 	var first bytes.Buffer
 	must(t, certorder.Export(ctx, src, &first))
+	if !strings.Contains(first.String(), `"note":"<b>&amp;</b>"`) {
+		t.Fatalf("the export rewrote the document:\n%s", first.String())
+	}
 
 	// A bad line anywhere restores nothing.
 	broken := first.String() + `{"type":"order","member":"nobody","order_id":5,"doc":` + OrderJSON(5, 0, "2030-01-01") + "}\n"
@@ -514,7 +521,7 @@ func testExportRestore(t *testing.T, src, dst certorder.Store) {
 	if first.String() != second.String() {
 		t.Fatalf("export after restore differs:\n%s\n---\n%s", first.String(), second.String())
 	}
-	if strings.Count(first.String(), "\n") != 2+2+4 {
+	if strings.Count(first.String(), "\n") != 2+2+5 {
 		t.Fatalf("export has the wrong number of lines:\n%s", first.String())
 	}
 	wantErr(t, dst.Restore(ctx, certorder.ReadExport(bytes.NewReader(first.Bytes()))), certorder.ErrConflict)
