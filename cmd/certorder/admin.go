@@ -325,6 +325,9 @@ func (e *env) audit(fs *flag.FlagSet) adminFunc {
 			if a.OrderID != 0 {
 				order = strconv.FormatInt(a.OrderID, 10)
 			}
+			if a.Count > 1 {
+				outcome += fmt.Sprintf(" x%d", a.Count) // refusals counted together
+			}
 			fmt.Fprintf(tw, "%s\t%q\t%q\t%s\t%s\t%s\n", a.Time.UTC().Format(time.RFC3339), a.Member, a.Action, order, outcome, a.ClientIP)
 		}
 		return tw.Flush()

@@ -96,7 +96,7 @@ func (c *serveConfig) options() []option {
 		{"auth-fail-limit", "CERTORDER_AUTH_FAIL_LIMIT", "failed authentications from one IP for one AccessName before that pair is locked out; 0 turns it off", intVar(&l.AuthFailures, d.AuthFailures)},
 		{"auth-fail-ip-limit", "CERTORDER_AUTH_FAIL_IP_LIMIT", "failed authentications from one IP, any names, before the IP is locked out; 0 turns it off", intVar(&l.AuthFailuresPerIP, d.AuthFailuresPerIP)},
 		{"auth-fail-window", "CERTORDER_AUTH_FAIL_WINDOW", "window in which failed authentications are counted", durationVar(&l.AuthFailWindow, d.AuthFailWindow)},
-		{"auth-lockout", "CERTORDER_AUTH_LOCKOUT", "how long a locked-out IP or AccessName is refused", durationVar(&l.AuthLockout, d.AuthLockout)},
+		{"auth-lockout", "CERTORDER_AUTH_LOCKOUT", "how long a locked-out IP, or IP and AccessName, is refused", durationVar(&l.AuthLockout, d.AuthLockout)},
 		{"max-in-flight", "CERTORDER_MAX_IN_FLIGHT", "requests served at once, counted once their body has arrived; beyond it a fast 503; 0 turns it off", intVar(&l.MaxInFlight, d.MaxInFlight)},
 		{"max-per-ip", "CERTORDER_MAX_PER_IP", "requests one client IP may hold open at once, bodies still arriving included; beyond it 429; 0 turns it off", intVar(&l.MaxPerIP, d.MaxPerIP)},
 		{"body-timeout", "CERTORDER_BODY_TIMEOUT", "time a request's body may take to arrive, after its headers (408); 0 leaves only --read-timeout", durationVar(&l.BodyTimeout, d.BodyTimeout)},

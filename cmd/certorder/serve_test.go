@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"os"
+	"strings"
+	"testing"
+)
 
 func TestRedactDSN(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
@@ -15,6 +19,23 @@ func TestRedactDSN(t *testing.T) {
 		got := redactDSN(tc.in)
 		if got != tc.want {
 			t.Errorf("redactDSN(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// Every option of serve is in docs/OPERATIONS.md, with its variable.
+func TestOptionsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/OPERATIONS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range (&serveConfig{}).options() {
+		row := "| `--" + o.flag + "` | "
+		if o.env != "" {
+			row += "`" + o.env + "` |"
+		}
+		if !strings.Contains(string(doc), row) {
+			t.Errorf("docs/OPERATIONS.md has no row %q", row)
 		}
 	}
 }
