@@ -34,6 +34,11 @@ const adminUsage = `usage: certorder admin <command> [--db DSN] [arguments]
   order show ID                show an order as OrderInfo answers it
   audit [--member NAME] [--since TIME] [--limit N]
                                list API calls, newest first (TIME: RFC 3339, YYYY-MM-DD, or a duration ago: 24h)
+  webhook add MEMBER URL [--events TYPES]
+                               add a webhook endpoint; its signing secret alone on the last line
+  webhook list MEMBER          list a member's endpoints
+  webhook remove ID            remove an endpoint and its deliveries
+  webhook rotate ID            new signing secret; the old one signs too for 24 hours
   migrate                      apply the store's schema migrations, and nothing else
   export                       write every member, key hash, order and renewal as JSON lines
   restore FILE|-               load an export into an empty store, all or nothing
@@ -69,6 +74,10 @@ func (e *env) adminCommands() map[string]adminCommand {
 		"order list":     {"NAME", 1, noFlags(e.orderList)},
 		"order show":     {"ID", 1, noFlags(e.orderShow)},
 		"audit":          {"[--member NAME] [--since TIME] [--limit N]", 0, e.audit},
+		"webhook add":    {"MEMBER URL [--events TYPES]", 2, e.webhookAdd},
+		"webhook list":   {"MEMBER", 1, noFlags(e.webhookList)},
+		"webhook remove": {"ID", 1, noFlags(e.webhookRemove)},
+		"webhook rotate": {"ID", 1, noFlags(e.webhookRotate)},
 		"migrate":        {"", 0, noFlags(e.migrate)},
 		"export":         {"", 0, noFlags(e.export)},
 		"restore":        {"FILE|-", 1, noFlags(e.restore)},

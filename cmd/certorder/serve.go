@@ -28,13 +28,17 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/stores"
+	"github.com/certorder/certorder/webhook"
 )
 
 // serveConfig is every setting of serve.
 type serveConfig struct {
 	addr, db, segment, logFormat, metricsAddr, tlsCert, tlsKey, trusted string
 	demo, errorsAs200, accessLog, web, pprof                            bool
+	webhooks, webhookAllowPrivate                                       bool
+	webhookExpiring                                                     string
 	storeTimeout, auditRetention, shutdownTimeout, shutdownDrain        time.Duration
+	webhookTimeout                                                      time.Duration
 	readHeaderTimeout, readTimeout, writeTimeout, idleTimeout           time.Duration
 	limits                                                              server.Limits
 }
@@ -100,6 +104,10 @@ func (c *serveConfig) options() []option {
 		{"max-in-flight", "CERTORDER_MAX_IN_FLIGHT", "requests served at once, counted once their body has arrived; beyond it a fast 503; 0 turns it off", intVar(&l.MaxInFlight, d.MaxInFlight)},
 		{"max-per-ip", "CERTORDER_MAX_PER_IP", "requests one client IP may hold open at once, bodies still arriving included; beyond it 429; 0 turns it off", intVar(&l.MaxPerIP, d.MaxPerIP)},
 		{"body-timeout", "CERTORDER_BODY_TIMEOUT", "time a request's body may take to arrive, after its headers (408); 0 leaves only --read-timeout", durationVar(&l.BodyTimeout, d.BodyTimeout)},
+		{"webhooks", "CERTORDER_WEBHOOKS", "deliver members' webhook events in the background", boolVar(&c.webhooks, true)},
+		{"webhook-allow-private", "CERTORDER_WEBHOOK_ALLOW_PRIVATE", "let webhook endpoints be plain http and on loopback, private or link-local addresses (intranets, tests)", boolVar(&c.webhookAllowPrivate, false)},
+		{"webhook-timeout", "CERTORDER_WEBHOOK_TIMEOUT", "time a webhook endpoint has to answer", durationVar(&c.webhookTimeout, webhook.DefaultTimeout)},
+		{"webhook-expiring-days", "CERTORDER_WEBHOOK_EXPIRING_DAYS", "order.expiring is sent as an order without a successor crosses each of these days before expiry", stringVar(&c.webhookExpiring, "30,7,1")},
 		{"trusted-proxy", "CERTORDER_TRUSTED_PROXIES", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed", stringVar(&c.trusted, "")},
 	}
 }
@@ -138,6 +146,9 @@ func (e *env) parseServe(args []string) (*serveConfig, *slog.Logger, error) {
 	}
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		return nil, nil, usageError("serve: --tls-cert and --tls-key go together")
+	}
+	if c.webhooks && len(certorder.ParseThresholds(c.webhookExpiring)) == 0 {
+		return nil, nil, usageError("serve: --webhook-expiring-days %q: give days such as 30,7,1", c.webhookExpiring)
 	}
 	if c.pprof && c.metricsAddr == "" {
 		return nil, nil, usageError("serve: --pprof needs --metrics-addr")
@@ -184,6 +195,16 @@ func (e *env) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer handler.Close() // after the server below has shut down: writes the last audit entries
+	if c.webhooks {
+		w := webhook.NewWorker(webhook.WorkerConfig{Store: store, Logger: logger, Metrics: reg,
+			Client:     webhook.NewHTTPClient(webhook.Options{AllowPrivate: c.webhookAllowPrivate, Timeout: c.webhookTimeout}),
+			Lease:      c.webhookTimeout + 5*time.Second, // longer than any attempt
+			Thresholds: certorder.ParseThresholds(c.webhookExpiring)})
+		workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan struct{})
+		go func() { defer close(done); w.Run(workCtx) }()
+		defer func() { stopWork(); <-done }() // before the store closes
+	}
 	return e.listen(ctx, c, logger, store, handler, reg)
 }
 
