@@ -85,23 +85,21 @@ func (e *env) webhookList(ctx context.Context, store certorder.Store, args []str
 	return tw.Flush()
 }
 
-func endpointArg(s string) (int64, error) {
+// endpointArg is the endpoint an ID argument names.
+func endpointArg(ctx context.Context, store certorder.WebhookStore, s string) (certorder.Endpoint, error) {
 	id, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || id <= 0 {
-		return 0, usageError("%q is not an endpoint ID (see admin webhook list)", s)
+		return certorder.Endpoint{}, usageError("%q is not an endpoint ID (see admin webhook list)", s)
 	}
-	return id, nil
+	return store.FindEndpoint(ctx, id)
 }
 
 func (e *env) webhookRemove(ctx context.Context, store certorder.Store, args []string) error {
-	id, err := endpointArg(args[0])
+	ep, err := endpointArg(ctx, store, args[0])
 	if err != nil {
 		return err
 	}
-	ep, err := store.FindEndpoint(ctx, id)
-	if err != nil {
-		return err
-	}
+	id := ep.ID
 	if err := store.DeleteEndpoint(ctx, id); err != nil {
 		return err
 	}
@@ -114,14 +112,11 @@ func (e *env) webhookRemove(ctx context.Context, store certorder.Store, args []s
 const rotationOverlap = 24 * time.Hour
 
 func (e *env) webhookRotate(ctx context.Context, store certorder.Store, args []string) error {
-	id, err := endpointArg(args[0])
+	ep, err := endpointArg(ctx, store, args[0])
 	if err != nil {
 		return err
 	}
-	ep, err := store.FindEndpoint(ctx, id)
-	if err != nil {
-		return err
-	}
+	id := ep.ID
 	secret, err := webhook.NewSecret()
 	if err != nil {
 		return err
