@@ -72,6 +72,7 @@ type Store interface {
 // has shut down, to write the last audit entries.
 type Server struct {
 	creds   certorder.CredentialStore
+	orders  certorder.OrderReader // for actions that read more
 	ping    certorder.Pinger
 	cfg     Config
 	mux     *http.ServeMux
@@ -108,7 +109,7 @@ func New(store Store, cfg Config) (*Server, error) {
 	}
 	l := cfg.Limits
 	s := &Server{
-		creds: store, ping: store, cfg: cfg,
+		creds: store, orders: store, ping: store, cfg: cfg,
 		metrics:    newMetrics(cfg.Metrics),
 		memberRate: newBuckets(l.MemberRate, l.MemberBurst),
 		ipRate:     newBuckets(l.IPRate, l.IPBurst),
@@ -303,7 +304,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *wi
 	}
 	act, known := wire.Actions[req.Action]
 	known = known && req.ActionOK
-	c := &wire.Call{Now: now}
+	c := &wire.Call{Now: now, Orders: s.orders}
 	if known && act.NeedsOrder {
 		c.OrderID, _ = wire.ParseOrderID(req.OrderID)
 	}

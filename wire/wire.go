@@ -216,6 +216,10 @@ type Call struct {
 	OrderID    int64            // 0 when orderId is absent or not a valid order number
 	Order      *certorder.Order // the member's order OrderID names; nil if the member has none
 	Now        time.Time
+	// Orders reads further, for an action that needs more than the order
+	// read with the credentials (under Answer's ctx, the store timeout).
+	// Every read must stay within Credential.MemberID's orders.
+	Orders certorder.OrderReader
 }
 
 // Actions are the actions of the interface, by name (case-sensitive).
