@@ -130,7 +130,7 @@ func New(store Store, cfg Config) (*Server, error) {
 	}
 	if cfg.Web {
 		wc := web.Config{SignIn: s.signIn, Secure: s.secure, Now: cfg.Now, Logger: cfg.Logger, StoreTimeout: cfg.StoreTimeout,
-			ClientIP: func(r *http.Request) string { return clientIP(r, cfg.Limits.TrustedProxies) },
+			ClientIP:           func(r *http.Request) string { return clientIP(r, cfg.Limits.TrustedProxies) },
 			SelfServiceKeysOff: cfg.SelfServiceKeysOff}
 		if s.audit != nil {
 			wc.Audit = s.audit.record // sign-ins and key changes, beside the API's calls

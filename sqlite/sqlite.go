@@ -51,8 +51,8 @@ var _ certorder.Store = (*Store)(nil)
 
 // Store is a certorder.Store on one SQLite file.
 type Store struct {
-	read   *sql.DB // concurrent readers; WAL lets them run beside the writer
-	write  *sql.DB // one connection: SQLite allows one writer at a time
+	read     *sql.DB // concurrent readers; WAL lets them run beside the writer
+	write    *sql.DB // one connection: SQLite allows one writer at a time
 	audit    *sql.DB // the audit trail's file, one connection
 	sessions *sql.DB // the web sessions' file, one connection
 	closed   atomic.Bool
