@@ -101,8 +101,10 @@ func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*cert
 		limit = &q.Limit
 	}
 	n := len(args)
-	rows, _ := s.pool.Query(ctx, `SELECT `+orderColumns+`, `+renewsColumn+` FROM orders o WHERE `+where+` ORDER BY `+orderSorts[q.Sort]+
-		` LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2), append(args, limit, max(q.Offset, 0))...)
+	// Renews is read for the page's rows only, not for those the offset skips.
+	rows, _ := s.pool.Query(ctx, `SELECT `+orderColumns+`, `+renewsColumn+` FROM (SELECT * FROM orders o WHERE `+where+
+		` ORDER BY `+orderSorts[q.Sort]+` LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2)+`) o ORDER BY `+orderSorts[q.Sort],
+		append(args, limit, max(q.Offset, 0))...)
 	os, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*certorder.Order, error) {
 		var n nullOrder
 		var renews int64

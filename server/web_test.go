@@ -22,12 +22,12 @@ import (
 
 // browser is an HTTP client with cookies that does not follow redirects.
 type browser struct {
-	t    *testing.T
+	t    testing.TB
 	base string
 	hc   *http.Client
 }
 
-func newBrowser(t *testing.T, base string, transport http.RoundTripper) *browser {
+func newBrowser(t testing.TB, base string, transport http.RoundTripper) *browser {
 	jar, _ := cookiejar.New(nil)
 	return &browser{t: t, base: base, hc: &http.Client{Jar: jar, Transport: transport,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
@@ -57,7 +57,7 @@ func (b *browser) post(path string, form url.Values) page {
 	return read(b.t, resp)
 }
 
-func read(t *testing.T, resp *http.Response) page {
+func read(t testing.TB, resp *http.Response) page {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
@@ -69,7 +69,7 @@ func read(t *testing.T, resp *http.Response) page {
 var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
 // csrf is the CSRF token of the page's forms.
-func (p page) csrf(t *testing.T) string {
+func (p page) csrf(t testing.TB) string {
 	t.Helper()
 	m := csrfField.FindStringSubmatch(p.body)
 	if m == nil {

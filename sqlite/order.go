@@ -94,8 +94,9 @@ func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*cert
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT `+orderColumns+`, `+renewsColumn+` FROM orders o WHERE `+where+
-		` ORDER BY `+orderSorts[q.Sort]+` LIMIT ? OFFSET ?`, append(args, limit, max(q.Offset, 0))...)
+	// Renews is read for the page's rows only, not for those the offset skips.
+	rows, err := s.read.QueryContext(ctx, `SELECT `+orderColumns+`, `+renewsColumn+` FROM (SELECT * FROM orders o WHERE `+where+
+		` ORDER BY `+orderSorts[q.Sort]+` LIMIT ? OFFSET ?) o ORDER BY `+orderSorts[q.Sort], append(args, limit, max(q.Offset, 0))...)
 	if err != nil {
 		return nil, s.wrap("list orders", err)
 	}
