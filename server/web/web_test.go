@@ -42,18 +42,18 @@ func TestRenewedNeverExpiring(t *testing.T) {
 // Cells a spreadsheet would run as formulas get a leading apostrophe.
 func TestCSVCell(t *testing.T) {
 	for in, want := range map[string]string{
-		"":                        "",
-		"example.com":             "example.com",
-		"=HYPERLINK(\"x\")":       "'=HYPERLINK(\"x\")",
-		"+1+1":                    "'+1+1",
-		"-2+3":                    "'-2+3",
-		"@SUM(A1)":                "'@SUM(A1)",
-		"\t=1":                    "'\t=1",
-		"\r=1":                    "'\r=1",
-		"-5":                      "-5", // a number of days, not a formula
-		"12":                      "12",
-		"a=b":                     "a=b",
-		"-cmd|' /C calc'!A0":      "'-cmd|' /C calc'!A0",
+		"":                      "",
+		"example.com":           "example.com",
+		"=HYPERLINK(\"x\")":     "'=HYPERLINK(\"x\")",
+		"+1+1":                  "'+1+1",
+		"-2+3":                  "'-2+3",
+		"@SUM(A1)":              "'@SUM(A1)",
+		"\t=1":                  "'\t=1",
+		"\r=1":                  "'\r=1",
+		"-5":                    "-5", // a number of days, not a formula
+		"12":                    "12",
+		"a=b":                   "a=b",
+		"-cmd|' /C calc'!A0":    "'-cmd|' /C calc'!A0",
 		"=cmd|' /C calc'!A0 名前": "'=cmd|' /C calc'!A0 名前",
 	} {
 		if got := csvCell(in); got != want {
