@@ -25,6 +25,7 @@ type exportLine struct {
 	Name      string          `json:"name,omitempty"`
 	Member    string          `json:"member,omitempty"`
 	Disabled  bool            `json:"disabled,omitempty"`
+	KeysOff   bool            `json:"self_service_keys_off,omitempty"`
 	KeyID     string          `json:"key_id,omitempty"`
 	Label     string          `json:"label,omitempty"`
 	Hash      []byte          `json:"hash,omitempty"`
@@ -66,7 +67,8 @@ func Export(ctx context.Context, s Exporter, w io.Writer) error {
 		return err
 	}
 	for _, m := range members {
-		if err := enc.Encode(exportLine{Type: "member", Name: m.Name, Disabled: m.Disabled, CreatedAt: timePtr(m.CreatedAt)}); err != nil {
+		if err := enc.Encode(exportLine{Type: "member", Name: m.Name, Disabled: m.Disabled, KeysOff: m.SelfServiceKeysOff,
+			CreatedAt: timePtr(m.CreatedAt)}); err != nil {
 			return err
 		}
 	}
@@ -142,7 +144,8 @@ func parseExportLine(b []byte) (Record, error) {
 		if err := ValidMemberName(l.Name); err != nil {
 			return Record{}, err
 		}
-		return Record{Member: &Member{Name: l.Name, Disabled: l.Disabled, CreatedAt: deref(l.CreatedAt)}}, nil
+		return Record{Member: &Member{Name: l.Name, Disabled: l.Disabled, SelfServiceKeysOff: l.KeysOff,
+			CreatedAt: deref(l.CreatedAt)}}, nil
 	case "key":
 		if _, ok := KeyID(KeyPrefix + l.KeyID + "_x"); !ok || len(l.Hash) != 32 || l.Member == "" {
 			return Record{}, errors.New("a key needs key_id, member and a 32-byte hash")

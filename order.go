@@ -34,6 +34,7 @@ type Order struct {
 	Status     string   // order status, an open set of strings
 	ValidTill  string   // certificate.valid_till, YYYY-MM-DD
 	RenewedBy  int64    // the order that renewed this one; 0 if none
+	Renews     int64    // filled in by ListOrders only: the lowest-numbered order this one renewed; 0 if none
 	Doc        []byte
 	CertEnd    int
 }

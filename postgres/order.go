@@ -89,6 +89,10 @@ func orderFilter(q certorder.OrderQuery) (string, []any) {
 	return strings.Join(where, " AND "), args
 }
 
+// renewsColumn is Order.Renews: the lowest-numbered order of the member
+// that the order renewed (through the index on renewed_by), 0 if none.
+const renewsColumn = `COALESCE((SELECT MIN(r.id) FROM orders r WHERE r.renewed_by = o.id AND r.member_id = o.member_id), 0)`
+
 // ListOrders returns a page of a member's orders.
 func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*certorder.Order, error) {
 	where, args := orderFilter(q)
@@ -97,14 +101,21 @@ func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*cert
 		limit = &q.Limit
 	}
 	n := len(args)
-	rows, _ := s.pool.Query(ctx, `SELECT `+orderColumns+` FROM orders o WHERE `+where+` ORDER BY `+orderSorts[q.Sort]+
-		` LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2), append(args, limit, max(q.Offset, 0))...)
+	// Renews is read for the page's rows only, not for those the offset skips.
+	rows, _ := s.pool.Query(ctx, `SELECT `+orderColumns+`, `+renewsColumn+` FROM (SELECT * FROM orders o WHERE `+where+
+		` ORDER BY `+orderSorts[q.Sort]+` LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2)+`) o ORDER BY `+orderSorts[q.Sort],
+		append(args, limit, max(q.Offset, 0))...)
 	os, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*certorder.Order, error) {
 		var n nullOrder
-		if err := row.Scan(n.dest()...); err != nil {
+		var renews int64
+		if err := row.Scan(append(n.dest(), &renews)...); err != nil {
 			return nil, err
 		}
-		return n.order()
+		o, err := n.order()
+		if o != nil {
+			o.Renews = renews
+		}
+		return o, err
 	})
 	return os, s.wrap("list orders", err)
 }

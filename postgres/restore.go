@@ -26,8 +26,9 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record,
 		return certorder.Restorer{
 			Member: func(m *certorder.Member) (int64, error) {
 				var id int64
-				err := tx.QueryRow(ctx, `INSERT INTO members (name, disabled, created_at)
-					VALUES ($1, $2, COALESCE($3, now())) RETURNING id`, m.Name, m.Disabled, nullTime(m.CreatedAt)).Scan(&id)
+				err := tx.QueryRow(ctx, `INSERT INTO members (name, disabled, created_at, self_service_keys_off)
+					VALUES ($1, $2, COALESCE($3, now()), $4) RETURNING id`, m.Name, m.Disabled, nullTime(m.CreatedAt),
+					m.SelfServiceKeysOff).Scan(&id)
 				return id, err
 			},
 			Key: func(k *certorder.Key, memberID int64) error {

@@ -40,6 +40,9 @@ type Config struct {
 	Limits         Limits                // abuse limits; the zero value has none (serve uses DefaultLimits)
 	AuditRetention time.Duration         // keep an audit trail of calls this long; 0: no audit trail
 	Metrics        prometheus.Registerer // where the metrics are registered; nil: nowhere
+	// SelfServiceKeysOff forbids every member to create or revoke its own
+	// keys on the web page (serve --member-keys=false).
+	SelfServiceKeysOff bool
 }
 
 // DefaultMaxBodyBytes bounds a request body. A real request is well under 1 KiB.
@@ -131,8 +134,13 @@ func New(store Store, cfg Config) (*Server, error) {
 		s.answer(w, r, s.newEvent(r), nil, wire.Fail(wire.UnknownPath))
 	}
 	if cfg.Web {
-		page, err := web.New(store, web.Config{SignIn: s.signIn, Secure: s.secure, Now: cfg.Now, Logger: cfg.Logger,
-			StoreTimeout: cfg.StoreTimeout})
+		wc := web.Config{SignIn: s.signIn, Secure: s.secure, Now: cfg.Now, Logger: cfg.Logger, StoreTimeout: cfg.StoreTimeout,
+			ClientIP:           func(r *http.Request) string { return clientIP(r, cfg.Limits.TrustedProxies) },
+			SelfServiceKeysOff: cfg.SelfServiceKeysOff}
+		if s.audit != nil {
+			wc.Audit = s.audit.record // sign-ins and key changes, beside the API's calls
+		}
+		page, err := web.New(store, wc)
 		if err != nil {
 			return nil, err
 		}

@@ -83,6 +83,10 @@ func orderFilter(q certorder.OrderQuery) (string, []any) {
 	return strings.Join(where, " AND "), args
 }
 
+// renewsColumn is Order.Renews: the lowest-numbered order of the member
+// that the order renewed (through the index on renewed_by), 0 if none.
+const renewsColumn = `COALESCE((SELECT MIN(r.id) FROM orders r WHERE r.renewed_by = o.id AND r.member_id = o.member_id), 0)`
+
 // ListOrders returns a page of a member's orders.
 func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*certorder.Order, error) {
 	where, args := orderFilter(q)
@@ -90,8 +94,9 @@ func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*cert
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT `+orderColumns+` FROM orders o WHERE `+where+
-		` ORDER BY `+orderSorts[q.Sort]+` LIMIT ? OFFSET ?`, append(args, limit, max(q.Offset, 0))...)
+	// Renews is read for the page's rows only, not for those the offset skips.
+	rows, err := s.read.QueryContext(ctx, `SELECT `+orderColumns+`, `+renewsColumn+` FROM (SELECT * FROM orders o WHERE `+where+
+		` ORDER BY `+orderSorts[q.Sort]+` LIMIT ? OFFSET ?) o ORDER BY `+orderSorts[q.Sort], append(args, limit, max(q.Offset, 0))...)
 	if err != nil {
 		return nil, s.wrap("list orders", err)
 	}
@@ -99,13 +104,15 @@ func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*cert
 	var os []*certorder.Order
 	for rows.Next() {
 		var n nullOrder
-		if err := rows.Scan(n.dest()...); err != nil {
+		var renews int64
+		if err := rows.Scan(append(n.dest(), &renews)...); err != nil {
 			return nil, s.wrap("list orders", err)
 		}
 		o, err := n.order()
 		if err != nil {
 			return nil, s.wrap("list orders", err)
 		}
+		o.Renews = renews
 		os = append(os, o)
 	}
 	return os, s.wrap("list orders", rows.Err())

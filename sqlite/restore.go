@@ -28,8 +28,8 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record,
 		stamp := now()
 		return certorder.Restorer{
 			Member: func(m *certorder.Member) (int64, error) {
-				res, err := tx.ExecContext(ctx, `INSERT INTO members (name, disabled, created_at) VALUES (?, ?, ?)`,
-					m.Name, m.Disabled, stampOrNow(m.CreatedAt))
+				res, err := tx.ExecContext(ctx, `INSERT INTO members (name, disabled, created_at, self_service_keys_off) VALUES (?, ?, ?, ?)`,
+					m.Name, m.Disabled, stampOrNow(m.CreatedAt), m.SelfServiceKeysOff)
 				if err != nil {
 					return 0, err
 				}

@@ -37,14 +37,25 @@ var auditMigrationFiles embed.FS
 // AuditPath is the file of the audit trail of the store at path.
 func AuditPath(path string) string { return path + "-audit" }
 
+// The web page's sessions live in a file of their own too: a sign-in
+// writes one, and must not wait behind an import, which holds the store
+// file's one write lock for its whole transaction.
+//
+//go:embed sessions-migrations/*.sql
+var sessionMigrationFiles embed.FS
+
+// SessionsPath is the file of the web sessions of the store at path.
+func SessionsPath(path string) string { return path + "-sessions" }
+
 var _ certorder.Store = (*Store)(nil)
 
 // Store is a certorder.Store on one SQLite file.
 type Store struct {
-	read   *sql.DB // concurrent readers; WAL lets them run beside the writer
-	write  *sql.DB // one connection: SQLite allows one writer at a time
-	audit  *sql.DB // the audit trail's file, one connection
-	closed atomic.Bool
+	read     *sql.DB // concurrent readers; WAL lets them run beside the writer
+	write    *sql.DB // one connection: SQLite allows one writer at a time
+	audit    *sql.DB // the audit trail's file, one connection
+	sessions *sql.DB // the web sessions' file, one connection
+	closed   atomic.Bool
 
 	findOrder, findCredential, findCredentialOrder *sql.Stmt
 }
@@ -71,6 +82,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	s := &Store{write: write}
 	if s.audit, err = openMigrated(ctx, dsn(AuditPath(path)), auditMigrationFiles, "audit-migrations"); err != nil {
 		write.Close()
+		return nil, err
+	}
+	if s.sessions, err = openMigrated(ctx, dsn(SessionsPath(path)), sessionMigrationFiles, "sessions-migrations"); err != nil {
+		s.Close()
 		return nil, err
 	}
 	if s.read, err = sql.Open("sqlite", dsn(path)+"&_pragma=query_only(1)"); err != nil {
@@ -163,7 +178,7 @@ func migrate(ctx context.Context, db *sql.DB, fsys embed.FS, dir string) error {
 func (s *Store) Close() error {
 	s.closed.Store(true)
 	var errs []error
-	for _, db := range []*sql.DB{s.read, s.audit, s.write} {
+	for _, db := range []*sql.DB{s.read, s.sessions, s.audit, s.write} {
 		if db != nil {
 			errs = append(errs, db.Close())
 		}

@@ -110,6 +110,26 @@ func testMembers(t *testing.T, s certorder.Store) {
 	if ms[1].Disabled {
 		t.Fatal("bob still disabled after enabling")
 	}
+
+	// Self-service keys: on by default, switched per member.
+	wantErr(t, s.SetSelfServiceKeys(ctx, "nobody", false), certorder.ErrNotFound)
+	if ms[0].SelfServiceKeysOff || ms[1].SelfServiceKeysOff {
+		t.Fatalf("self-service keys off by default: %+v", ms)
+	}
+	must(t, s.SetSelfServiceKeys(ctx, "bob", false))
+	bob, err := s.FindMember(ctx, "bob")
+	must(t, err)
+	alice, err := s.FindMember(ctx, "alice")
+	must(t, err)
+	if !bob.SelfServiceKeysOff || alice.SelfServiceKeysOff {
+		t.Fatalf("after turning bob's off: bob %+v, alice %+v", bob, alice)
+	}
+	must(t, s.SetSelfServiceKeys(ctx, "bob", true))
+	ms, err = s.Members(ctx)
+	must(t, err)
+	if ms[1].SelfServiceKeysOff {
+		t.Fatal("bob's self-service keys still off after turning them on")
+	}
 }
 
 func testKeys(t *testing.T, s certorder.Store) {
@@ -151,6 +171,29 @@ func testKeys(t *testing.T, s certorder.Store) {
 	if !c.KeyRevoked || c.Verify("alice", text) {
 		t.Fatal("revoked key still verifies")
 	}
+	// A member's revocation touches only its own keys.
+	bob, err := s.AddMember(ctx, "bob")
+	must(t, err)
+	alice, err := s.FindMember(ctx, "alice")
+	must(t, err)
+	bobText, bk, err := certorder.NewKey("bob's")
+	must(t, err)
+	must(t, s.AddKey(ctx, "bob", bk))
+	wantErr(t, s.RevokeMemberKey(ctx, alice.ID, bk.ID), certorder.ErrNotFound)
+	wantErr(t, s.RevokeMemberKey(ctx, alice.ID, "000000000000"), certorder.ErrNotFound)
+	c, _, err = s.FindCredential(ctx, bk.ID, 0)
+	must(t, err)
+	if !c.Verify("bob", bobText) {
+		t.Fatal("alice's revocation reached bob's key")
+	}
+	must(t, s.RevokeMemberKey(ctx, bob.ID, bk.ID))
+	must(t, s.RevokeMemberKey(ctx, bob.ID, bk.ID)) // twice is fine
+	c, _, err = s.FindCredential(ctx, bk.ID, 0)
+	must(t, err)
+	if !c.KeyRevoked || c.Verify("bob", bobText) {
+		t.Fatal("a key revoked by its member still verifies")
+	}
+
 	keys, err := s.Keys(ctx, "alice")
 	must(t, err)
 	if len(keys) != 1 || keys[0].ID != k.ID || keys[0].Label != "cron" || !keys[0].Revoked() ||
@@ -257,6 +300,17 @@ func testListOrders(t *testing.T, s certorder.Store) {
 		if n != tc.count {
 			t.Errorf("%s: count %d, want %d", tc.name, n, tc.count)
 		}
+	}
+	// Each order says which order it renewed: the lowest-numbered one.
+	must(t, s.RecordRenewal(ctx, 4, 2))
+	list, err := s.ListOrders(ctx, certorder.OrderQuery{MemberID: alice.ID, Limit: 5})
+	must(t, err)
+	var renews []string
+	for _, o := range list {
+		renews = append(renews, fmt.Sprintf("%d<%d", o.ID, o.Renews))
+	}
+	if got, want := strings.Join(renews, " "), "1<0 2<1 3<0 4<0 5<0"; got != want {
+		t.Errorf("Renews = %s, want %s", got, want)
 	}
 }
 
@@ -485,6 +539,7 @@ func testExportRestore(t *testing.T, src, dst certorder.Store) {
 		must(t, err)
 	}
 	must(t, src.SetMemberDisabled(ctx, "bob", true))
+	must(t, src.SetSelfServiceKeys(ctx, "bob", false))
 	for _, label := range []string{"cron", "old"} {
 		_, k, err := certorder.NewKey(label)
 		must(t, err)
@@ -530,6 +585,11 @@ func testExportRestore(t *testing.T, src, dst certorder.Store) {
 	must(t, err)
 	if o.RenewedBy != 3 || o.Member != "alice" {
 		t.Fatalf("restored order 2 = %+v", o)
+	}
+	bob, err := dst.FindMember(ctx, "bob")
+	must(t, err)
+	if !bob.SelfServiceKeysOff || !strings.Contains(first.String(), `"self_service_keys_off":true`) {
+		t.Fatalf("restored bob = %+v", bob)
 	}
 }
 
@@ -663,6 +723,22 @@ func testSessions(t *testing.T, s certorder.Store) {
 	}
 	_, err = s.FindSession(ctx, certorder.HashKey("nope"))
 	wantErr(t, err, certorder.ErrNotFound)
+	must(t, s.SetSelfServiceKeys(ctx, "alice", false))
+	if got, err = s.FindSession(ctx, certorder.HashKey("a")); err != nil || !got.SelfServiceKeysOff || !got.Valid(now) {
+		t.Fatalf("FindSession after turning self-service keys off = %+v, %v", got, err)
+	}
+	// A session naming a key of another member is no session.
+	_, err = s.AddMember(ctx, "bob")
+	must(t, err)
+	_, bk, err := certorder.NewKey("")
+	must(t, err)
+	must(t, s.AddKey(ctx, "bob", bk))
+	crossed := mk("crossed", now.Add(time.Hour))
+	crossed.KeyID = bk.ID
+	if err := s.AddSession(ctx, crossed); err == nil {
+		_, err = s.FindSession(ctx, certorder.HashKey("crossed"))
+		wantErr(t, err, certorder.ErrNotFound)
+	}
 
 	// Disabling the member ends its sessions: enabling it again does not
 	// bring them back.

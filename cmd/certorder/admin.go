@@ -24,6 +24,7 @@ const adminUsage = `usage: certorder admin <command> [--db DSN] [arguments]
   member list                  list members
   member disable NAME          refuse the member's requests from the next one on
   member enable NAME           accept them again
+  member keys NAME on|off      let the member create and revoke its own keys on the web page, or not
   key create NAME [--label T]  create an API key; printed once, on the last line
   key list NAME                list a member's keys (never the secrets)
   key revoke KEYID             refuse the key from the next request on
@@ -66,6 +67,7 @@ func (e *env) adminCommands() map[string]adminCommand {
 		"member list":    {"", 0, noFlags(e.memberList)},
 		"member disable": {"NAME", 1, noFlags(e.memberSetDisabled(true))},
 		"member enable":  {"NAME", 1, noFlags(e.memberSetDisabled(false))},
+		"member keys":    {"NAME on|off", 2, noFlags(e.memberKeys)},
 		"key create":     {"NAME [--label TEXT]", 1, e.keyCreate},
 		"key list":       {"NAME", 1, noFlags(e.keyList)},
 		"key revoke":     {"KEYID", 1, noFlags(e.keyRevoke)},
@@ -153,6 +155,23 @@ func (e *env) memberSetDisabled(disabled bool) adminFunc {
 		fmt.Fprintf(e.stdout, "member %s %s\n", args[0], state)
 		return nil
 	}
+}
+
+// memberKeys turns a member's self-service keys on the web page on or off.
+func (e *env) memberKeys(ctx context.Context, store certorder.Store, args []string) error {
+	var allowed bool
+	switch args[1] {
+	case "on":
+		allowed = true
+	case "off":
+	default:
+		return usageError("member keys: say on or off, not %q", args[1])
+	}
+	if err := store.SetSelfServiceKeys(ctx, args[0], allowed); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "member %s: self-service keys on the web page %s\n", args[0], args[1])
+	return nil
 }
 
 func (e *env) keyCreate(fs *flag.FlagSet) adminFunc {

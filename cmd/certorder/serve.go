@@ -34,7 +34,7 @@ import (
 // serveConfig is every setting of serve.
 type serveConfig struct {
 	addr, db, segment, logFormat, metricsAddr, tlsCert, tlsKey, trusted string
-	demo, errorsAs200, accessLog, web, pprof                            bool
+	demo, errorsAs200, accessLog, web, pprof, memberKeys                bool
 	webhooks, webhookAllowPrivate                                       bool
 	webhookExpiring                                                     string
 	storeTimeout, auditRetention, shutdownTimeout, shutdownDrain        time.Duration
@@ -82,6 +82,7 @@ func (c *serveConfig) options() []option {
 		{"log-format", "CERTORDER_LOG_FORMAT", "log format: text or json", stringVar(&c.logFormat, "text")},
 		{"access-log", "CERTORDER_ACCESS_LOG", "log one line per request", boolVar(&c.accessLog, true)},
 		{"web", "CERTORDER_WEB", "serve the member web page at /", boolVar(&c.web, true)},
+		{"member-keys", "CERTORDER_MEMBER_KEYS", "let members create and revoke their own API keys on the web page (admin member keys NAME off turns it off for one)", boolVar(&c.memberKeys, true)},
 		{"metrics-addr", "CERTORDER_METRICS_ADDR", "listen address for /metrics, /healthz and /readyz; empty: none", stringVar(&c.metricsAddr, "")},
 		{"pprof", "", "also serve /debug/pprof/ on the metrics listener (for profiling; keep that listener private)", boolVar(&c.pprof, false)},
 		{"audit-retention", "CERTORDER_AUDIT_RETENTION", "keep the audit trail this long; 0 turns it off", durationVar(&c.auditRetention, 90*24*time.Hour)},
@@ -181,15 +182,16 @@ func (e *env) serve(ctx context.Context, args []string) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	handler, err := server.New(store, server.Config{
-		CASegment:      c.segment,
-		ErrorsAs200:    c.errorsAs200,
-		StoreTimeout:   c.storeTimeout,
-		Logger:         logger,
-		NoAccessLog:    !c.accessLog,
-		Web:            c.web,
-		Limits:         c.limits,
-		AuditRetention: c.auditRetention,
-		Metrics:        reg,
+		CASegment:          c.segment,
+		ErrorsAs200:        c.errorsAs200,
+		StoreTimeout:       c.storeTimeout,
+		Logger:             logger,
+		NoAccessLog:        !c.accessLog,
+		Web:                c.web,
+		SelfServiceKeysOff: !c.memberKeys,
+		Limits:             c.limits,
+		AuditRetention:     c.auditRetention,
+		Metrics:            reg,
 	})
 	if err != nil {
 		return err
