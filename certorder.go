@@ -178,6 +178,7 @@ type Store interface {
 	OrderStore
 	AuditStore
 	SessionStore
+	SyncStore
 	Pinger
 
 	// Restore loads an export (see Export and ReadExport) into an empty

@@ -36,6 +36,8 @@ type Order struct {
 	RenewedBy  int64    // the order that renewed this one; 0 if none
 	Doc        []byte
 	CertEnd    int
+
+	sum *[32]byte // the document's SHA-256, set only by a dry run (SyncDryRun), which keeps no document
 }
 
 // DocFormat is the version of the stored document's layout (see Order).
