@@ -75,7 +75,8 @@ func (c OrderChange) RenewalLinked() bool {
 // it never moves an order from one member to another.
 type SyncConflict struct {
 	OrderID  int64
-	MemberID int64 // who keeps the order; 0 if it stays where it was, unstored
+	MemberID int64 // the member that keeps the order, or would have had it
+	Other    int64 // the other member involved, 0 if none
 	Reason   string
 }
 
@@ -287,8 +288,8 @@ func upstreamOwner(ctx context.Context, tx SyncTx, u UpstreamOrder) (int64, erro
 func saveOwned(ctx context.Context, tx SyncTx, owner int64, existing *Order, wasUnassigned bool,
 	u UpstreamOrder, res *SyncResult) error {
 	o := u.Order
-	conflict := func(reason string) {
-		res.Conflicts = append(res.Conflicts, SyncConflict{OrderID: o.ID, MemberID: owner, Reason: reason})
+	conflict := func(other int64, reason string) {
+		res.Conflicts = append(res.Conflicts, SyncConflict{OrderID: o.ID, MemberID: owner, Other: other, Reason: reason})
 	}
 	if existing != nil {
 		claimed, err := tx.ContainerMember(ctx, u.Container)
@@ -301,8 +302,7 @@ func saveOwned(ctx context.Context, tx SyncTx, owner int64, existing *Order, was
 				return err
 			}
 			if from != owner {
-				conflict(fmt.Sprintf("its division %d is linked to member #%d, but the order is member #%d's: it stays with member #%d",
-					u.Container, claimed, owner, owner))
+				conflict(claimed, fmt.Sprintf("its division %d is linked to another member; the order stays where it is", u.Container))
 			}
 		}
 	}
@@ -311,13 +311,13 @@ func saveOwned(ctx context.Context, tx SyncTx, owner int64, existing *Order, was
 	if errors.Is(err, ErrConflict) && o.RenewedBy != 0 {
 		// The CA's renewal relation breaks the rules: store the rest of
 		// the order with the relation the store has.
-		conflict(fmt.Sprintf("the CA says order %d renewed it: not recorded (%v)", o.RenewedBy, err))
+		conflict(0, fmt.Sprintf("the CA says order %d renewed it; not recorded: %v", o.RenewedBy, err))
 		plain := *o
 		plain.RenewedBy = 0
 		renewedBy, err = CheckImport(ctx, owner, &plain, tx.Link, renewedFromOther)
 	}
 	if errors.Is(err, ErrConflict) {
-		conflict(fmt.Sprintf("not stored: %v", err))
+		conflict(0, fmt.Sprintf("not stored: %v", err))
 		return nil
 	}
 	if err != nil {
