@@ -24,6 +24,10 @@ const adminUsage = `usage: certorder admin <command> [--db DSN] [arguments]
   member list                  list members
   member disable NAME          refuse the member's requests from the next one on
   member enable NAME           accept them again
+  member link NAME --container ID
+                               give the member the orders of a CertCentral division (certorder sync)
+  member unlink NAME --container ID
+                               stop that; the member keeps the orders it has
   key create NAME [--label T]  create an API key; printed once, on the last line
   key list NAME                list a member's keys (never the secrets)
   key revoke KEYID             refuse the key from the next request on
@@ -34,6 +38,7 @@ const adminUsage = `usage: certorder admin <command> [--db DSN] [arguments]
   order show ID                show an order as OrderInfo answers it
   audit [--member NAME] [--since TIME] [--limit N]
                                list API calls, newest first (TIME: RFC 3339, YYYY-MM-DD, or a duration ago: 24h)
+  sync status                  the CertCentral sync's cursor, last runs, links and unassigned orders
   migrate                      apply the store's schema migrations, and nothing else
   export                       write every member, key hash, order and renewal as JSON lines
   restore FILE|-               load an export into an empty store, all or nothing
@@ -61,6 +66,9 @@ func (e *env) adminCommands() map[string]adminCommand {
 		"member list":    {"", 0, noFlags(e.memberList)},
 		"member disable": {"NAME", 1, noFlags(e.memberSetDisabled(true))},
 		"member enable":  {"NAME", 1, noFlags(e.memberSetDisabled(false))},
+		"member link":    {"NAME --container ID", 1, e.memberLink(true)},
+		"member unlink":  {"NAME --container ID", 1, e.memberLink(false)},
+		"sync status":    {"", 0, noFlags(e.syncStatus)},
 		"key create":     {"NAME [--label TEXT]", 1, e.keyCreate},
 		"key list":       {"NAME", 1, noFlags(e.keyList)},
 		"key revoke":     {"KEYID", 1, noFlags(e.keyRevoke)},
@@ -120,14 +128,22 @@ func (e *env) memberList(ctx context.Context, store certorder.Store, _ []string)
 	if err != nil {
 		return err
 	}
+	links, err := linksByMember(ctx, store)
+	if err != nil {
+		return err
+	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATUS\tCREATED")
+	fmt.Fprintln(tw, "NAME\tSTATUS\tCREATED\tDIVISIONS")
 	for _, m := range ms {
 		status := "enabled"
 		if m.Disabled {
 			status = "disabled"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", m.Name, status, m.CreatedAt.Format(time.RFC3339))
+		divisions := strings.Join(links[m.ID], ",")
+		if divisions == "" {
+			divisions = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, status, m.CreatedAt.Format(time.RFC3339), divisions)
 	}
 	return tw.Flush()
 }

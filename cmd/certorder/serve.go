@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/ccsync"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/stores"
 )
@@ -37,6 +38,8 @@ type serveConfig struct {
 	storeTimeout, auditRetention, shutdownTimeout                       time.Duration
 	readHeaderTimeout, readTimeout, writeTimeout, idleTimeout           time.Duration
 	limits                                                              server.Limits
+	syncEvery                                                           time.Duration
+	upstream                                                            upstreamConfig
 }
 
 // option is one setting: its flag, its environment variable ("" for none;
@@ -68,7 +71,7 @@ func floatVar(p *float64, def float64) flagValue {
 // options is the table of serve's settings, each declared once.
 func (c *serveConfig) options() []option {
 	l, d := &c.limits, server.DefaultLimits
-	return []option{
+	return append([]option{
 		{"addr", "CERTORDER_ADDR", "listen address", stringVar(&c.addr, "127.0.0.1:8080")},
 		{"db", "CERTORDER_DB", dbHelp, stringVar(&c.db, defaultDB)},
 		{"ca-segment", "CERTORDER_CA_SEGMENT", "path segment of the endpoint /api/<segment>/", stringVar(&c.segment, "digicert")},
@@ -100,7 +103,8 @@ func (c *serveConfig) options() []option {
 		{"max-per-ip", "CERTORDER_MAX_PER_IP", "requests one client IP may hold open at once, bodies still arriving included; beyond it 429; 0 turns it off", intVar(&l.MaxPerIP, d.MaxPerIP)},
 		{"body-timeout", "CERTORDER_BODY_TIMEOUT", "time a request's body may take to arrive, after its headers (408); 0 leaves only --read-timeout", durationVar(&l.BodyTimeout, d.BodyTimeout)},
 		{"trusted-proxy", "CERTORDER_TRUSTED_PROXIES", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed", stringVar(&c.trusted, "")},
-	}
+		{"sync-every", "CERTORDER_SYNC_EVERY", "sync orders from DigiCert CertCentral this often, as certorder sync does; 0 turns it off", durationVar(&c.syncEvery, 0)},
+	}, c.upstream.options()...)
 }
 
 // parseServe reads serve's flags and environment into a checked config.
@@ -140,6 +144,9 @@ func (e *env) parseServe(args []string) (*serveConfig, *slog.Logger, error) {
 	}
 	if c.pprof && c.metricsAddr == "" {
 		return nil, nil, usageError("serve: --pprof needs --metrics-addr")
+	}
+	if c.syncEvery < 0 {
+		return nil, nil, usageError("serve: --sync-every must not be negative")
 	}
 	switch c.logFormat {
 	case "text":
@@ -183,7 +190,36 @@ func (e *env) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer handler.Close() // after the server below has shut down: writes the last audit entries
+	if c.syncEvery > 0 {
+		stop, err := e.startSync(ctx, c, logger, store, reg)
+		if err != nil {
+			return err
+		}
+		defer stop() // before the store closes
+	}
 	return e.listen(ctx, c, logger, store, handler, reg)
+}
+
+// startSync runs the CertCentral sync in the background every
+// --sync-every, and returns what stops it.
+func (e *env) startSync(ctx context.Context, c *serveConfig, logger *slog.Logger, store certorder.Store,
+	reg *prometheus.Registry) (func(), error) {
+	client, err := c.upstream.client(e.getenv)
+	if err != nil {
+		return nil, fmt.Errorf("serve --sync-every: %w", err)
+	}
+	syncer, err := ccsync.New(ccsync.Config{Store: store, Client: client, Logger: logger, Metrics: ccsync.NewMetrics(reg)})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		syncer.Every(ctx, c.syncEvery)
+	}()
+	logger.Info("syncing from CertCentral", "every", c.syncEvery.String(), "url", client.BaseURL())
+	return func() { cancel(); <-done }, nil
 }
 
 // listen serves the API (and the metrics listener) until ctx ends, then
