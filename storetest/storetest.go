@@ -501,6 +501,7 @@ func testExportRestore(t *testing.T, src, dst certorder.Store) {
 	must(t, src.RecordRenewal(ctx, 2, 3))
 	_, err = src.ImportOrders(ctx, "bob", Orders(t, OrderJSON(9, 0, "2030-01-01")))
 	must(t, err)
+	must(t, src.LinkContainer(ctx, "bob", 12345))
 
 	var first bytes.Buffer
 	must(t, certorder.Export(ctx, src, &first))
@@ -518,7 +519,7 @@ func testExportRestore(t *testing.T, src, dst certorder.Store) {
 	if first.String() != second.String() {
 		t.Fatalf("export after restore differs:\n%s\n---\n%s", first.String(), second.String())
 	}
-	if strings.Count(first.String(), "\n") != 2+2+4 {
+	if strings.Count(first.String(), "\n") != 2+2+1+4 || !strings.Contains(first.String(), `"type":"link","member":"bob","container":12345`) {
 		t.Fatalf("export has the wrong number of lines:\n%s", first.String())
 	}
 	wantErr(t, dst.Restore(ctx, certorder.ReadExport(bytes.NewReader(first.Bytes()))), certorder.ErrConflict)
@@ -526,6 +527,9 @@ func testExportRestore(t *testing.T, src, dst certorder.Store) {
 	must(t, err)
 	if o.RenewedBy != 3 || o.Member != "alice" {
 		t.Fatalf("restored order 2 = %+v", o)
+	}
+	if links, err := dst.ContainerLinks(ctx); err != nil || len(links) != 1 || links[0].Member != "bob" || links[0].Container != 12345 {
+		t.Fatalf("restored links = %+v, %v", links, err)
 	}
 }
 
