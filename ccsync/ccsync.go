@@ -173,8 +173,7 @@ func (s *Syncer) Run(ctx context.Context, opts Options) (Report, error) {
 	if opts.DryRun {
 		r.dry = certorder.NewSyncDryRun()
 	}
-	err = r.do(ctx)
-	r.finish(ctx, err)
+	err = r.finish(ctx, r.do(ctx))
 	return r.rep, err
 }
 
@@ -187,10 +186,7 @@ func (r *run) do(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sync: reading the members: %w", err)
 	}
-	r.members = map[int64]string{}
-	for _, m := range members {
-		r.members[m.ID] = m.Name
-	}
+	r.setMembers(members)
 	if r.dry != nil {
 		refs, err := r.cfg.Store.UnassignedRefs(ctx)
 		if err != nil {
@@ -213,8 +209,28 @@ func (r *run) do(ctx context.Context) error {
 	return err
 }
 
-// finish completes the report and, unless it is a dry run, records the run.
-func (r *run) finish(ctx context.Context, runErr error) {
+func (r *run) setMembers(members []certorder.Member) {
+	r.members = map[int64]string{}
+	for _, m := range members {
+		r.members[m.ID] = m.Name
+	}
+}
+
+// memberName names a member, reading the members again for one added
+// during the run.
+func (r *run) memberName(ctx context.Context, id int64) string {
+	if name, ok := r.members[id]; ok || id == 0 {
+		return name
+	}
+	if members, err := r.cfg.Store.Members(ctx); err == nil {
+		r.setMembers(members)
+	}
+	return r.members[id]
+}
+
+// finish completes the report and, unless it is a dry run, records the
+// run. It returns the run's error, or the failure to record it.
+func (r *run) finish(ctx context.Context, runErr error) error {
 	after := r.cfg.Client.Stats()
 	r.rep.Requests = after.Requests - r.before.Requests
 	r.rep.Retries = after.Retries - r.before.Retries
@@ -238,7 +254,7 @@ func (r *run) finish(ctx context.Context, runErr error) {
 	r.rep.Unassigned = len(r.rep.UnassignedOrders)
 	r.cfg.Metrics.ran(r.rep, after, r.before, runErr == nil && r.dry == nil)
 	if r.dry != nil {
-		return
+		return runErr
 	}
 	rec := certorder.SyncRun{Started: r.rep.Started, Finished: r.rep.Started.Add(r.rep.Took), Instance: r.cfg.Instance,
 		OK: runErr == nil, Summary: r.rep.SyncSummary, Cursor: r.rep.Started}
@@ -246,8 +262,9 @@ func (r *run) finish(ctx context.Context, runErr error) {
 		rec.Error = runErr.Error()
 	}
 	if err := r.cfg.Store.RecordSyncRun(ctx, rec); err != nil {
-		r.log.Error("sync: recording the run failed; the cursor did not move", "err", err)
+		return errors.Join(runErr, fmt.Errorf("sync: recording the run failed, so the cursor did not move: %w", err))
 	}
+	return runErr
 }
 
 // full lists every order and fetches those that need it.
@@ -427,7 +444,7 @@ func (r *run) store(ctx context.Context, batch []certorder.UpstreamOrder) error 
 	now := r.now()
 	var audit []certorder.AuditEntry
 	entry := func(memberID, orderID int64, action string) {
-		audit = append(audit, certorder.AuditEntry{Time: now, Member: r.members[memberID], Action: action, OrderID: orderID})
+		audit = append(audit, certorder.AuditEntry{Time: now, Member: r.memberName(ctx, memberID), Action: action, OrderID: orderID})
 	}
 	for _, c := range res.Changes {
 		kind := ""
@@ -468,7 +485,7 @@ func (r *run) store(ctx context.Context, batch []certorder.UpstreamOrder) error 
 	}
 	for _, c := range res.Conflicts {
 		r.rep.Conflicts++
-		conflict := Conflict{OrderID: c.OrderID, Member: r.members[c.MemberID], Other: r.members[c.Other], Reason: c.Reason}
+		conflict := Conflict{OrderID: c.OrderID, Member: r.memberName(ctx, c.MemberID), Other: r.memberName(ctx, c.Other), Reason: c.Reason}
 		r.rep.ConflictList = append(r.rep.ConflictList, conflict)
 		entry(c.MemberID, c.OrderID, "sync.conflict")
 		r.log.Warn("sync: conflict, left as it was", "order", c.OrderID, "member", conflict.Member,

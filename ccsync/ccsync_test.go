@@ -464,7 +464,7 @@ func TestDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err := e.store.SyncState(context.Background(), 1)
-	if err != nil || !st.Cursor.IsZero() || len(st.Runs) != 0 || strings.Count(export.String(), "\n") != 2 {
+	if err != nil || !st.Cursor.IsZero() || len(st.Runs) != 0 || strings.Count(export.String(), "\n") != 4 {
 		t.Fatalf("a dry run wrote: %+v %v\n%s", st, err, export.String())
 	}
 	if audit, _ := e.store.Audit(context.Background(), certorder.AuditQuery{}); len(audit) != 0 {
