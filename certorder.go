@@ -190,6 +190,7 @@ type Store interface {
 	AuditStore
 	SessionStore
 	WebhookStore
+	SyncStore
 	Pinger
 
 	// Restore loads an export (see Export and ReadExport) into an empty

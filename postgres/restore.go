@@ -37,6 +37,11 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record,
 					k.ID, memberID, k.Label, k.Hash, nullTime(k.CreatedAt), nullTime(k.RevokedAt))
 				return err
 			},
+			Link: func(l *certorder.ContainerLink, memberID int64) error {
+				_, err := tx.Exec(ctx, `INSERT INTO container_links (container_id, member_id, created_at)
+					VALUES ($1, $2, COALESCE($3, now()))`, l.Container, memberID, nullTime(l.CreatedAt))
+				return err
+			},
 			Order: func(o *certorder.Order, memberID int64) error {
 				_, err := tx.Exec(ctx, insertOrder, orderRow(o, memberID, o.RenewedBy)...)
 				return err

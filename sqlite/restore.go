@@ -41,6 +41,11 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record,
 					VALUES (?, ?, ?, ?, ?, ?)`, k.ID, memberID, k.Label, k.Hash, stampOrNow(k.CreatedAt), revoked)
 				return err
 			},
+			Link: func(l *certorder.ContainerLink, memberID int64) error {
+				_, err := tx.ExecContext(ctx, `INSERT INTO container_links (container_id, member_id, created_at) VALUES (?, ?, ?)`,
+					l.Container, memberID, stampOrNow(l.CreatedAt))
+				return err
+			},
 			Order: func(o *certorder.Order, memberID int64) error {
 				_, err := insert.ExecContext(ctx, orderRow(o, memberID, o.RenewedBy, stamp)...)
 				return err

@@ -1,8 +1,8 @@
 // Package sqlite is the embedded certorder.Store: one SQLite file in WAL
 // mode, through the pure-Go modernc.org/sqlite driver (no cgo).
 //
-// One file per concept: members, keys, orders, audit, sessions, restore;
-// this one opens the store and holds what they share.
+// One file per concept: members, keys, orders, audit, sessions, restore,
+// sync; this one opens the store and holds what they share.
 package sqlite
 
 import (
@@ -55,6 +55,7 @@ type Store struct {
 	write    *sql.DB // one connection: SQLite allows one writer at a time
 	audit    *sql.DB // the audit trail's file, one connection
 	sessions *sql.DB // the web sessions' file, one connection
+	path     string  // the database file, beside which the sync's lock file lies
 	closed   atomic.Bool
 
 	findOrder, findCredential, findCredentialOrder *sql.Stmt
@@ -79,7 +80,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{write: write}
+	s := &Store{write: write, path: path}
 	if s.audit, err = openMigrated(ctx, dsn(AuditPath(path)), auditMigrationFiles, "audit-migrations"); err != nil {
 		write.Close()
 		return nil, err

@@ -25,6 +25,10 @@ const adminUsage = `usage: certorder admin <command> [--db DSN] [arguments]
   member disable NAME          refuse the member's requests from the next one on
   member enable NAME           accept them again
   member keys NAME on|off      let the member create and revoke its own keys on the web page, or not
+  member link NAME --container ID
+                               give the member the orders of a CertCentral division (certorder sync)
+  member unlink NAME --container ID
+                               stop that; the member keeps the orders it has
   key create NAME [--label T]  create an API key; printed once, on the last line
   key list NAME                list a member's keys (never the secrets)
   key revoke KEYID             refuse the key from the next request on
@@ -40,6 +44,7 @@ const adminUsage = `usage: certorder admin <command> [--db DSN] [arguments]
   webhook list MEMBER          list a member's endpoints
   webhook remove ID            remove an endpoint and its deliveries
   webhook rotate ID            new signing secret; the old one signs too for 24 hours
+  sync status                  the CertCentral sync's cursor, last runs, links and unassigned orders
   migrate                      apply the store's schema migrations, and nothing else
   export                       write every member, key hash, order and renewal as JSON lines
   restore FILE|-               load an export into an empty store, all or nothing
@@ -68,6 +73,9 @@ func (e *env) adminCommands() map[string]adminCommand {
 		"member disable": {"NAME", 1, noFlags(e.memberSetDisabled(true))},
 		"member enable":  {"NAME", 1, noFlags(e.memberSetDisabled(false))},
 		"member keys":    {"NAME on|off", 2, noFlags(e.memberKeys)},
+		"member link":    {"NAME --container ID", 1, e.memberLink(true)},
+		"member unlink":  {"NAME --container ID", 1, e.memberLink(false)},
+		"sync status":    {"", 0, noFlags(e.syncStatus)},
 		"key create":     {"NAME [--label TEXT]", 1, e.keyCreate},
 		"key list":       {"NAME", 1, noFlags(e.keyList)},
 		"key revoke":     {"KEYID", 1, noFlags(e.keyRevoke)},
@@ -131,14 +139,22 @@ func (e *env) memberList(ctx context.Context, store certorder.Store, _ []string)
 	if err != nil {
 		return err
 	}
+	links, err := linksByMember(ctx, store)
+	if err != nil {
+		return err
+	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATUS\tCREATED")
+	fmt.Fprintln(tw, "NAME\tSTATUS\tCREATED\tDIVISIONS")
 	for _, m := range ms {
 		status := "enabled"
 		if m.Disabled {
 			status = "disabled"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", m.Name, status, m.CreatedAt.Format(time.RFC3339))
+		divisions := strings.Join(links[m.ID], ",")
+		if divisions == "" {
+			divisions = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, status, m.CreatedAt.Format(time.RFC3339), divisions)
 	}
 	return tw.Flush()
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/ccsync"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/stores"
 	"github.com/certorder/certorder/webhook"
@@ -41,6 +42,8 @@ type serveConfig struct {
 	webhookTimeout                                                      time.Duration
 	readHeaderTimeout, readTimeout, writeTimeout, idleTimeout           time.Duration
 	limits                                                              server.Limits
+	syncEvery                                                           time.Duration
+	upstream                                                            upstreamConfig
 }
 
 // option is one setting: its flag, its environment variable ("" for none;
@@ -72,7 +75,7 @@ func floatVar(p *float64, def float64) flagValue {
 // options is the table of serve's settings, each declared once.
 func (c *serveConfig) options() []option {
 	l, d := &c.limits, server.DefaultLimits
-	return []option{
+	return append([]option{
 		{"addr", "CERTORDER_ADDR", "listen address", stringVar(&c.addr, "127.0.0.1:8080")},
 		{"db", "CERTORDER_DB", dbHelp, stringVar(&c.db, defaultDB)},
 		{"ca-segment", "CERTORDER_CA_SEGMENT", "path segment of the endpoint /api/<segment>/", stringVar(&c.segment, "digicert")},
@@ -110,7 +113,8 @@ func (c *serveConfig) options() []option {
 		{"webhook-timeout", "CERTORDER_WEBHOOK_TIMEOUT", "time a webhook endpoint has to answer", durationVar(&c.webhookTimeout, webhook.DefaultTimeout)},
 		{"webhook-expiring-days", "CERTORDER_WEBHOOK_EXPIRING_DAYS", "order.expiring is sent as an order without a successor crosses each of these days before expiry", stringVar(&c.webhookExpiring, "30,7,1")},
 		{"trusted-proxy", "CERTORDER_TRUSTED_PROXIES", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed", stringVar(&c.trusted, "")},
-	}
+		{"sync-every", "CERTORDER_SYNC_EVERY", "sync orders from DigiCert CertCentral this often, as certorder sync does; 0 turns it off", durationVar(&c.syncEvery, 0)},
+	}, c.upstream.options()...)
 }
 
 // parseServe reads serve's flags and environment into a checked config.
@@ -153,6 +157,9 @@ func (e *env) parseServe(args []string) (*serveConfig, *slog.Logger, error) {
 	}
 	if c.pprof && c.metricsAddr == "" {
 		return nil, nil, usageError("serve: --pprof needs --metrics-addr")
+	}
+	if c.syncEvery < 0 {
+		return nil, nil, usageError("serve: --sync-every must not be negative")
 	}
 	switch c.logFormat {
 	case "text":
@@ -198,16 +205,53 @@ func (e *env) serve(ctx context.Context, args []string) error {
 	}
 	defer handler.Close() // after the server below has shut down: writes the last audit entries
 	if c.webhooks {
-		w := webhook.NewWorker(webhook.WorkerConfig{Store: store, Logger: logger, Metrics: reg,
-			Client:     webhook.NewHTTPClient(webhook.Options{AllowPrivate: c.webhookAllowPrivate, Timeout: c.webhookTimeout}),
-			Lease:      c.webhookTimeout + 5*time.Second, // longer than any attempt
-			Thresholds: certorder.ParseThresholds(c.webhookExpiring)})
-		workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
-		done := make(chan struct{})
-		go func() { defer close(done); w.Run(workCtx) }()
-		defer func() { stopWork(); <-done }() // before the store closes
+		defer e.startWebhooks(ctx, c, logger, store, reg)() // stops before the store closes
+	}
+	if c.syncEvery > 0 {
+		stop, err := e.startSync(ctx, c, logger, store, reg)
+		if err != nil {
+			return err
+		}
+		defer stop() // before the store closes
 	}
 	return e.listen(ctx, c, logger, store, handler, reg)
+}
+
+// startWebhooks delivers members' webhook events in the background until
+// the function it returns is called (after the listeners have stopped:
+// deliveries go on while the API drains).
+func (e *env) startWebhooks(ctx context.Context, c *serveConfig, logger *slog.Logger, store certorder.Store,
+	reg *prometheus.Registry) func() {
+	w := webhook.NewWorker(webhook.WorkerConfig{Store: store, Logger: logger, Metrics: reg,
+		Client:     webhook.NewHTTPClient(webhook.Options{AllowPrivate: c.webhookAllowPrivate, Timeout: c.webhookTimeout}),
+		Lease:      c.webhookTimeout + 5*time.Second, // longer than any attempt
+		Thresholds: certorder.ParseThresholds(c.webhookExpiring)})
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(ctx) }()
+	return func() { cancel(); <-done }
+}
+
+// startSync runs the CertCentral sync in the background every
+// --sync-every, and returns what stops it.
+func (e *env) startSync(ctx context.Context, c *serveConfig, logger *slog.Logger, store certorder.Store,
+	reg *prometheus.Registry) (func(), error) {
+	client, err := c.upstream.client(e.getenv)
+	if err != nil {
+		return nil, fmt.Errorf("serve --sync-every: %w", err)
+	}
+	syncer, err := ccsync.New(ccsync.Config{Store: store, Client: client, Logger: logger, Metrics: ccsync.NewMetrics(reg)})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		syncer.Every(ctx, c.syncEvery)
+	}()
+	logger.Info("syncing from CertCentral", "every", c.syncEvery.String(), "url", client.BaseURL())
+	return func() { cancel(); <-done }, nil
 }
 
 // listen serves the API (and the metrics listener) until ctx ends, then
