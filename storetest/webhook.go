@@ -179,6 +179,15 @@ func testWebhooks(t *testing.T, open func(t *testing.T) certorder.Store) {
 	if got := fanOut(t, s); !equalJSONLines(got[all.ID], []string{"order.expiring " + string(data)}) {
 		t.Fatalf("expiring deliveries: %v", got)
 	}
+	// The CertCentral sync's writes emit the same events.
+	must(t, s.LinkContainer(ctx, "alice", 100))
+	_, err = s.ApplyUpstream(ctx, []certorder.UpstreamOrder{upstream(t, 50, 0, 100, "issued")}, nil)
+	must(t, err)
+	_, err = s.ApplyUpstream(ctx, []certorder.UpstreamOrder{upstream(t, 51, 0, 100, "issued"), upstream(t, 50, 51, 100, "issued")}, nil)
+	must(t, err)
+	if got := fanOut(t, s); !equalJSONLines(got[all.ID], []string{`order.renewed {"order_id":50,"renewed_order_id":51}`}) {
+		t.Fatalf("the sync's renewal: %v", got)
+	}
 	must(t, s.PruneWebhooks(ctx, time.Now().Add(time.Hour)))
 
 	// A restore inserts orders with their renewals: no event.
