@@ -125,7 +125,7 @@ func (e *env) dispatch(ctx context.Context, args []string) error {
 		return e.admin(ctx, rest)
 	case "auth", "info", "renew-check", "current":
 		return e.member(ctx, cmd, rest)
-	case "version", "--version":
+	case "version", "--version", "-version":
 		return e.version(rest)
 	case "completion":
 		return e.completion(rest)
