@@ -2,9 +2,10 @@ package server
 
 import (
 	"runtime"
-	"runtime/debug"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/certorder/certorder/internal/buildinfo"
 )
 
 // metrics are the service's Prometheus metrics.
@@ -39,13 +40,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "certorder_audit_dropped_total", Help: "Audit entries dropped because the audit writer was behind.",
 		}),
 	}
-	version := "(devel)"
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		version = bi.Main.Version
-	}
+	bi := buildinfo.Get()
 	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "certorder_build_info", Help: "Always 1; the labels say which build runs.",
-		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version()},
+		ConstLabels: prometheus.Labels{"version": bi.Version, "commit": bi.Commit, "date": bi.Date, "goversion": runtime.Version()},
 	})
 	buildInfo.Set(1)
 	if reg != nil {

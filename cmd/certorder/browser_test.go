@@ -116,7 +116,7 @@ func TestBrowser(t *testing.T) {
 	exe := chromium(t)
 	axe := axeSource(t)
 	out := artifacts(t)
-	c := newCLI(t, testdb.SQLite(t))
+	c := newStoreCLI(t, testdb.SQLite(t))
 	c.ok("admin", "member", "add", "demo")
 	if _, errOut, err := c.run(timelineOrders(time.Now()), "admin", "order", "import", "--member", "demo", "-"); err != nil {
 		t.Fatalf("import: %v\n%s", err, errOut)
