@@ -58,6 +58,7 @@ func Run(t *testing.T, open func(t *testing.T) certorder.Store) {
 	t.Run("Audit", func(t *testing.T) { testAudit(t, newStore(t)) })
 	t.Run("Sessions", func(t *testing.T) { testSessions(t, newStore(t)) })
 	t.Run("Webhooks", func(t *testing.T) { testWebhooks(t, open) })
+	t.Run("MemberWebhooks", func(t *testing.T) { testMemberWebhooks(t, newStore(t)) })
 	t.Run("Ping", func(t *testing.T) {
 		if err := newStore(t).Ping(context.Background()); err != nil {
 			t.Fatal(err)
