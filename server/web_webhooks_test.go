@@ -110,12 +110,18 @@ func (b *browser) addWebhook(rawURL string, events ...string) (page, string, int
 	return p, html.UnescapeString(m[1]), n // html/template writes + as &#43;
 }
 
+// anySecret matches a signing secret, as a page writes it.
+var anySecret = regexp.MustCompile(`whsec_[A-Za-z0-9+/=&#;]+`)
+
+// redact keeps signing secrets out of the test's output.
+func redact(s string) string { return anySecret.ReplaceAllString(s, "whsec_(redacted)") }
+
 func mustContain(t *testing.T, what string, p page, wants ...string) {
 	t.Helper()
 	body := html.UnescapeString(p.body)
 	for _, want := range wants {
 		if !strings.Contains(body, want) {
-			t.Errorf("%s lacks %q:\n%s", what, want, body)
+			t.Errorf("%s lacks %q:\n%s", what, want, redact(body))
 		}
 	}
 }
@@ -139,7 +145,7 @@ func TestWebWebhooks(t *testing.T) {
 	// Add: the secret is on this page and no other.
 	created, secret, id := b.addWebhook(rc.srv.URL+"/hook?token=abc", "order.renewed", "order.expiring")
 	if created.status != 200 || secret == "" || id == 0 {
-		t.Fatalf("add: %d\n%s", created.status, created.body)
+		t.Fatalf("add: %d\n%s", created.status, redact(created.body))
 	}
 	mustContain(t, "the new endpoint's page", created, "shown only this once", rc.srv.URL+"/hook?token=abc", "order.renewed, order.expiring")
 	if created.header.Get("Cache-Control") != "no-store" {
@@ -150,14 +156,14 @@ func TestWebWebhooks(t *testing.T) {
 	}
 	ep, err := f.store.MemberEndpoint(ctx, aliceID(t, f), id)
 	if err != nil || ep.Secret != secret || ep.URL != rc.srv.URL+"/hook?token=abc" || strings.Join(ep.EventTypes, ",") != "order.renewed,order.expiring" {
-		t.Fatalf("stored: %+v %v", ep, err)
+		t.Fatalf("stored: %s %v", redact(fmt.Sprintf("%+v", ep)), err)
 	}
 	rc.set(secret, http.StatusNoContent, "")
 	list = b.get("/webhooks")
 	endpoint := b.get(fmt.Sprintf("/webhooks/%d", id))
 	for _, p := range []page{list, endpoint} {
 		if strings.Contains(p.body, "whsec_") || strings.Contains(p.body, strings.TrimPrefix(secret, "whsec_")) {
-			t.Fatalf("the secret is shown again:\n%s", p.body)
+			t.Fatalf("the secret is shown again:\n%s", redact(p.body))
 		}
 	}
 	mustContain(t, "the webhooks page", list, fmt.Sprintf(`<a href="/webhooks/%d">Endpoint %d</a>`, id, id), "1 endpoint<",
@@ -228,7 +234,7 @@ func TestWebWebhooks(t *testing.T) {
 		t.Errorf("a test event to a disabled endpoint: %d", p.status)
 	}
 	if ep, _ := f.store.FindEndpoint(ctx, id); ep.Enabled || ep.DisabledReason != "disabled by the member on the web page" {
-		t.Errorf("stored after disabling: %+v", ep)
+		t.Errorf("stored after disabling: %s", redact(fmt.Sprintf("%+v", ep)))
 	}
 	mustContain(t, "the list with a disabled endpoint", b.get("/webhooks"), `class="state-disabled">Disabled by you<`)
 	p = b.post(fmt.Sprintf("/webhooks/%d/enable", id), url.Values{"csrf": {disabled.csrf(t)}})
@@ -352,7 +358,7 @@ func TestWebWebhookRefused(t *testing.T) {
 		t.Errorf("refused URL in Japanese: %d\n%s", p.status, p.body)
 	}
 	if eps, err := f.store.Endpoints(context.Background(), "alice"); err != nil || len(eps) != 0 {
-		t.Fatalf("refused endpoints stored: %+v %v", eps, err)
+		t.Fatalf("refused endpoints stored: %s %v", redact(fmt.Sprintf("%+v", eps)), err)
 	}
 
 	// A public https URL is accepted; up to MaxEndpoints of them.
@@ -444,7 +450,7 @@ func TestWebWebhookIsolation(t *testing.T) {
 	}
 	ep, err := f.store.FindEndpoint(ctx, bobs.ID)
 	if err != nil || !ep.Enabled {
-		t.Fatalf("bob's endpoint after alice's attempts: %+v %v", ep, err)
+		t.Fatalf("bob's endpoint after alice's attempts: %s %v", redact(fmt.Sprintf("%+v", ep)), err)
 	}
 	ds, err := f.store.Deliveries(ctx, bobs.ID, 10)
 	if err != nil || len(ds) != 1 || ds[0].State != certorder.DeliveryFailed || ds[0].Attempts != 1 {
@@ -484,7 +490,7 @@ func TestWebWebhookCSRF(t *testing.T) {
 	}
 	eps, err := f.store.Endpoints(ctx, "alice")
 	if err != nil || len(eps) != 1 || !eps[0].Enabled {
-		t.Fatalf("endpoints after forged forms: %+v %v", eps, err)
+		t.Fatalf("endpoints after forged forms: %s %v", redact(fmt.Sprintf("%+v", eps)), err)
 	}
 	ds, err := f.store.Deliveries(ctx, id, 10)
 	if err != nil || len(ds) != 1 || ds[0].State != certorder.DeliveryFailed {

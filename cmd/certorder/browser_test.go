@@ -277,7 +277,7 @@ func TestBrowser(t *testing.T) {
 	secret = strings.TrimSpace(secret)
 	if !strings.HasPrefix(secret, "whsec_") || !strings.Contains(createdText, hookURL) ||
 		!strings.Contains(createdText, "order.renewed, order.status_changed") {
-		t.Fatalf("the new endpoint's page (secret of %d characters):\n%s", len(secret), createdText)
+		t.Fatalf("the new endpoint's page (secret of %d characters):\n%s", len(secret), strings.ReplaceAll(createdText, secret, "(secret)"))
 	}
 	rc.mu.Lock()
 	rc.secret = secret
