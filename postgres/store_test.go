@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/postgres"
@@ -55,4 +57,24 @@ func TestBadDSN(t *testing.T) {
 	} else if want := "secretpw"; strings.Contains(err.Error(), want) {
 		t.Fatalf("error shows the password: %v", err)
 	}
+}
+
+// Audit rows written before segments are still read and pruned.
+func TestLegacyAudit(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	s, err := postgres.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	storetest.LegacyAudit(t, s, func(e certorder.AuditEntry) error {
+		_, err := conn.Exec(context.Background(), `INSERT INTO audit_log (at, member, key_id, action, order_id, outcome, client_ip, count)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, e.Time, e.Member, e.KeyID, e.Action, e.OrderID, e.Outcome, e.ClientIP, e.Count)
+		return err
+	})
 }

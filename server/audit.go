@@ -39,8 +39,8 @@ type refusal struct {
 }
 
 const (
-	auditBuffer = 8192                   // entries waiting to be written
-	auditBatch  = 512                    // entries written in one transaction at most
+	auditBuffer = 16384                  // entries waiting to be written
+	auditBatch  = 4096                   // entries written in one segment at most
 	auditFlush  = 250 * time.Millisecond // how long an entry may wait
 	auditPrune  = time.Hour              // how often entries past retention are deleted
 	maxRefusals = 10000                  // pairs counted at once; beyond, one entry for all other IPs

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,4 +86,25 @@ func BenchmarkImport(b *testing.B) {
 		s.Close()
 		b.StartTimer()
 	}
+}
+
+// Audit rows written before segments are still read and pruned.
+func TestLegacyAudit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "test.db")
+	s, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	db, err := sql.Open("sqlite", sqlite.AuditPath(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	storetest.LegacyAudit(t, s, func(e certorder.AuditEntry) error {
+		_, err := db.Exec(`INSERT INTO audit_log (at, member, key_id, action, order_id, outcome, client_ip, count)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, e.Time.UTC().Format("2006-01-02T15:04:05.000000000Z"), e.Member, e.KeyID, e.Action,
+			e.OrderID, e.Outcome, e.ClientIP, e.Count)
+		return err
+	})
 }

@@ -685,3 +685,38 @@ func testSessions(t *testing.T, s certorder.Store) {
 	_, err = s.FindSession(ctx, certorder.HashKey("a"))
 	wantErr(t, err, certorder.ErrNotFound)
 }
+
+// LegacyAudit checks that entries of the audit table of one row per entry,
+// written before segments, are still listed and pruned beside the new
+// ones. insert writes such a row directly.
+func LegacyAudit(t *testing.T, s certorder.Store, insert func(e certorder.AuditEntry) error) {
+	ctx := context.Background()
+	base := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	must(t, insert(certorder.AuditEntry{Time: base, Member: "alice", Action: "Auth", ClientIP: "192.0.2.1", Count: 1}))
+	must(t, insert(certorder.AuditEntry{Time: base.Add(2 * time.Hour), Member: "bob", Action: "Auth", OrderID: 7, Count: 1}))
+	must(t, s.AppendAudit(ctx, []certorder.AuditEntry{
+		{Time: base.Add(time.Hour), Member: "alice", Action: "OrderInfo", OrderID: 1},
+		{Time: base.Add(3 * time.Hour), Member: "bob", Action: "OrderInfo", OrderID: 2},
+	}))
+	all, err := s.Audit(ctx, certorder.AuditQuery{})
+	must(t, err)
+	var got []string
+	for _, e := range all {
+		got = append(got, fmt.Sprintf("%s:%d@%d", e.Member, e.OrderID, e.Time.Sub(base)/time.Hour))
+	}
+	if want := []string{"bob:2@3", "bob:7@2", "alice:1@1", "alice:0@0"}; !slices.Equal(got, want) {
+		t.Fatalf("Audit = %v, want %v", got, want)
+	}
+	alice, err := s.Audit(ctx, certorder.AuditQuery{Member: "alice", Limit: 1})
+	must(t, err)
+	if len(alice) != 1 || alice[0].OrderID != 1 {
+		t.Fatalf("alice, limit 1: %+v", alice)
+	}
+	n, err := s.PruneAudit(ctx, base.Add(150*time.Minute))
+	must(t, err)
+	rest, err := s.Audit(ctx, certorder.AuditQuery{})
+	must(t, err)
+	if n != 3 || len(rest) != 1 || rest[0].OrderID != 2 {
+		t.Fatalf("pruned %d, left %+v", n, rest)
+	}
+}
