@@ -31,7 +31,9 @@ var _ certorder.Store = (*Store)(nil)
 // Store is a certorder.Store on PostgreSQL.
 type Store struct {
 	pool   *pgxpool.Pool
+	cfg    *pgxpool.Config
 	closed atomic.Bool
+	cache  atomic.Pointer[cache] // nil until StartCache
 }
 
 // Lock keys for pg_advisory_xact_lock: one serialises migrations across
@@ -58,7 +60,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	s := &Store{pool: pool}
+	s := &Store{pool: pool, cfg: cfg}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -106,6 +108,7 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // Close closes the pool; every call after it fails with ErrUnavailable.
 func (s *Store) Close() error {
+	s.stopCache()
 	s.closed.Store(true)
 	s.pool.Close()
 	return nil

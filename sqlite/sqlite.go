@@ -45,12 +45,21 @@ type Store struct {
 	write  *sql.DB // one connection: SQLite allows one writer at a time
 	audit  *sql.DB // the audit trail's file, one connection
 	closed atomic.Bool
+	path   string
+	cache  atomic.Pointer[cache] // nil until StartCache
 
 	findOrder, findCredential, findCredentialOrder *sql.Stmt
 }
 
 // timeLayout sorts as text in time order.
 const timeLayout = "2006-01-02T15:04:05.000000000Z"
+
+// dsn is the data source of the database file at path. PRAGMAs go in the
+// DSN so that every pooled connection gets them.
+func dsn(path string) string {
+	return "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)" +
+		"&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=mmap_size(268435456)"
+}
 
 // Open opens (creating if need be) the database file at path and applies
 // the migrations it has not seen yet. It refuses a database whose schema is
@@ -59,16 +68,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if path == "" || strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("sqlite: bad database path %q", path)
 	}
-	// PRAGMAs go in the DSN so that every pooled connection gets them.
-	dsn := func(path string) string {
-		return "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)" +
-			"&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=mmap_size(268435456)"
-	}
 	write, err := openMigrated(ctx, dsn(path), migrationFiles, "migrations")
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{write: write}
+	s := &Store{write: write, path: path}
 	if s.audit, err = openMigrated(ctx, dsn(AuditPath(path)), auditMigrationFiles, "audit-migrations"); err != nil {
 		write.Close()
 		return nil, err
@@ -163,6 +167,9 @@ func migrate(ctx context.Context, db *sql.DB, fsys embed.FS, dir string) error {
 func (s *Store) Close() error {
 	s.closed.Store(true)
 	var errs []error
+	if c := s.cache.Swap(nil); c != nil {
+		errs = append(errs, c.close())
+	}
 	for _, db := range []*sql.DB{s.read, s.audit, s.write} {
 		if db != nil {
 			errs = append(errs, db.Close())

@@ -108,3 +108,16 @@ func TestLegacyAudit(t *testing.T) {
 		return err
 	})
 }
+
+func TestCache(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "test.db")
+	open := func() certorder.Store {
+		s, err := sqlite.Open(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	storetest.Cache(t, open(), open())
+}

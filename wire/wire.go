@@ -204,7 +204,8 @@ func ParseOrderID(raw []byte) (int64, bool) {
 }
 
 // Action is one action of section 4. Answer returns the success body or the
-// failure; ctx bounds any further store work by the request's store timeout.
+// failure; ctx is the request's (the order comes with the credentials, so
+// no action reads the store again).
 type Action struct {
 	NeedsOrder bool // the request names an order in orderId, read with the credentials
 	Answer     func(ctx context.Context, c *Call) ([]byte, *Failure)
@@ -216,6 +217,7 @@ type Call struct {
 	OrderID    int64            // 0 when orderId is absent or not a valid order number
 	Order      *certorder.Order // the member's order OrderID names; nil if the member has none
 	Now        time.Time
+	Buf        []byte // room an answer may be built in (the server pools it); nil: none
 }
 
 // Actions are the actions of the interface, by name (case-sensitive).
@@ -250,7 +252,10 @@ func answerOrderInfo(_ context.Context, c *Call) ([]byte, *Failure) {
 	if f != nil {
 		return nil, f
 	}
-	b := make([]byte, 0, len(o.Doc)+128)
+	b := c.Buf[:0]
+	if cap(b) < len(o.Doc)+128 {
+		b = make([]byte, 0, len(o.Doc)+128)
+	}
 	return append(AppendOrderInfo(b, o, c.Now), '\n'), nil
 }
 
@@ -263,7 +268,7 @@ func answerRenewCheck(_ context.Context, c *Call) ([]byte, *Failure) {
 	if o.RenewedBy == 0 {
 		return nil, Fail(NotRenewed)
 	}
-	b := append(make([]byte, 0, 64), `{"orderId":`...)
+	b := append(c.Buf[:0], `{"orderId":`...)
 	b = strconv.AppendInt(b, o.ID, 10)
 	b = append(b, `,"renewed_orderId":`...)
 	b = strconv.AppendInt(b, o.RenewedBy, 10)
