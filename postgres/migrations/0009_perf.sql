@@ -1,3 +1,17 @@
+-- The audit trail in segments (certorder.EncodeAuditSegment): one row per
+-- batch the server's writer flushes, indexed only by time, so that a
+-- request's entry costs an append to a buffer, not a row and two index
+-- entries. audit_log keeps the rows written before: read and pruned as
+-- before, until retention empties it.
+CREATE TABLE audit_segments (
+    id       BIGSERIAL PRIMARY KEY,
+    first_at BIGINT NOT NULL, -- the oldest entry, in Unix microseconds
+    last_at  BIGINT NOT NULL, -- the newest
+    entries  INTEGER NOT NULL,
+    data     BYTEA NOT NULL
+);
+CREATE INDEX audit_segments_last_at ON audit_segments(last_at);
+
 -- Serving instances cache credentials and orders (postgres/cache.go). Every
 -- statement that changes members, keys or orders notifies them, on a
 -- channel of this schema's own, once per transaction (NOTIFY folds equal
