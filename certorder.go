@@ -23,6 +23,9 @@ type Member struct {
 	Name      string
 	Disabled  bool
 	CreatedAt time.Time
+	// SelfServiceKeysOff: the member may not create or revoke its own API
+	// keys on the web page (the operator turned self-service off for it).
+	SelfServiceKeysOff bool
 }
 
 // Key is an API key as stored: never the key itself, only its hash.
@@ -100,6 +103,9 @@ type MemberStore interface {
 	// SetMemberDisabled disables or re-enables a member. Disabling ends
 	// the member's web sessions.
 	SetMemberDisabled(ctx context.Context, name string, disabled bool) error
+	// SetSelfServiceKeys allows or forbids the member to manage its own
+	// API keys on the web page; ErrNotFound if there is no such member.
+	SetSelfServiceKeys(ctx context.Context, name string, allowed bool) error
 }
 
 // KeyStore manages API keys.
@@ -110,13 +116,18 @@ type KeyStore interface {
 	Keys(ctx context.Context, member string) ([]Key, error)
 	// RevokeKey revokes a key by its ID; revoking twice is not an error.
 	RevokeKey(ctx context.Context, id string) error
+	// RevokeMemberKey revokes a key of the member memberID: ErrNotFound if
+	// the member has no key id, so that a member's request can never touch
+	// another member's key. Revoking twice is not an error.
+	RevokeMemberKey(ctx context.Context, memberID int64, id string) error
 }
 
 // OrderReader reads orders and their renewals.
 type OrderReader interface {
 	// FindOrder returns one order of any member, with its member's name.
 	FindOrder(ctx context.Context, id int64) (*Order, error)
-	// ListOrders returns the orders q selects (Member is not filled in).
+	// ListOrders returns the orders q selects (Member is not filled in;
+	// Renews is).
 	ListOrders(ctx context.Context, q OrderQuery) ([]*Order, error)
 	// CountOrders counts the orders q selects, ignoring its paging.
 	CountOrders(ctx context.Context, q OrderQuery) (int, error)
@@ -211,6 +222,8 @@ type Store interface {
 	OrderStore
 	AuditStore
 	SessionStore
+	WebhookStore
+	SyncStore
 	Pinger
 
 	// Restore loads an export (see Export and ReadExport) into an empty

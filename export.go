@@ -12,19 +12,22 @@ import (
 )
 
 // Record is one item of an export: exactly one of its fields is set.
-// Key.Member and Order.Member name the owner.
+// Key.Member, Link.Member and Order.Member name the owner.
 type Record struct {
 	Member *Member
 	Key    *Key
+	Link   *ContainerLink
 	Order  *Order
 }
 
 // exportLine is one JSON line of an export file.
 type exportLine struct {
-	Type      string          `json:"type"` // member, key or order
+	Type      string          `json:"type"` // member, key, link or order
 	Name      string          `json:"name,omitempty"`
 	Member    string          `json:"member,omitempty"`
+	Container int64           `json:"container,omitempty"`
 	Disabled  bool            `json:"disabled,omitempty"`
+	KeysOff   bool            `json:"self_service_keys_off,omitempty"`
 	KeyID     string          `json:"key_id,omitempty"`
 	Label     string          `json:"label,omitempty"`
 	Hash      []byte          `json:"hash,omitempty"`
@@ -47,6 +50,7 @@ func timePtr(t time.Time) *time.Time {
 type Exporter interface {
 	Members(ctx context.Context) ([]Member, error)
 	Keys(ctx context.Context, member string) ([]Key, error)
+	ContainerLinks(ctx context.Context) ([]ContainerLink, error)
 	ListOrders(ctx context.Context, q OrderQuery) ([]*Order, error)
 }
 
@@ -54,9 +58,11 @@ type Exporter interface {
 // flat in the number of orders.
 const exportBatch = 1000
 
-// Export writes every member, key (its hash, never a secret), order and
-// renewal of the store as JSON lines: members first, then keys, then orders.
-// Documents are written byte for byte as stored.
+// Export writes every member, key (its hash, never a secret), division
+// link, order and renewal of the store as JSON lines: members first, then
+// keys, links and orders. Documents are written byte for byte as stored.
+// The sync's state and unassigned orders are not exported: a sync after a
+// restore lists everything again.
 func Export(ctx context.Context, s Exporter, w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
@@ -66,7 +72,8 @@ func Export(ctx context.Context, s Exporter, w io.Writer) error {
 		return err
 	}
 	for _, m := range members {
-		if err := enc.Encode(exportLine{Type: "member", Name: m.Name, Disabled: m.Disabled, CreatedAt: timePtr(m.CreatedAt)}); err != nil {
+		if err := enc.Encode(exportLine{Type: "member", Name: m.Name, Disabled: m.Disabled, KeysOff: m.SelfServiceKeysOff,
+			CreatedAt: timePtr(m.CreatedAt)}); err != nil {
 			return err
 		}
 	}
@@ -80,6 +87,15 @@ func Export(ctx context.Context, s Exporter, w io.Writer) error {
 				CreatedAt: timePtr(k.CreatedAt), RevokedAt: timePtr(k.RevokedAt)}); err != nil {
 				return err
 			}
+		}
+	}
+	links, err := s.ContainerLinks(ctx)
+	if err != nil {
+		return err
+	}
+	for _, l := range links {
+		if err := enc.Encode(exportLine{Type: "link", Member: l.Member, Container: l.Container, CreatedAt: timePtr(l.CreatedAt)}); err != nil {
+			return err
 		}
 	}
 	for _, m := range members {
@@ -142,13 +158,19 @@ func parseExportLine(b []byte) (Record, error) {
 		if err := ValidMemberName(l.Name); err != nil {
 			return Record{}, err
 		}
-		return Record{Member: &Member{Name: l.Name, Disabled: l.Disabled, CreatedAt: deref(l.CreatedAt)}}, nil
+		return Record{Member: &Member{Name: l.Name, Disabled: l.Disabled, SelfServiceKeysOff: l.KeysOff,
+			CreatedAt: deref(l.CreatedAt)}}, nil
 	case "key":
 		if _, ok := KeyID(KeyPrefix + l.KeyID + "_x"); !ok || len(l.Hash) != 32 || l.Member == "" {
 			return Record{}, errors.New("a key needs key_id, member and a 32-byte hash")
 		}
 		return Record{Key: &Key{ID: l.KeyID, Member: l.Member, Label: l.Label, Hash: l.Hash,
 			CreatedAt: deref(l.CreatedAt), RevokedAt: deref(l.RevokedAt)}}, nil
+	case "link":
+		if l.Member == "" || l.Container <= 0 {
+			return Record{}, errors.New("a link needs member and a positive container")
+		}
+		return Record{Link: &ContainerLink{Member: l.Member, Container: l.Container, CreatedAt: deref(l.CreatedAt)}}, nil
 	case "order":
 		o, err := ParseOrder(l.Doc)
 		if err != nil {
@@ -169,11 +191,12 @@ func parseExportLine(b []byte) (Record, error) {
 type Restorer struct {
 	Member func(m *Member) (id int64, err error) // stores a member, returns its new ID
 	Key    func(k *Key, memberID int64) error
+	Link   func(l *ContainerLink, memberID int64) error
 	Order  func(o *Order, memberID int64) error
 }
 
-// Run restores records in order; a key or an order must come after its
-// member. The renewals must follow the rules of RecordRenewal: within one
+// Run restores records in order; a key, a link or an order must come
+// after its member. The renewals must follow the rules of RecordRenewal: within one
 // member, without cycles (a renewal may name an order not in the export, as
 // an import may).
 func (r Restorer) Run(records iter.Seq2[Record, error]) error {
@@ -202,6 +225,14 @@ func (r Restorer) Run(records iter.Seq2[Record, error]) error {
 			id, err := owner(rec.Key.Member)
 			if err == nil {
 				err = r.Key(rec.Key, id)
+			}
+			if err != nil {
+				return err
+			}
+		case rec.Link != nil:
+			id, err := owner(rec.Link.Member)
+			if err == nil {
+				err = r.Link(rec.Link, id)
 			}
 			if err != nil {
 				return err

@@ -19,9 +19,11 @@ type Session struct {
 	Created   time.Time
 	Expires   time.Time
 
-	// Filled in by FindSession: a revoked key or a disabled member ends the session.
-	KeyRevoked     bool
-	MemberDisabled bool
+	// Filled in by FindSession: a revoked key or a disabled member ends the
+	// session; SelfServiceKeysOff is the member's (see Member).
+	KeyRevoked         bool
+	MemberDisabled     bool
+	SelfServiceKeysOff bool
 }
 
 // Valid reports whether the session may be used at now.

@@ -135,7 +135,10 @@ func SpecOrder(o *Order) ([]byte, error) {
 	if _, ok := object(top["certificate"]); !ok {
 		return nil, fail("certificate is not an object")
 	}
-	if raw, _ := lookup(top, []string{"certificate.valid_till"}); !present(raw) {
+	// Paths such as certificate.id all read the certificate object: parse
+	// each nested object once, not once a field.
+	nested := map[string]map[string]json.RawMessage{}
+	if raw, _ := lookup(top, []string{"certificate.valid_till"}, nested); !present(raw) {
 		return nil, fmt.Errorf("%w: order %d: %w", ErrUnmappable, id, ErrNotIssued)
 	}
 
@@ -143,7 +146,7 @@ func SpecOrder(o *Order) ([]byte, error) {
 	b.WriteString(`{"OrderId":`)
 	b.WriteString(strconv.FormatInt(id, 10))
 
-	cert, err := build(top, certificateFields)
+	cert, err := build(top, certificateFields, nested)
 	if err != nil {
 		return nil, fail("%v", err)
 	}
@@ -168,7 +171,7 @@ func SpecOrder(o *Order) ([]byte, error) {
 		b.WriteString(`,"is_renewed":false`)
 	}
 
-	rest, err := build(top, orderFieldsAfterRenewal)
+	rest, err := build(top, orderFieldsAfterRenewal, nested)
 	if err != nil {
 		return nil, fail("%v", err)
 	}
@@ -209,12 +212,13 @@ func renewal(top map[string]json.RawMessage, id int64) (int64, error) {
 }
 
 // build writes the object of fields, taking each from the first of its
-// sources present in from.
-func build(from map[string]json.RawMessage, fields []field) ([]byte, error) {
+// sources present in from; nested caches from's parsed objects by path
+// (nil: no cache).
+func build(from map[string]json.RawMessage, fields []field, nested map[string]map[string]json.RawMessage) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
 	for _, f := range fields {
-		raw, src := lookup(from, f.sources)
+		raw, src := lookup(from, f.sources, nested)
 		if raw == nil {
 			continue
 		}
@@ -286,7 +290,7 @@ func convert(f field, raw json.RawMessage) (json.RawMessage, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s is not an object", raw)
 		}
-		built, err := build(obj, f.members)
+		built, err := build(obj, f.members, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -301,7 +305,7 @@ func convert(f field, raw json.RawMessage) (json.RawMessage, error) {
 // lookup returns the value of the first source present (not absent, not
 // null) and its path; when every source is absent or null but one was an
 // explicit null, that null.
-func lookup(from map[string]json.RawMessage, sources []string) (json.RawMessage, string) {
+func lookup(from map[string]json.RawMessage, sources []string, nested map[string]map[string]json.RawMessage) (json.RawMessage, string) {
 	var null json.RawMessage
 	var nullSrc string
 	for _, src := range sources {
@@ -321,9 +325,15 @@ func lookup(from map[string]json.RawMessage, sources []string) (json.RawMessage,
 			if i == len(path)-1 {
 				return raw, src
 			}
-			next, ok := object(raw)
-			if !ok {
-				break
+			prefix := strings.Join(path[:i+1], ".")
+			next, cached := nested[prefix]
+			if !cached {
+				if next, ok = object(raw); !ok {
+					break
+				}
+				if nested != nil {
+					nested[prefix] = next
+				}
 			}
 			cur = next
 		}

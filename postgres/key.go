@@ -50,6 +50,13 @@ func (s *Store) RevokeKey(ctx context.Context, id string) error {
 	return s.wrap("revoke key", oneRow(tag, err, "key "+id))
 }
 
+// RevokeMemberKey revokes a key of the member; the first revocation time is kept.
+func (s *Store) RevokeMemberKey(ctx context.Context, memberID int64, id string) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1 AND member_id = $2`,
+		id, memberID)
+	return s.wrap("revoke key", oneRow(tag, err, "key "+id))
+}
+
 // readCredential reads a key, its member and the member's order, in one
 // query. The order is joined only if it is the key's member's: another
 // member's order is never read, so it costs what a missing one does.

@@ -89,6 +89,10 @@ func orderFilter(q certorder.OrderQuery) (string, []any) {
 	return strings.Join(where, " AND "), args
 }
 
+// renewsColumn is Order.Renews: the lowest-numbered order of the member
+// that the order renewed (through the index on renewed_by), 0 if none.
+const renewsColumn = `COALESCE((SELECT MIN(r.id) FROM orders r WHERE r.renewed_by = o.id AND r.member_id = o.member_id), 0)`
+
 // ListOrders returns a page of a member's orders.
 func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*certorder.Order, error) {
 	where, args := orderFilter(q)
@@ -97,14 +101,21 @@ func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*cert
 		limit = &q.Limit
 	}
 	n := len(args)
-	rows, _ := s.pool.Query(ctx, `SELECT `+orderColumns+` FROM orders o WHERE `+where+` ORDER BY `+orderSorts[q.Sort]+
-		` LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2), append(args, limit, max(q.Offset, 0))...)
+	// Renews is read for the page's rows only, not for those the offset skips.
+	rows, _ := s.pool.Query(ctx, `SELECT `+orderColumns+`, `+renewsColumn+` FROM (SELECT * FROM orders o WHERE `+where+
+		` ORDER BY `+orderSorts[q.Sort]+` LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2)+`) o ORDER BY `+orderSorts[q.Sort],
+		append(args, limit, max(q.Offset, 0))...)
 	os, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*certorder.Order, error) {
 		var n nullOrder
-		if err := row.Scan(n.dest()...); err != nil {
+		var renews int64
+		if err := row.Scan(append(n.dest(), &renews)...); err != nil {
 			return nil, err
 		}
-		return n.order()
+		o, err := n.order()
+		if o != nil {
+			o.Renews = renews
+		}
+		return o, err
 	})
 	return os, s.wrap("list orders", err)
 }
@@ -166,48 +177,80 @@ func (s *Store) RecordRenewal(ctx context.Context, oldID, newID int64) error {
 	}))
 }
 
-// insertOrder writes an order row; the upsert form replaces one.
+// insertOrder writes an order row; upsertOrder replaces one.
 const insertOrder = `INSERT INTO orders
 	(id, member_id, common_name, status, valid_till, renewed_by, doc, cert_end, doc_format, names, updated_at)
 	VALUES ($1, $2, $3, $4, $5, NULLIF($6::BIGINT, 0), $7, $8, $9, $10, now())`
 
+const upsertOrder = insertOrder + ` ON CONFLICT (id) DO UPDATE SET
+	common_name = excluded.common_name, status = excluded.status, valid_till = excluded.valid_till,
+	renewed_by = excluded.renewed_by, doc = excluded.doc, cert_end = excluded.cert_end,
+	doc_format = excluded.doc_format, names = excluded.names, updated_at = excluded.updated_at`
+
 func orderRow(o *certorder.Order, memberID, renewedBy int64) []any {
 	return []any{o.ID, memberID, o.CommonName, o.Status, o.ValidTill, renewedBy, o.Doc, o.CertEnd, certorder.DocFormat, o.SearchText()}
+}
+
+// orderTx checks and writes orders inside one transaction, which holds the
+// renewals lock. ImportOrders and the sync (sync.go) both write through
+// it: an order is stored in one place.
+type orderTx struct {
+	tx pgx.Tx
+}
+
+// newOrderTx takes the renewals lock, so that two writers cannot build a
+// renewal cycle between them.
+func newOrderTx(ctx context.Context, tx pgx.Tx) (*orderTx, error) {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockRenewals); err != nil {
+		return nil, err
+	}
+	return &orderTx{tx: tx}, nil
+}
+
+// Link reads an order's owner and renewal, for certorder.CheckRenewal.
+func (t *orderTx) Link(ctx context.Context, id int64) (certorder.OrderLink, error) {
+	return linkLookup(t.tx)(ctx, id)
+}
+
+// RenewedFromOther returns an order of another member renewed by id, 0 if none.
+func (t *orderTx) RenewedFromOther(ctx context.Context, id, memberID int64) (int64, error) {
+	var other int64
+	err := t.tx.QueryRow(ctx, `SELECT id FROM orders WHERE renewed_by = $1 AND member_id <> $2 ORDER BY id LIMIT 1`,
+		id, memberID).Scan(&other)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return other, err
+}
+
+// save writes a checked order (see certorder.CheckImport).
+func (t *orderTx) save(ctx context.Context, memberID int64, o *certorder.Order, renewedBy int64) error {
+	_, err := t.tx.Exec(ctx, upsertOrder, orderRow(o, memberID, renewedBy)...)
+	return err
 }
 
 // ImportOrders stores orders for a member, all or none.
 func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq2[*certorder.Order, error]) (int, error) {
 	n := 0
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockRenewals); err != nil {
+		ot, err := newOrderTx(ctx, tx)
+		if err != nil {
 			return err
 		}
 		mid, err := memberID(ctx, tx, member)
 		if err != nil {
 			return err
 		}
-		lookup := linkLookup(tx)
-		renewedFromOther := func(ctx context.Context, id int64) (int64, error) {
-			var other int64
-			err := tx.QueryRow(ctx, `SELECT id FROM orders WHERE renewed_by = $1 AND member_id <> $2 LIMIT 1`, id, mid).Scan(&other)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return 0, nil
-			}
-			return other, err
-		}
+		renewedFromOther := func(ctx context.Context, id int64) (int64, error) { return ot.RenewedFromOther(ctx, id, mid) }
 		for o, err := range orders {
 			if err != nil {
 				return err
 			}
-			renewedBy, err := certorder.CheckImport(ctx, mid, o, lookup, renewedFromOther)
+			renewedBy, err := certorder.CheckImport(ctx, mid, o, ot.Link, renewedFromOther)
 			if err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, insertOrder+` ON CONFLICT (id) DO UPDATE SET
-				common_name = excluded.common_name, status = excluded.status, valid_till = excluded.valid_till,
-				renewed_by = excluded.renewed_by, doc = excluded.doc, cert_end = excluded.cert_end,
-				doc_format = excluded.doc_format, names = excluded.names, updated_at = excluded.updated_at`,
-				orderRow(o, mid, renewedBy)...); err != nil {
+			if err := ot.save(ctx, mid, o, renewedBy); err != nil {
 				return err
 			}
 			n++

@@ -1,8 +1,8 @@
 // Package postgres is the certorder.Store for several instances sharing one
 // database: PostgreSQL through pgx v5 and its pool.
 //
-// One file per concept: members, keys, orders, audit, sessions, restore;
-// this one opens the store and holds what they share.
+// One file per concept: members, keys, orders, audit, sessions, restore,
+// sync; this one opens the store and holds what they share.
 package postgres
 
 import (

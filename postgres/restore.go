@@ -26,14 +26,20 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record,
 		return certorder.Restorer{
 			Member: func(m *certorder.Member) (int64, error) {
 				var id int64
-				err := tx.QueryRow(ctx, `INSERT INTO members (name, disabled, created_at)
-					VALUES ($1, $2, COALESCE($3, now())) RETURNING id`, m.Name, m.Disabled, nullTime(m.CreatedAt)).Scan(&id)
+				err := tx.QueryRow(ctx, `INSERT INTO members (name, disabled, created_at, self_service_keys_off)
+					VALUES ($1, $2, COALESCE($3, now()), $4) RETURNING id`, m.Name, m.Disabled, nullTime(m.CreatedAt),
+					m.SelfServiceKeysOff).Scan(&id)
 				return id, err
 			},
 			Key: func(k *certorder.Key, memberID int64) error {
 				_, err := tx.Exec(ctx, `INSERT INTO api_keys (id, member_id, label, hash, created_at, revoked_at)
 					VALUES ($1, $2, $3, $4, COALESCE($5, now()), $6)`,
 					k.ID, memberID, k.Label, k.Hash, nullTime(k.CreatedAt), nullTime(k.RevokedAt))
+				return err
+			},
+			Link: func(l *certorder.ContainerLink, memberID int64) error {
+				_, err := tx.Exec(ctx, `INSERT INTO container_links (container_id, member_id, created_at)
+					VALUES ($1, $2, COALESCE($3, now()))`, l.Container, memberID, nullTime(l.CreatedAt))
 				return err
 			},
 			Order: func(o *certorder.Order, memberID int64) error {

@@ -118,6 +118,11 @@ func TestCacheListenerDown(t *testing.T) {
 	if err := admin.AddKey(ctx, "alice", k); err != nil {
 		t.Fatal(err)
 	}
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if unconfirmed, err := admin.AwaitInstances(wctx); err != nil || len(unconfirmed) > 0 {
+		t.Fatalf("AwaitInstances: %v %v", unconfirmed, err) // else a late notification may empty the cache below
+	}
 	if _, _, err := server.FindCredential(ctx, k.ID, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -146,8 +151,6 @@ func TestCacheListenerDown(t *testing.T) {
 	if err := admin.RevokeKey(ctx, k.ID); err != nil {
 		t.Fatal(err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
 	if unconfirmed, err := admin.AwaitInstances(wctx); err != nil || len(unconfirmed) > 0 {
 		t.Fatalf("AwaitInstances: %v %v", unconfirmed, err)
 	}

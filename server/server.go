@@ -40,6 +40,9 @@ type Config struct {
 	Limits         Limits                // abuse limits; the zero value has none (serve uses DefaultLimits)
 	AuditRetention time.Duration         // keep an audit trail of calls this long; 0: no audit trail
 	Metrics        prometheus.Registerer // where the metrics are registered; nil: nowhere
+	// SelfServiceKeysOff forbids every member to create or revoke its own
+	// keys on the web page (serve --member-keys=false).
+	SelfServiceKeysOff bool
 }
 
 // DefaultMaxBodyBytes bounds a request body. A real request is well under 1 KiB.
@@ -73,6 +76,7 @@ type Store interface {
 type Server struct {
 	creds   certorder.CredentialStore
 	cache   certorder.CredentialCache // the store's cache, nil if it has none
+	orders  certorder.OrderReader     // for actions that read more
 	ping    certorder.Pinger
 	cfg     Config
 	mux     *http.ServeMux
@@ -109,7 +113,7 @@ func New(store Store, cfg Config) (*Server, error) {
 	}
 	l := cfg.Limits
 	s := &Server{
-		creds: store, ping: store, cfg: cfg,
+		creds: store, orders: boundedOrders{store, cfg.StoreTimeout}, ping: store, cfg: cfg,
 		metrics:    newMetrics(cfg.Metrics),
 		memberRate: newBuckets(l.MemberRate, l.MemberBurst),
 		ipRate:     newBuckets(l.IPRate, l.IPBurst),
@@ -132,8 +136,13 @@ func New(store Store, cfg Config) (*Server, error) {
 		s.answer(w, r, s.newEvent(r), nil, wire.Fail(wire.UnknownPath))
 	}
 	if cfg.Web {
-		page, err := web.New(store, web.Config{SignIn: s.signIn, Secure: s.secure, Now: cfg.Now, Logger: cfg.Logger,
-			StoreTimeout: cfg.StoreTimeout})
+		wc := web.Config{SignIn: s.signIn, Secure: s.secure, Now: cfg.Now, Logger: cfg.Logger, StoreTimeout: cfg.StoreTimeout,
+			ClientIP:           func(r *http.Request) string { return clientIP(r, cfg.Limits.TrustedProxies) },
+			SelfServiceKeysOff: cfg.SelfServiceKeysOff}
+		if s.audit != nil {
+			wc.Audit = s.audit.record // sign-ins and key changes, beside the API's calls
+		}
+		page, err := web.New(store, wc)
 		if err != nil {
 			return nil, err
 		}
@@ -319,7 +328,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *wi
 	}
 	act, known := wire.Actions[req.Action]
 	known = known && req.ActionOK
-	c := &wire.Call{Now: now}
+	c := &wire.Call{Now: now, Orders: s.orders}
 	if known && act.NeedsOrder {
 		c.OrderID, _ = wire.ParseOrderID(req.OrderID)
 	}
@@ -348,6 +357,38 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *wi
 	}
 	s.answer(w, r, ev, answer, nil)
 	return nil
+}
+
+// boundedOrders bounds each read of an action's further reads by the store
+// timeout: an action gets the request's context, which has none (a request
+// the cache answers sets no timer).
+type boundedOrders struct {
+	r certorder.OrderReader
+	d time.Duration
+}
+
+func (b boundedOrders) FindOrder(ctx context.Context, id int64) (*certorder.Order, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.d)
+	defer cancel()
+	return b.r.FindOrder(ctx, id)
+}
+
+func (b boundedOrders) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*certorder.Order, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.d)
+	defer cancel()
+	return b.r.ListOrders(ctx, q)
+}
+
+func (b boundedOrders) CountOrders(ctx context.Context, q certorder.OrderQuery) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.d)
+	defer cancel()
+	return b.r.CountOrders(ctx, q)
+}
+
+func (b boundedOrders) RenewalChain(ctx context.Context, memberID, id int64) ([]certorder.ChainLink, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.d)
+	defer cancel()
+	return b.r.RenewalChain(ctx, memberID, id)
 }
 
 // answerPool holds buffers answers are built in; an answer is written

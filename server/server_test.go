@@ -39,7 +39,7 @@ type fixture struct {
 // newFixture starts the server on a fresh store (see testdb) with members alice
 // (orders 1001 -> 1002 -> 1003 from testdata), bob (order 2001) and carol
 // (disabled).
-func newFixture(t *testing.T, dsn string, cfg server.Config) *fixture {
+func newFixture(t testing.TB, dsn string, cfg server.Config) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	f := &fixture{dbPath: dsn}

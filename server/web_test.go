@@ -22,12 +22,12 @@ import (
 
 // browser is an HTTP client with cookies that does not follow redirects.
 type browser struct {
-	t    *testing.T
+	t    testing.TB
 	base string
 	hc   *http.Client
 }
 
-func newBrowser(t *testing.T, base string, transport http.RoundTripper) *browser {
+func newBrowser(t testing.TB, base string, transport http.RoundTripper) *browser {
 	jar, _ := cookiejar.New(nil)
 	return &browser{t: t, base: base, hc: &http.Client{Jar: jar, Transport: transport,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
@@ -57,7 +57,7 @@ func (b *browser) post(path string, form url.Values) page {
 	return read(b.t, resp)
 }
 
-func read(t *testing.T, resp *http.Response) page {
+func read(t testing.TB, resp *http.Response) page {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
@@ -69,7 +69,7 @@ func read(t *testing.T, resp *http.Response) page {
 var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
 // csrf is the CSRF token of the page's forms.
-func (p page) csrf(t *testing.T) string {
+func (p page) csrf(t testing.TB) string {
 	t.Helper()
 	m := csrfField.FindStringSubmatch(p.body)
 	if m == nil {
@@ -100,8 +100,9 @@ func TestWebSignedOut(t *testing.T) {
 		}
 	}
 	p := b.get("/signin")
-	if p.status != 200 || !strings.Contains(p.body, `<label for="name">Member ID</label>`) {
-		t.Fatalf("sign-in page: %d", p.status)
+	if p.status != 200 || !strings.Contains(p.body, `<label for="name">AccessName (member ID)</label>`) ||
+		!strings.Contains(p.body, `<label for="key">AccessKey (API key)</label>`) {
+		t.Fatalf("sign-in page: %d\n%s", p.status, p.body)
 	}
 	for h, want := range map[string]string{
 		"Content-Security-Policy": "default-src 'none'; style-src 'self'",
@@ -117,6 +118,16 @@ func TestWebSignedOut(t *testing.T) {
 	if css := b.get("/static/style.css"); css.status != 200 || !strings.Contains(css.body, "font") {
 		t.Errorf("stylesheet: %d", css.status)
 	}
+	// No directory is listed: /static/ itself, or any path that names a directory.
+	for _, path := range []string{"/static/", "/static", "/static//", "/static/nope.css", "/static/../static/", "/static/./"} {
+		p := b.get(path)
+		for i := 0; i < 3 && p.status/100 == 3; i++ { // the mux cleans paths by redirecting
+			p = b.get(p.header.Get("Location"))
+		}
+		if p.status != http.StatusNotFound || strings.Contains(p.body, `href="style.css"`) {
+			t.Errorf("%s: %d\n%s", path, p.status, p.body)
+		}
+	}
 	// The API still answers JSON, and an unknown page is an HTML 404.
 	if status, _ := do(t, http.MethodPost, base+"/api/digicert/", `{}`); status != 400 {
 		t.Errorf("API with the web page on: %d", status)
@@ -130,8 +141,13 @@ func TestWebSignedOut(t *testing.T) {
 }
 
 func TestWebSignInAndPages(t *testing.T) {
-	feb10 := time.Date(2026, 2, 10, 9, 0, 0, 0, time.UTC) // order 1002 expires within 30 days
+	feb10 := time.Date(2026, 2, 10, 9, 0, 0, 0, time.UTC) // order 1002 ends within 30 days, but it was renewed
 	f, base := webFixture(t, server.Config{Now: func() time.Time { return feb10 }})
+	// Two orders nobody renewed: one ending within 30 days, one long expired.
+	if _, err := f.store.ImportOrders(context.Background(), "alice", storetest.Orders(t,
+		storetest.OrderJSON(1010, 0, "2026-03-01"), storetest.OrderJSON(1011, 0, "2020-01-01"))); err != nil {
+		t.Fatal(err)
+	}
 	b := newBrowser(t, base, nil)
 	p := b.signIn("alice", f.aliceKey)
 	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/orders" {
@@ -154,26 +170,55 @@ func TestWebSignInAndPages(t *testing.T) {
 		t.Fatalf("session cookie: %v", set)
 	}
 
+	// Renewed orders are hidden by default: what is left is current.
 	orders := b.get("/orders")
-	for _, want := range []string{`<a href="/orders/1001">1001</a>`, `old.example.com`, `Standard SSL`,
-		`class="num expired">expired 2232 days ago`, `class="num expiring">19 (expiring soon)`, `class="num ">384<`, `<a href="/orders/1002">1002</a>`,
-		`3 orders`, `Signed in as <strong>alice</strong>`} {
+	for _, want := range []string{`<a href="/orders/1003">1003</a>`, `old.example.com`,
+		`<span class="current">Current</span> (renews order <a href="/orders/1002">1002</a>)`,
+		`class="num expiring">Expiring soon: 19 days left<`, `class="num expired">Expired 2232 days ago<`,
+		`3 orders (renewed orders hidden)`, `Signed in as <strong>alice</strong>`, `<td data-label="Valid till">1 Mar 2026</td>`,
+		`href="/orders.csv?sort=order"`} {
 		if !strings.Contains(orders.body, want) {
 			t.Errorf("orders page lacks %s", want)
 		}
 	}
-	if strings.Contains(orders.body, "2001") {
-		t.Error("alice's page shows bob's order")
+	for _, unwanted := range []string{`href="/orders/1001"`, `href="/orders/1002">1002</a></td>`, "2001", "2020-01-01"} {
+		if strings.Contains(orders.body, unwanted) {
+			t.Errorf("orders page shows %s", unwanted)
+		}
+	}
+	// The toggle shows renewed orders: never expired or expiring, each
+	// pointing to the order that renewed it and to the current one.
+	all := b.get("/orders?renewed=1")
+	for _, want := range []string{`5 orders<`,
+		`<td data-label="Order" class="num"><a href="/orders/1001">1001</a></td>`,
+		`Renewed by order <a href="/orders/1002">1002</a>; current order <a href="/orders/1003">1003</a>`,
+		`Renewed by order <a href="/orders/1003">1003</a></td>`,
+		`<input id="renewed" name="renewed" type="checkbox" value="1" checked>`, `href="/orders.csv?renewed=1&amp;sort=order"`} {
+		if !strings.Contains(all.body, want) {
+			t.Errorf("orders page with renewed orders lacks %s", want)
+		}
+	}
+	if n := strings.Count(all.body, `class="num renewed">Renewed<`); n != 2 {
+		t.Errorf("%d orders read \"Renewed\", want 2", n)
+	}
+	if strings.Count(all.body, `class="num expiring"`) != 1 || strings.Count(all.body, `class="num expired"`) != 1 {
+		t.Errorf("renewed orders flagged:\n%s", all.body)
 	}
 
 	order := b.get("/orders/1001")
 	order.body = html.UnescapeString(order.body)
 	for _, want := range []string{`<h1>Order 1001</h1>`, `<strong>Order 1001</strong> (this order)`, `<a href="/orders/1002">Order 1002</a>`,
 		`<a href="/orders/1003">Order 1003</a> <span class="current">— current</span>`, `<summary>Certificate signing request</summary>`,
-		`old.example.com, www.old.example.com`, `2 Jan 2019, 10:11 +09:00`, `custom_profile`, `8800123`} {
+		`The current order of its renewal chain is <a href="/orders/1003">Order 1003</a>`,
+		`old.example.com, www.old.example.com`, `2 Jan 2019, 10:11 (UTC+09:00)`, `3 Jan 2019 to 1 Jan 2020`, `custom_profile`, `8800123`,
+		`<dt>Wildcard names purchased</dt><dd>not stated</dd>`, `<dt>Single names purchased</dt><dd>2</dd>`,
+		`<dd class="renewed">Renewed</dd>`, `valid till 1 Mar 2026`} {
 		if !strings.Contains(order.body, want) {
 			t.Errorf("order page lacks %s", want)
 		}
+	}
+	if strings.Contains(order.body, "—</dd>") || regexp.MustCompile(`class="(expired|expiring)"|days left|days ago`).MatchString(order.body) {
+		t.Errorf("order page shows a dash or an expiry for a renewed order:\n%s", order.body)
 	}
 	current := b.get("/orders/1003")
 	if !strings.Contains(current.body, `<h1>Order 1003 <span class="current">(current)</span></h1>`) ||
@@ -183,12 +228,12 @@ func TestWebSignInAndPages(t *testing.T) {
 
 	// Another member's order, by URL guessing, is "not found" like a missing one.
 	theirs, missing := b.get("/orders/2001"), b.get("/orders/999999")
-	if theirs.status != 404 || theirs.body != missing.body || b.get("/orders/abc").status != 404 {
+	if theirs.status != 404 || strings.ReplaceAll(theirs.body, "2001", "999999") != missing.body || b.get("/orders/abc").status != 404 {
 		t.Errorf("another member's order: %d", theirs.status)
 	}
 
 	// Filter and sort.
-	if p := b.get("/orders?q=OLD.example&sort=-expiry"); !regexp.MustCompile(`(?s)1003.*1002.*1001`).MatchString(p.body) {
+	if p := b.get("/orders?q=OLD.example&sort=-expiry&renewed=1"); !regexp.MustCompile(`(?s)1003.*1002.*1001`).MatchString(p.body) {
 		t.Errorf("sorted by expiry, latest first:\n%s", p.body)
 	}
 	if p := b.get("/orders?q=nothing-like-this"); !strings.Contains(p.body, "No order matches") {
@@ -218,7 +263,7 @@ func TestWebRefusals(t *testing.T) {
 		{"alice", f.revokedKey}, {"alice", "not a key"}, {"", ""}} {
 		p := b.signIn(creds[0], creds[1])
 		msg := regexp.MustCompile(`role="alert">([^<]*)<`).FindStringSubmatch(p.body)
-		if p.status != http.StatusUnauthorized || msg == nil || msg[1] != "Sign-in failed. Check your member ID and API key." {
+		if p.status != http.StatusUnauthorized || msg == nil || msg[1] != "Sign-in failed. Check your AccessName and AccessKey." {
 			t.Fatalf("%v: %d %v", creds, p.status, msg)
 		}
 	}
@@ -278,7 +323,7 @@ func TestWebSessionAcrossInstances(t *testing.T) {
 		u, _ := url.Parse(a.base)
 		u2, _ := url.Parse(srv2.URL)
 		b.hc.Jar.SetCookies(u2, a.hc.Jar.Cookies(u))
-		if p := b.get("/orders"); p.status != 200 || !strings.Contains(p.body, "1001") {
+		if p := b.get("/orders"); p.status != 200 || !strings.Contains(p.body, "1003") {
 			t.Fatalf("the other instance: %d", p.status)
 		}
 	})
@@ -315,11 +360,11 @@ func TestWebPagination(t *testing.T) {
 	}
 	b := newBrowser(t, base, nil)
 	b.signIn("alice", f.aliceKey)
-	p1 := b.get("/orders")
-	if !strings.Contains(p1.body, "33 orders, page 1 of 2") || !strings.Contains(p1.body, `href="/orders?page=2&amp;sort=order" rel="next"`) {
+	p1 := b.get("/orders?renewed=1")
+	if !strings.Contains(p1.body, "33 orders page 1 of 2") || !strings.Contains(p1.body, `href="/orders?page=2&amp;renewed=1&amp;sort=order" rel="next"`) {
 		t.Fatalf("page 1:\n%s", p1.body)
 	}
-	p2 := b.get("/orders?page=2&sort=order")
+	p2 := b.get("/orders?page=2&sort=order&renewed=1")
 	if !strings.Contains(p2.body, "5029") || strings.Contains(p2.body, ">1001<") || !strings.Contains(p2.body, `rel="prev"`) {
 		t.Fatalf("page 2:\n%s", p2.body)
 	}

@@ -53,6 +53,13 @@ func (s *Store) RevokeKey(ctx context.Context, id string) error {
 	return s.wrap("revoke key", oneRow(res, err, "key "+id))
 }
 
+// RevokeMemberKey revokes a key of the member; the first revocation time is kept.
+func (s *Store) RevokeMemberKey(ctx context.Context, memberID int64, id string) error {
+	res, err := s.write.ExecContext(ctx, `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ? AND member_id = ?`,
+		now(), id, memberID)
+	return s.wrap("revoke key", oneRow(res, err, "key "+id))
+}
+
 // The columns of the hot path's one read: a credential and an order.
 const (
 	credentialColumns = `k.id, k.hash, k.revoked_at IS NOT NULL, m.id, m.name, m.disabled`

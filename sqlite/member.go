@@ -27,7 +27,7 @@ func (s *Store) AddMember(ctx context.Context, name string) (certorder.Member, e
 
 // FindMember returns the member with the name.
 func (s *Store) FindMember(ctx context.Context, name string) (certorder.Member, error) {
-	m, err := scanMember(s.read.QueryRowContext(ctx, `SELECT id, name, disabled, created_at FROM members WHERE name = ?`, name))
+	m, err := scanMember(s.read.QueryRowContext(ctx, `SELECT `+memberColumns+` FROM members WHERE name = ?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		err = fmt.Errorf("%w: member %s", certorder.ErrNotFound, name)
 	}
@@ -36,7 +36,7 @@ func (s *Store) FindMember(ctx context.Context, name string) (certorder.Member, 
 
 // Members lists every member by name.
 func (s *Store) Members(ctx context.Context) ([]certorder.Member, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT id, name, disabled, created_at FROM members ORDER BY name`)
+	rows, err := s.read.QueryContext(ctx, `SELECT `+memberColumns+` FROM members ORDER BY name`)
 	if err != nil {
 		return nil, s.wrap("list members", err)
 	}
@@ -52,25 +52,40 @@ func (s *Store) Members(ctx context.Context) ([]certorder.Member, error) {
 	return ms, s.wrap("list members", rows.Err())
 }
 
+// memberColumns are the columns scanMember reads.
+const memberColumns = `id, name, disabled, created_at, self_service_keys_off`
+
 func scanMember(row interface{ Scan(...any) error }) (certorder.Member, error) {
 	var m certorder.Member
 	var created sql.NullString
-	err := row.Scan(&m.ID, &m.Name, &m.Disabled, &created)
+	err := row.Scan(&m.ID, &m.Name, &m.Disabled, &created, &m.SelfServiceKeysOff)
 	m.CreatedAt = parseTime(created)
 	return m, err
 }
 
 // SetMemberDisabled disables or re-enables a member; disabling ends its
-// web sessions, so that enabling it again does not bring them back.
+// web sessions, so that enabling it again does not bring them back. The
+// sessions are in a file of their own: they are deleted once the member is
+// disabled (FindSession refuses them from that moment anyway).
 func (s *Store) SetMemberDisabled(ctx context.Context, name string, disabled bool) error {
-	return s.wrap("set member "+name, inTx(ctx, s.write, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE members SET disabled = ? WHERE name = ?`, disabled, name)
-		if err := oneRow(res, err, "member "+name); err != nil || !disabled {
-			return err
+	var id int64
+	err := inTx(ctx, s.write, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `UPDATE members SET disabled = ? WHERE name = ? RETURNING id`, disabled, name).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: member %s", certorder.ErrNotFound, name)
 		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM sessions WHERE member_id = (SELECT id FROM members WHERE name = ?)`, name)
 		return err
-	}))
+	})
+	if err == nil && disabled {
+		err = s.endSessions(ctx, id)
+	}
+	return s.wrap("set member "+name, err)
+}
+
+// SetSelfServiceKeys allows or forbids the member's self-service keys.
+func (s *Store) SetSelfServiceKeys(ctx context.Context, name string, allowed bool) error {
+	res, err := s.write.ExecContext(ctx, `UPDATE members SET self_service_keys_off = ? WHERE name = ?`, !allowed, name)
+	return s.wrap("set member "+name, oneRow(res, err, "member "+name))
 }
 
 func memberID(ctx context.Context, q queryRower, name string) (int64, error) {

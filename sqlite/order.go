@@ -83,6 +83,10 @@ func orderFilter(q certorder.OrderQuery) (string, []any) {
 	return strings.Join(where, " AND "), args
 }
 
+// renewsColumn is Order.Renews: the lowest-numbered order of the member
+// that the order renewed (through the index on renewed_by), 0 if none.
+const renewsColumn = `COALESCE((SELECT MIN(r.id) FROM orders r WHERE r.renewed_by = o.id AND r.member_id = o.member_id), 0)`
+
 // ListOrders returns a page of a member's orders.
 func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*certorder.Order, error) {
 	where, args := orderFilter(q)
@@ -90,8 +94,9 @@ func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*cert
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT `+orderColumns+` FROM orders o WHERE `+where+
-		` ORDER BY `+orderSorts[q.Sort]+` LIMIT ? OFFSET ?`, append(args, limit, max(q.Offset, 0))...)
+	// Renews is read for the page's rows only, not for those the offset skips.
+	rows, err := s.read.QueryContext(ctx, `SELECT `+orderColumns+`, `+renewsColumn+` FROM (SELECT * FROM orders o WHERE `+where+
+		` ORDER BY `+orderSorts[q.Sort]+` LIMIT ? OFFSET ?) o ORDER BY `+orderSorts[q.Sort], append(args, limit, max(q.Offset, 0))...)
 	if err != nil {
 		return nil, s.wrap("list orders", err)
 	}
@@ -99,13 +104,15 @@ func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*cert
 	var os []*certorder.Order
 	for rows.Next() {
 		var n nullOrder
-		if err := rows.Scan(n.dest()...); err != nil {
+		var renews int64
+		if err := rows.Scan(append(n.dest(), &renews)...); err != nil {
 			return nil, s.wrap("list orders", err)
 		}
 		o, err := n.order()
 		if err != nil {
 			return nil, s.wrap("list orders", err)
 		}
+		o.Renews = renews
 		os = append(os, o)
 	}
 	return os, s.wrap("list orders", rows.Err())
@@ -168,14 +175,75 @@ func (s *Store) RecordRenewal(ctx context.Context, oldID, newID int64) error {
 	}))
 }
 
-// insertOrder writes an order row; the upsert form replaces one.
+// insertOrder writes an order row; upsertOrder replaces one.
 const insertOrder = `INSERT INTO orders
 	(id, member_id, common_name, status, valid_till, renewed_by, doc, cert_end, doc_format, names, updated_at)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
+const upsertOrder = insertOrder + ` ON CONFLICT (id) DO UPDATE SET
+	common_name = excluded.common_name, status = excluded.status, valid_till = excluded.valid_till,
+	renewed_by = excluded.renewed_by, doc = excluded.doc, cert_end = excluded.cert_end,
+	doc_format = excluded.doc_format, names = excluded.names, updated_at = excluded.updated_at`
+
 func orderRow(o *certorder.Order, memberID, renewedBy int64, stamp string) []any {
 	return []any{o.ID, memberID, o.CommonName, o.Status, o.ValidTill,
 		sql.NullInt64{Int64: renewedBy, Valid: renewedBy != 0}, o.Doc, o.CertEnd, certorder.DocFormat, o.SearchText(), stamp}
+}
+
+// orderTx checks and writes orders inside one transaction. ImportOrders
+// and the sync (sync.go) both write through it: an order is stored in one
+// place.
+type orderTx struct {
+	tx                      *sql.Tx
+	link, fromOther, upsert *sql.Stmt
+	stamp                   string
+}
+
+func newOrderTx(ctx context.Context, tx *sql.Tx) (*orderTx, error) {
+	t := &orderTx{tx: tx, stamp: now()}
+	var err error
+	if t.link, err = tx.PrepareContext(ctx, selectLink); err != nil {
+		return nil, err
+	}
+	if t.fromOther, err = tx.PrepareContext(ctx,
+		`SELECT id FROM orders WHERE renewed_by = ? AND member_id <> ? ORDER BY id LIMIT 1`); err != nil {
+		t.close()
+		return nil, err
+	}
+	if t.upsert, err = tx.PrepareContext(ctx, upsertOrder); err != nil {
+		t.close()
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *orderTx) close() {
+	for _, st := range []*sql.Stmt{t.link, t.fromOther, t.upsert} {
+		if st != nil {
+			st.Close()
+		}
+	}
+}
+
+// Link reads an order's owner and renewal, for certorder.CheckRenewal.
+func (t *orderTx) Link(ctx context.Context, id int64) (certorder.OrderLink, error) {
+	return linkLookup(t.link)(ctx, id)
+}
+
+// RenewedFromOther returns an order of another member renewed by id, 0 if none.
+func (t *orderTx) RenewedFromOther(ctx context.Context, id, memberID int64) (int64, error) {
+	var other int64
+	err := t.fromOther.QueryRowContext(ctx, id, memberID).Scan(&other)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return other, err
+}
+
+// save writes a checked order (see certorder.CheckImport).
+func (t *orderTx) save(ctx context.Context, memberID int64, o *certorder.Order, renewedBy int64) error {
+	_, err := t.upsert.ExecContext(ctx, orderRow(o, memberID, renewedBy, t.stamp)...)
+	return err
 }
 
 // ImportOrders stores orders for a member, all or none.
@@ -186,44 +254,21 @@ func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq
 		if err != nil {
 			return err
 		}
-		link, err := tx.PrepareContext(ctx, selectLink)
+		ot, err := newOrderTx(ctx, tx)
 		if err != nil {
 			return err
 		}
-		defer link.Close()
-		fromOther, err := tx.PrepareContext(ctx,
-			`SELECT id FROM orders WHERE renewed_by = ? AND member_id <> ? LIMIT 1`)
-		if err != nil {
-			return err
-		}
-		defer fromOther.Close()
-		renewedFromOther := func(ctx context.Context, id int64) (int64, error) {
-			var other int64
-			err := fromOther.QueryRowContext(ctx, id, mid).Scan(&other)
-			if errors.Is(err, sql.ErrNoRows) {
-				return 0, nil
-			}
-			return other, err
-		}
-		upsert, err := tx.PrepareContext(ctx, insertOrder+` ON CONFLICT (id) DO UPDATE SET
-			common_name = excluded.common_name, status = excluded.status, valid_till = excluded.valid_till,
-			renewed_by = excluded.renewed_by, doc = excluded.doc, cert_end = excluded.cert_end,
-			doc_format = excluded.doc_format, names = excluded.names, updated_at = excluded.updated_at`)
-		if err != nil {
-			return err
-		}
-		defer upsert.Close()
-		lookup := linkLookup(link)
-		stamp := now()
+		defer ot.close()
+		renewedFromOther := func(ctx context.Context, id int64) (int64, error) { return ot.RenewedFromOther(ctx, id, mid) }
 		for o, err := range orders {
 			if err != nil {
 				return err
 			}
-			renewedBy, err := certorder.CheckImport(ctx, mid, o, lookup, renewedFromOther)
+			renewedBy, err := certorder.CheckImport(ctx, mid, o, ot.Link, renewedFromOther)
 			if err != nil {
 				return err
 			}
-			if _, err := upsert.ExecContext(ctx, orderRow(o, mid, renewedBy, stamp)...); err != nil {
+			if err := ot.save(ctx, mid, o, renewedBy); err != nil {
 				return err
 			}
 			n++

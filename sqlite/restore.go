@@ -28,8 +28,8 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record,
 		stamp := now()
 		return certorder.Restorer{
 			Member: func(m *certorder.Member) (int64, error) {
-				res, err := tx.ExecContext(ctx, `INSERT INTO members (name, disabled, created_at) VALUES (?, ?, ?)`,
-					m.Name, m.Disabled, stampOrNow(m.CreatedAt))
+				res, err := tx.ExecContext(ctx, `INSERT INTO members (name, disabled, created_at, self_service_keys_off) VALUES (?, ?, ?, ?)`,
+					m.Name, m.Disabled, stampOrNow(m.CreatedAt), m.SelfServiceKeysOff)
 				if err != nil {
 					return 0, err
 				}
@@ -39,6 +39,11 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record,
 				revoked := sql.NullString{String: formatTime(k.RevokedAt), Valid: k.Revoked()}
 				_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, member_id, label, hash, created_at, revoked_at)
 					VALUES (?, ?, ?, ?, ?, ?)`, k.ID, memberID, k.Label, k.Hash, stampOrNow(k.CreatedAt), revoked)
+				return err
+			},
+			Link: func(l *certorder.ContainerLink, memberID int64) error {
+				_, err := tx.ExecContext(ctx, `INSERT INTO container_links (container_id, member_id, created_at) VALUES (?, ?, ?)`,
+					l.Container, memberID, stampOrNow(l.CreatedAt))
 				return err
 			},
 			Order: func(o *certorder.Order, memberID int64) error {

@@ -1,8 +1,8 @@
 // Package sqlite is the embedded certorder.Store: one SQLite file in WAL
 // mode, through the pure-Go modernc.org/sqlite driver (no cgo).
 //
-// One file per concept: members, keys, orders, audit, sessions, restore;
-// this one opens the store and holds what they share.
+// One file per concept: members, keys, orders, audit, sessions, restore,
+// sync; this one opens the store and holds what they share.
 package sqlite
 
 import (
@@ -37,16 +37,27 @@ var auditMigrationFiles embed.FS
 // AuditPath is the file of the audit trail of the store at path.
 func AuditPath(path string) string { return path + "-audit" }
 
+// The web page's sessions live in a file of their own too: a sign-in
+// writes one, and must not wait behind an import, which holds the store
+// file's one write lock for its whole transaction.
+//
+//go:embed sessions-migrations/*.sql
+var sessionMigrationFiles embed.FS
+
+// SessionsPath is the file of the web sessions of the store at path.
+func SessionsPath(path string) string { return path + "-sessions" }
+
 var _ certorder.Store = (*Store)(nil)
 
 // Store is a certorder.Store on one SQLite file.
 type Store struct {
-	read   *sql.DB // concurrent readers; WAL lets them run beside the writer
-	write  *sql.DB // one connection: SQLite allows one writer at a time
-	audit  *sql.DB // the audit trail's file, one connection
-	closed atomic.Bool
-	path   string
-	cache  atomic.Pointer[cache] // nil until StartCache
+	read     *sql.DB // concurrent readers; WAL lets them run beside the writer
+	write    *sql.DB // one connection: SQLite allows one writer at a time
+	audit    *sql.DB // the audit trail's file, one connection
+	sessions *sql.DB // the web sessions' file, one connection
+	path     string  // the database file, beside which the sync's lock file lies
+	closed   atomic.Bool
+	cache    atomic.Pointer[cache] // nil until StartCache
 
 	findOrder, findCredential, findCredentialOrder *sql.Stmt
 }
@@ -75,6 +86,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	s := &Store{write: write, path: path}
 	if s.audit, err = openMigrated(ctx, dsn(AuditPath(path)), auditMigrationFiles, "audit-migrations"); err != nil {
 		write.Close()
+		return nil, err
+	}
+	if s.sessions, err = openMigrated(ctx, dsn(SessionsPath(path)), sessionMigrationFiles, "sessions-migrations"); err != nil {
+		s.Close()
 		return nil, err
 	}
 	if s.read, err = sql.Open("sqlite", dsn(path)+"&_pragma=query_only(1)"); err != nil {
@@ -170,7 +185,7 @@ func (s *Store) Close() error {
 	if c := s.cache.Swap(nil); c != nil {
 		errs = append(errs, c.close())
 	}
-	for _, db := range []*sql.DB{s.read, s.audit, s.write} {
+	for _, db := range []*sql.DB{s.read, s.sessions, s.audit, s.write} {
 		if db != nil {
 			errs = append(errs, db.Close())
 		}

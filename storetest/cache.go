@@ -115,8 +115,10 @@ func Cache(t *testing.T, server, admin certorder.Store) {
 	}
 	must(t, server.SetMemberDisabled(ctx, "alice", true))
 	if w, ok := server.(certorder.InstanceAwaiter); ok {
-		if _, err := w.AwaitInstances(ctx); err != nil {
-			t.Fatal(err)
+		wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		if unconfirmed, err := w.AwaitInstances(wctx); err != nil || len(unconfirmed) > 0 {
+			t.Fatalf("AwaitInstances: %v %v", unconfirmed, err)
 		}
 	}
 	if c, _, err := server.FindCredential(ctx, k2.ID, 2); err != nil || !c.MemberDisabled {

@@ -24,6 +24,11 @@ const adminUsage = `usage: certorder admin <command> [--db DSN] [arguments]
   member list                  list members
   member disable NAME          refuse the member's requests from the next one on
   member enable NAME           accept them again
+  member keys NAME on|off      let the member create and revoke its own keys on the web page, or not
+  member link NAME --container ID
+                               give the member the orders of a CertCentral division (certorder sync)
+  member unlink NAME --container ID
+                               stop that; the member keeps the orders it has
   key create NAME [--label T]  create an API key; printed once, on the last line
   key list NAME                list a member's keys (never the secrets)
   key revoke KEYID             refuse the key from the next request on
@@ -34,6 +39,12 @@ const adminUsage = `usage: certorder admin <command> [--db DSN] [arguments]
   order show ID                show an order as OrderInfo answers it
   audit [--member NAME] [--since TIME] [--limit N]
                                list API calls, newest first (TIME: RFC 3339, YYYY-MM-DD, or a duration ago: 24h)
+  webhook add MEMBER URL [--events TYPES]
+                               add a webhook endpoint; its signing secret alone on the last line
+  webhook list MEMBER          list a member's endpoints
+  webhook remove ID            remove an endpoint and its deliveries
+  webhook rotate ID            new signing secret; the old one signs too for 24 hours
+  sync status                  the CertCentral sync's cursor, last runs, links and unassigned orders
   migrate                      apply the store's schema migrations, and nothing else
   export                       write every member, key hash, order and renewal as JSON lines
   restore FILE|-               load an export into an empty store, all or nothing
@@ -61,6 +72,10 @@ func (e *env) adminCommands() map[string]adminCommand {
 		"member list":    {"", 0, noFlags(e.memberList)},
 		"member disable": {"NAME", 1, noFlags(e.memberSetDisabled(true))},
 		"member enable":  {"NAME", 1, noFlags(e.memberSetDisabled(false))},
+		"member keys":    {"NAME on|off", 2, noFlags(e.memberKeys)},
+		"member link":    {"NAME --container ID", 1, e.memberLink(true)},
+		"member unlink":  {"NAME --container ID", 1, e.memberLink(false)},
+		"sync status":    {"", 0, noFlags(e.syncStatus)},
 		"key create":     {"NAME [--label TEXT]", 1, e.keyCreate},
 		"key list":       {"NAME", 1, noFlags(e.keyList)},
 		"key revoke":     {"KEYID", 1, noFlags(e.keyRevoke)},
@@ -69,6 +84,10 @@ func (e *env) adminCommands() map[string]adminCommand {
 		"order list":     {"NAME", 1, noFlags(e.orderList)},
 		"order show":     {"ID", 1, noFlags(e.orderShow)},
 		"audit":          {"[--member NAME] [--since TIME] [--limit N]", 0, e.audit},
+		"webhook add":    {"MEMBER URL [--events TYPES]", 2, e.webhookAdd},
+		"webhook list":   {"MEMBER", 1, noFlags(e.webhookList)},
+		"webhook remove": {"ID", 1, noFlags(e.webhookRemove)},
+		"webhook rotate": {"ID", 1, noFlags(e.webhookRotate)},
 		"migrate":        {"", 0, noFlags(e.migrate)},
 		"export":         {"", 0, noFlags(e.export)},
 		"restore":        {"FILE|-", 1, noFlags(e.restore)},
@@ -120,14 +139,22 @@ func (e *env) memberList(ctx context.Context, store certorder.Store, _ []string)
 	if err != nil {
 		return err
 	}
+	links, err := linksByMember(ctx, store)
+	if err != nil {
+		return err
+	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATUS\tCREATED")
+	fmt.Fprintln(tw, "NAME\tSTATUS\tCREATED\tDIVISIONS")
 	for _, m := range ms {
 		status := "enabled"
 		if m.Disabled {
 			status = "disabled"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", m.Name, status, m.CreatedAt.Format(time.RFC3339))
+		divisions := strings.Join(links[m.ID], ",")
+		if divisions == "" {
+			divisions = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, status, m.CreatedAt.Format(time.RFC3339), divisions)
 	}
 	return tw.Flush()
 }
@@ -147,6 +174,23 @@ func (e *env) memberSetDisabled(disabled bool) adminFunc {
 		}
 		return e.awaitInstances(ctx, store, "member "+args[0]+" disabled")
 	}
+}
+
+// memberKeys turns a member's self-service keys on the web page on or off.
+func (e *env) memberKeys(ctx context.Context, store certorder.Store, args []string) error {
+	var allowed bool
+	switch args[1] {
+	case "on":
+		allowed = true
+	case "off":
+	default:
+		return usageError("member keys: say on or off, not %q", args[1])
+	}
+	if err := store.SetSelfServiceKeys(ctx, args[0], allowed); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "member %s: self-service keys on the web page %s\n", args[0], args[1])
+	return nil
 }
 
 func (e *env) keyCreate(fs *flag.FlagSet) adminFunc {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,9 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/testdb"
+	"github.com/certorder/certorder/storetest"
 )
 
 // chromium finds Debian's Chromium, or skips the test (fails under CI=true).
@@ -29,6 +33,25 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
+// axeSource is axe-core's script: $CERTORDER_AXE_JS, or the copy npm
+// installs in the repository's .axe directory (see README, "Tests"). ""
+// when there is none: the audit is then left out, and CI=true fails.
+func axeSource(t *testing.T) string {
+	path := os.Getenv("CERTORDER_AXE_JS")
+	if path == "" {
+		path = filepath.Join("..", "..", ".axe", "node_modules", "axe-core", "axe.min.js")
+	}
+	b, err := os.ReadFile(path)
+	if err == nil {
+		return string(b)
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("CI=true but axe-core is not installed (%v): npm install --prefix .axe axe-core", err)
+	}
+	t.Logf("accessibility audit left out: axe-core is not installed (%v); install it with: npm install --no-save --prefix .axe axe-core@4.11.0", err)
+	return ""
+}
+
 // artifacts is where screenshots go: $CERTORDER_ARTIFACTS, or a temp dir.
 func artifacts(t *testing.T) string {
 	dir := os.Getenv("CERTORDER_ARTIFACTS")
@@ -41,15 +64,67 @@ func artifacts(t *testing.T) string {
 	return dir
 }
 
-// A member signs in, opens the orders page, follows a renewal link to the
-// current order and signs out, in headless Chromium.
+// violation is one failed axe-core rule on a page.
+type violation struct {
+	ID     string   `json:"id"`
+	Impact string   `json:"impact"`
+	Help   string   `json:"help"`
+	Nodes  []string `json:"nodes"`
+}
+
+// audit runs axe-core on the page against WCAG 2.0 and 2.1, levels A and
+// AA, and fails the test on any violation. DevTools evaluation is not
+// subject to the page's CSP, so the page's policy stays as it is.
+func audit(t *testing.T, axe, name string, audited *[]string) chromedp.Action {
+	return chromedp.ActionFunc(func(ctx context.Context) error {
+		if axe == "" {
+			return nil
+		}
+		if err := chromedp.Evaluate(axe, nil).Do(ctx); err != nil {
+			return fmt.Errorf("loading axe-core on %s: %w", name, err)
+		}
+		var vs []violation
+		err := chromedp.Evaluate(`axe.run(document, {runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}})
+			.then(r => r.violations.map(v => ({id: v.id, impact: v.impact || "", help: v.help, nodes: v.nodes.map(n => n.html)})))`,
+			&vs, func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }).Do(ctx)
+		if err != nil {
+			return fmt.Errorf("axe-core on %s: %w", name, err)
+		}
+		for _, v := range vs {
+			t.Errorf("WCAG 2.1 AA violation on %s: %s (%s): %s; %d element(s), e.g. %.200s", name, v.ID, v.Impact, v.Help, len(v.Nodes), v.Nodes)
+		}
+		*audited = append(*audited, name)
+		return nil
+	})
+}
+
+// timelineOrders are orders ending over the next months (and one expired,
+// one past the timeline), so that the timeline has something to show.
+func timelineOrders(now time.Time) string {
+	var docs []string
+	for i, days := range []int{5, 12, 45, 75, 110, 150, 200, 240, 300, 330, -8, 500} {
+		docs = append(docs, storetest.OrderJSON(int64(20001+i), 0, now.AddDate(0, 0, days).UTC().Format(certorder.DateLayout)))
+	}
+	return "[" + strings.Join(docs, ",") + "]"
+}
+
+// A member signs in, finds the current order of a renewal chain, rotates
+// their key (creates one, signs out, signs in with it, revokes the old
+// one), views the timeline at desktop and phone widths, and switches to
+// Japanese, in headless Chromium; axe-core audits every page.
 func TestBrowser(t *testing.T) {
 	exe := chromium(t)
+	axe := axeSource(t)
 	out := artifacts(t)
 	c := newCLI(t, testdb.SQLite(t))
+	c.ok("admin", "member", "add", "demo")
+	if _, errOut, err := c.run(timelineOrders(time.Now()), "admin", "order", "import", "--member", "demo", "-"); err != nil {
+		t.Fatalf("import: %v\n%s", err, errOut)
+	}
 	endpoint, stdout := startServe(t, c, "--demo")
 	base := strings.TrimSuffix(endpoint, "api/digicert/")
-	key := regexp.MustCompile(`AccessKey:\s+(\S+)`).FindStringSubmatch(stdout.String())[1]
+	oldKey := regexp.MustCompile(`AccessKey:\s+(\S+)`).FindStringSubmatch(stdout.String())[1]
+	oldID, _ := certorder.KeyID(oldKey)
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe),
@@ -59,6 +134,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("lang", "en-US"),
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1280, 900),
 	)
@@ -66,54 +142,167 @@ func TestBrowser(t *testing.T) {
 	defer cancelAlloc()
 	ctx, cancel := chromedp.NewContext(allocCtx)
 	defer cancel()
-	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 180*time.Second)
 	defer cancelTimeout()
 
+	var shots, audited []string
 	shot := func(name string) chromedp.Action {
 		return chromedp.ActionFunc(func(ctx context.Context) error {
 			var png []byte
 			if err := chromedp.FullScreenshot(&png, 100).Do(ctx); err != nil {
 				return err
 			}
+			shots = append(shots, name)
 			return os.WriteFile(filepath.Join(out, name), png, 0o644)
 		})
 	}
-	var heading, location, chain string
+	check := func(name string) chromedp.Action { return audit(t, axe, name, &audited) }
+	signIn := func(key string) chromedp.Tasks {
+		return chromedp.Tasks{
+			chromedp.WaitVisible(`#name`, chromedp.ByQuery),
+			chromedp.SendKeys(`#name`, "demo", chromedp.ByQuery),
+			chromedp.SendKeys(`#key`, key, chromedp.ByQuery),
+			chromedp.Click(`form[action="/signin"] button[type=submit]`, chromedp.ByQuery),
+			chromedp.WaitVisible(`table.orders`, chromedp.ByQuery),
+		}
+	}
+
+	// Sign in; the orders; the renewal chain to the current order.
+	var heading, chain, ordersText string
 	err := chromedp.Run(ctx,
 		chromedp.Navigate(base),
 		chromedp.WaitVisible(`#name`, chromedp.ByQuery),
-		shot("signin.png"),
-		chromedp.SendKeys(`#name`, "demo", chromedp.ByQuery),
-		chromedp.SendKeys(`#key`, key, chromedp.ByQuery),
-		chromedp.Click(`form[action="/signin"] button[type=submit]`, chromedp.ByQuery),
-		chromedp.WaitVisible(`table`, chromedp.ByQuery),
-		shot("orders.png"),
-		// The renewal link of order 10001 leads to 10002, whose page links the current order.
-		chromedp.Click(`a[href="/orders/10001"]`, chromedp.ByQuery),
+		check("sign-in"), shot("signin.png"),
+		signIn(oldKey),
+		chromedp.Text(`table.orders`, &ordersText, chromedp.ByQuery),
+		check("orders"), shot("orders.png"),
+		chromedp.Click(`#renewed`, chromedp.ByQuery),
+		chromedp.Click(`form.filters button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`tr.superseded`, chromedp.ByQuery),
+		check("orders with renewed ones"), shot("orders-renewed.png"),
+		chromedp.Click(`td a[href="/orders/10001"]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`ol.chain`, chromedp.ByQuery),
 		chromedp.Text(`ol.chain`, &chain, chromedp.ByQuery),
 		chromedp.Click(`ol.chain a[href="/orders/10003"]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`h1 .current`, chromedp.ByQuery),
 		chromedp.Text(`h1`, &heading, chromedp.ByQuery),
 		chromedp.Click(`details summary`, chromedp.ByQuery),
-		shot("order.png"),
-		chromedp.EmulateViewport(390, 844),
-		chromedp.Navigate(base+"orders"),
-		chromedp.WaitVisible(`table`, chromedp.ByQuery),
-		shot("orders-phone.png"),
-		chromedp.EmulateViewport(1280, 900),
-		chromedp.Click(`form[action="/signout"] button`, chromedp.ByQuery),
-		chromedp.WaitVisible(`#name`, chromedp.ByQuery),
-		chromedp.Location(&location),
+		check("order"), shot("order.png"),
 	)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if strings.Contains(ordersText, "10001") || !strings.Contains(ordersText, "10003") || !strings.Contains(ordersText, "Current") {
+		t.Errorf("orders page, renewed orders hidden: %q", ordersText)
 	}
 	if !strings.Contains(chain, "Order 10001 (this order)") || !strings.Contains(chain, "Order 10003 — current") {
 		t.Errorf("renewal chain on order 10001: %q", chain)
 	}
 	if !strings.Contains(heading, "Order 10003") || !strings.Contains(heading, "current") {
 		t.Errorf("the current order's heading: %q", heading)
+	}
+
+	// Rotate the key: create one, sign out, sign in with it, revoke the old one.
+	var newKey, keysText, location string
+	err = chromedp.Run(ctx,
+		chromedp.Click(`nav.sections a[href="/keys"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`table.keys`, chromedp.ByQuery),
+		check("keys"), shot("keys.png"),
+		chromedp.SendKeys(`#label`, "deploy on web2", chromedp.ByQuery),
+		chromedp.Click(`form.create-key button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#new-key`, chromedp.ByQuery),
+		chromedp.Text(`#new-key`, &newKey, chromedp.ByQuery),
+		check("new key"), shot("key-created.png"),
+		chromedp.Click(`form[action="/signout"] button`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#name`, chromedp.ByQuery),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newKey = strings.TrimSpace(newKey)
+	newID, ok := certorder.KeyID(newKey)
+	if !ok || newID == oldID {
+		t.Fatalf("the new key is not a key (%d characters)", len(newKey))
+	}
+	err = chromedp.Run(ctx,
+		signIn(newKey),
+		chromedp.Navigate(base+"keys"),
+		chromedp.WaitVisible(`a[href="/keys/`+oldID+`/revoke"]`, chromedp.ByQuery),
+		chromedp.Click(`a[href="/keys/`+oldID+`/revoke"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`form.confirm`, chromedp.ByQuery),
+		check("revoke confirmation"), shot("key-revoke.png"),
+		chromedp.Click(`form.confirm button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`p.ok`, chromedp.ByQuery),
+		chromedp.Text(`table.keys`, &keysText, chromedp.ByQuery),
+		chromedp.Location(&location),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(location, "/keys?revoked="+oldID) || !strings.Contains(keysText, "deploy on web2") ||
+		!regexp.MustCompile(`this session`).MatchString(keysText) || !strings.Contains(keysText, "Revoked") {
+		t.Errorf("after revoking the old key: %s\n%s", location, keysText)
+	}
+	if _, _, err := c.run("", "auth", "--url", endpoint, "--access-name", "demo", "--access-key", oldKey); exitCode(err) != 3 {
+		t.Errorf("the revoked key: %v, want exit 3 (credentials rejected)", err)
+	}
+	if _, _, err := c.run("", "auth", "--url", endpoint, "--access-name", "demo", "--access-key", newKey); err != nil {
+		t.Errorf("the new key: %v", err)
+	}
+
+	// The timeline, at desktop and phone widths: no sideways scrolling on a phone.
+	var bars int
+	var overflow bool
+	err = chromedp.Run(ctx,
+		chromedp.Click(`nav.sections a[href="/timeline"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`.timeline`, chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelectorAll("a.tl-row rect.tl-valid, a.tl-row rect.tl-expiring").length`, &bars),
+		check("timeline"), shot("timeline.png"),
+		chromedp.EmulateViewport(390, 844),
+		chromedp.Reload(),
+		chromedp.WaitVisible(`.timeline`, chromedp.ByQuery),
+		chromedp.Evaluate(`document.documentElement.scrollWidth > window.innerWidth`, &overflow),
+		check("timeline on a phone"), shot("timeline-phone.png"),
+		chromedp.Navigate(base+"orders"),
+		chromedp.WaitVisible(`table.orders`, chromedp.ByQuery),
+		check("orders on a phone"), shot("orders-phone.png"),
+		chromedp.EmulateViewport(1280, 900),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bars < 10 {
+		t.Errorf("the timeline shows %d bars", bars)
+	}
+	if overflow {
+		t.Error("the timeline scrolls sideways on a phone")
+	}
+
+	// Japanese, remembered across pages; then sign out.
+	var lang, title, timelineLang string
+	err = chromedp.Run(ctx,
+		chromedp.Click(`nav.languages a[lang="ja"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`html[lang="ja"] table.orders`, chromedp.ByQuery),
+		chromedp.Text(`h1`, &title, chromedp.ByQuery),
+		check("orders in Japanese"), shot("orders-ja.png"),
+		chromedp.Navigate(base+"timeline"),
+		chromedp.WaitVisible(`.timeline`, chromedp.ByQuery),
+		chromedp.AttributeValue(`html`, "lang", &timelineLang, nil, chromedp.ByQuery),
+		check("timeline in Japanese"), shot("timeline-ja.png"),
+		chromedp.Navigate(base+"keys"),
+		chromedp.WaitVisible(`table.keys`, chromedp.ByQuery),
+		check("keys in Japanese"),
+		chromedp.Click(`form[action="/signout"] button`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#name`, chromedp.ByQuery),
+		chromedp.AttributeValue(`html`, "lang", &lang, nil, chromedp.ByQuery),
+		chromedp.Location(&location),
+		check("sign-in in Japanese"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if title != "注文一覧" || timelineLang != "ja" || lang != "ja" {
+		t.Errorf("Japanese: heading %q, timeline lang %q, sign-in lang %q", title, timelineLang, lang)
 	}
 	if !strings.HasSuffix(location, "/signin") {
 		t.Errorf("after sign-out the browser is at %s", location)
@@ -123,10 +312,10 @@ func TestBrowser(t *testing.T) {
 	if err != nil || !strings.HasSuffix(location, "/signin") {
 		t.Errorf("orders after sign-out: %s %v", location, err)
 	}
-	for _, name := range []string{"signin.png", "orders.png", "order.png", "orders-phone.png"} {
+	for _, name := range shots {
 		if fi, err := os.Stat(filepath.Join(out, name)); err != nil || fi.Size() < 1000 {
 			t.Errorf("screenshot %s: %v", name, err)
 		}
 	}
-	t.Logf("screenshots in %s", out)
+	t.Logf("%d screenshots in %s; axe-core audited %d pages: %s", len(shots), out, len(audited), strings.Join(audited, ", "))
 }

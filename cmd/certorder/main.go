@@ -33,9 +33,11 @@ The service:
   serve                      run the lookup service (--demo for demo data)
 
 Operator commands (on the store named by --db or CERTORDER_DB):
-  admin member add|list|disable|enable ...
+  admin member add|list|disable|enable|link|unlink ...
   admin key create|list|revoke ...
   admin order import|renew|list|show ...
+  admin sync status
+  sync                       fetch orders from DigiCert CertCentral once (--dry-run, --full)
 
 Member commands (on the endpoint named by --url or CERTORDER_URL):
   auth                       check that your credentials are accepted
@@ -68,6 +70,8 @@ func run(ctx context.Context, args []string, getenv func(string) string,
 		return e.serve(ctx, rest)
 	case "admin":
 		return e.admin(ctx, rest)
+	case "sync":
+		return e.sync(ctx, rest)
 	case "auth", "info", "renew-check", "current":
 		return e.member(ctx, cmd, rest)
 	case "help", "-h", "--help":

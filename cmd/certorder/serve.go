@@ -26,19 +26,26 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/ccsync"
 	"github.com/certorder/certorder/internal/credcache"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/stores"
+	"github.com/certorder/certorder/webhook"
 )
 
 // serveConfig is every setting of serve.
 type serveConfig struct {
 	addr, db, segment, logFormat, metricsAddr, tlsCert, tlsKey, trusted string
-	demo, errorsAs200, accessLog, web, pprof                            bool
+	demo, errorsAs200, accessLog, web, pprof, memberKeys                bool
+	webhooks, webhookAllowPrivate                                       bool
+	webhookExpiring                                                     string
 	storeTimeout, auditRetention, shutdownTimeout, shutdownDrain        time.Duration
+	webhookTimeout                                                      time.Duration
 	readHeaderTimeout, readTimeout, writeTimeout, idleTimeout           time.Duration
 	limits                                                              server.Limits
 	cacheMB                                                             int
+	syncEvery                                                           time.Duration
+	upstream                                                            upstreamConfig
 }
 
 // option is one setting: its flag, its environment variable ("" for none;
@@ -70,7 +77,7 @@ func floatVar(p *float64, def float64) flagValue {
 // options is the table of serve's settings, each declared once.
 func (c *serveConfig) options() []option {
 	l, d := &c.limits, server.DefaultLimits
-	return []option{
+	return append([]option{
 		{"addr", "CERTORDER_ADDR", "listen address", stringVar(&c.addr, "127.0.0.1:8080")},
 		{"db", "CERTORDER_DB", dbHelp, stringVar(&c.db, defaultDB)},
 		{"ca-segment", "CERTORDER_CA_SEGMENT", "path segment of the endpoint /api/<segment>/", stringVar(&c.segment, "digicert")},
@@ -80,6 +87,7 @@ func (c *serveConfig) options() []option {
 		{"log-format", "CERTORDER_LOG_FORMAT", "log format: text or json", stringVar(&c.logFormat, "text")},
 		{"access-log", "CERTORDER_ACCESS_LOG", "log one line per request", boolVar(&c.accessLog, true)},
 		{"web", "CERTORDER_WEB", "serve the member web page at /", boolVar(&c.web, true)},
+		{"member-keys", "CERTORDER_MEMBER_KEYS", "let members create and revoke their own API keys on the web page (admin member keys NAME off turns it off for one)", boolVar(&c.memberKeys, true)},
 		{"metrics-addr", "CERTORDER_METRICS_ADDR", "listen address for /metrics, /healthz and /readyz; empty: none", stringVar(&c.metricsAddr, "")},
 		{"pprof", "", "also serve /debug/pprof/ on the metrics listener (for profiling; keep that listener private)", boolVar(&c.pprof, false)},
 		{"cache-mb", "CERTORDER_CACHE_MB", "memory for the cache of credentials and orders, in MiB; 0 turns it off", intVar(&c.cacheMB, credcache.DefaultBytes>>20)},
@@ -103,8 +111,13 @@ func (c *serveConfig) options() []option {
 		{"max-in-flight", "CERTORDER_MAX_IN_FLIGHT", "requests served at once, counted once their body has arrived; beyond it a fast 503; 0 turns it off", intVar(&l.MaxInFlight, d.MaxInFlight)},
 		{"max-per-ip", "CERTORDER_MAX_PER_IP", "requests one client IP may hold open at once, bodies still arriving included; beyond it 429; 0 turns it off", intVar(&l.MaxPerIP, d.MaxPerIP)},
 		{"body-timeout", "CERTORDER_BODY_TIMEOUT", "time a request's body may take to arrive, after its headers (408); 0 leaves only --read-timeout", durationVar(&l.BodyTimeout, d.BodyTimeout)},
+		{"webhooks", "CERTORDER_WEBHOOKS", "deliver members' webhook events in the background", boolVar(&c.webhooks, true)},
+		{"webhook-allow-private", "CERTORDER_WEBHOOK_ALLOW_PRIVATE", "let webhook endpoints be plain http and on loopback, private or link-local addresses (intranets, tests)", boolVar(&c.webhookAllowPrivate, false)},
+		{"webhook-timeout", "CERTORDER_WEBHOOK_TIMEOUT", "time a webhook endpoint has to answer", durationVar(&c.webhookTimeout, webhook.DefaultTimeout)},
+		{"webhook-expiring-days", "CERTORDER_WEBHOOK_EXPIRING_DAYS", "order.expiring is sent as an order without a successor crosses each of these days before expiry", stringVar(&c.webhookExpiring, "30,7,1")},
 		{"trusted-proxy", "CERTORDER_TRUSTED_PROXIES", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed", stringVar(&c.trusted, "")},
-	}
+		{"sync-every", "CERTORDER_SYNC_EVERY", "sync orders from DigiCert CertCentral this often, as certorder sync does; 0 turns it off", durationVar(&c.syncEvery, 0)},
+	}, c.upstream.options()...)
 }
 
 // parseServe reads serve's flags and environment into a checked config.
@@ -142,8 +155,14 @@ func (e *env) parseServe(args []string) (*serveConfig, *slog.Logger, error) {
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		return nil, nil, usageError("serve: --tls-cert and --tls-key go together")
 	}
+	if c.webhooks && len(certorder.ParseThresholds(c.webhookExpiring)) == 0 {
+		return nil, nil, usageError("serve: --webhook-expiring-days %q: give days such as 30,7,1", c.webhookExpiring)
+	}
 	if c.pprof && c.metricsAddr == "" {
 		return nil, nil, usageError("serve: --pprof needs --metrics-addr")
+	}
+	if c.syncEvery < 0 {
+		return nil, nil, usageError("serve: --sync-every must not be negative")
 	}
 	switch c.logFormat {
 	case "text":
@@ -192,21 +211,69 @@ func (e *env) serve(ctx context.Context, args []string) error {
 		registerCacheMetrics(reg, cached)
 	}
 	handler, err := server.New(store, server.Config{
-		CASegment:      c.segment,
-		ErrorsAs200:    c.errorsAs200,
-		StoreTimeout:   c.storeTimeout,
-		Logger:         logger,
-		NoAccessLog:    !c.accessLog,
-		Web:            c.web,
-		Limits:         c.limits,
-		AuditRetention: c.auditRetention,
-		Metrics:        reg,
+		CASegment:          c.segment,
+		ErrorsAs200:        c.errorsAs200,
+		StoreTimeout:       c.storeTimeout,
+		Logger:             logger,
+		NoAccessLog:        !c.accessLog,
+		Web:                c.web,
+		SelfServiceKeysOff: !c.memberKeys,
+		Limits:             c.limits,
+		AuditRetention:     c.auditRetention,
+		Metrics:            reg,
 	})
 	if err != nil {
 		return err
 	}
 	defer handler.Close() // after the server below has shut down: writes the last audit entries
+	if c.webhooks {
+		defer e.startWebhooks(ctx, c, logger, store, reg)() // stops before the store closes
+	}
+	if c.syncEvery > 0 {
+		stop, err := e.startSync(ctx, c, logger, store, reg)
+		if err != nil {
+			return err
+		}
+		defer stop() // before the store closes
+	}
 	return e.listen(ctx, c, logger, store, handler, reg)
+}
+
+// startWebhooks delivers members' webhook events in the background until
+// the function it returns is called (after the listeners have stopped:
+// deliveries go on while the API drains).
+func (e *env) startWebhooks(ctx context.Context, c *serveConfig, logger *slog.Logger, store certorder.Store,
+	reg *prometheus.Registry) func() {
+	w := webhook.NewWorker(webhook.WorkerConfig{Store: store, Logger: logger, Metrics: reg,
+		Client:     webhook.NewHTTPClient(webhook.Options{AllowPrivate: c.webhookAllowPrivate, Timeout: c.webhookTimeout}),
+		Lease:      c.webhookTimeout + 5*time.Second, // longer than any attempt
+		Thresholds: certorder.ParseThresholds(c.webhookExpiring)})
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(ctx) }()
+	return func() { cancel(); <-done }
+}
+
+// startSync runs the CertCentral sync in the background every
+// --sync-every, and returns what stops it.
+func (e *env) startSync(ctx context.Context, c *serveConfig, logger *slog.Logger, store certorder.Store,
+	reg *prometheus.Registry) (func(), error) {
+	client, err := c.upstream.client(e.getenv)
+	if err != nil {
+		return nil, fmt.Errorf("serve --sync-every: %w", err)
+	}
+	syncer, err := ccsync.New(ccsync.Config{Store: store, Client: client, Logger: logger, Metrics: ccsync.NewMetrics(reg)})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		syncer.Every(ctx, c.syncEvery)
+	}()
+	logger.Info("syncing from CertCentral", "every", c.syncEvery.String(), "url", client.BaseURL())
+	return func() { cancel(); <-done }, nil
 }
 
 // listen serves the API (and the metrics listener) until ctx ends, then

@@ -1,0 +1,292 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/ccsync"
+	"github.com/certorder/certorder/digicert"
+	"github.com/certorder/certorder/stores"
+)
+
+// exitBusy is sync's exit code when another sync holds the lock.
+const exitBusy = 3
+
+// envAPIKey holds the CertCentral API key; there is no flag for the key
+// itself, so that it never sits in a command line.
+const envAPIKey = "CERTORDER_DIGICERT_API_KEY"
+
+// upstreamConfig is how to reach CertCentral, for sync and serve.
+type upstreamConfig struct {
+	url, keyFile, limits string
+}
+
+// options are the upstream settings, in the form of serve's table.
+func (u *upstreamConfig) options() []option {
+	return []option{
+		{"digicert-url", "CERTORDER_DIGICERT_URL", "base URL of DigiCert's CertCentral Services API v2", stringVar(&u.url, digicert.DefaultURL)},
+		{"digicert-api-key-file", "CERTORDER_DIGICERT_API_KEY_FILE", "file holding the CertCentral API key; without it the key is read from " + envAPIKey, stringVar(&u.keyFile, "")},
+		{"digicert-limits", "CERTORDER_DIGICERT_LIMITS", "per-key request limits to keep inside, as REQUESTS/DURATION[,...], or off", stringVar(&u.limits, "1000/3m,100/5s")},
+	}
+}
+
+// client makes the CertCentral client. The key comes from the file, else
+// from the environment; it is only ever put in the X-DC-DEVKEY header.
+func (u *upstreamConfig) client(getenv func(string) string) (*digicert.Client, error) {
+	var key string
+	if u.keyFile != "" {
+		b, err := os.ReadFile(u.keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading the CertCentral API key: %w", err)
+		}
+		if key = strings.TrimSpace(string(b)); key == "" {
+			return nil, fmt.Errorf("the CertCentral API key file %s is empty", u.keyFile)
+		}
+	} else if key = strings.TrimSpace(getenv(envAPIKey)); key == "" {
+		return nil, usageError("no CertCentral API key: set %s or --digicert-api-key-file", envAPIKey)
+	}
+	limits, err := parseLimits(u.limits)
+	if err != nil {
+		return nil, usageError("--digicert-limits %q: %v", u.limits, err)
+	}
+	return digicert.New(u.url, key, digicert.WithLimits(limits...))
+}
+
+// parseLimits reads "1000/3m,100/5s"; "off" is no limit at all.
+func parseLimits(s string) ([]digicert.Limit, error) {
+	if strings.TrimSpace(s) == "off" {
+		return nil, nil
+	}
+	var limits []digicert.Limit
+	for _, part := range strings.Split(s, ",") {
+		n, per, ok := strings.Cut(strings.TrimSpace(part), "/")
+		requests, err := strconv.Atoi(n)
+		if !ok || err != nil || requests < 1 {
+			return nil, fmt.Errorf("%q is not REQUESTS/DURATION", part)
+		}
+		d, err := time.ParseDuration(per)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("%q: the duration must be positive, like 3m", part)
+		}
+		limits = append(limits, digicert.Limit{Requests: requests, Per: d})
+	}
+	return limits, nil
+}
+
+// defineOptions puts options on a flag set and returns their variables,
+// for applyEnv.
+func defineOptions(fs *flag.FlagSet, opts []option) map[string]string {
+	vars := map[string]string{}
+	for _, o := range opts {
+		usage := o.help
+		if o.env != "" {
+			usage += " (env " + o.env + ")"
+			vars[o.flag] = o.env
+		}
+		o.value(fs, o.flag, usage)
+	}
+	return vars
+}
+
+const syncUsage = "[--db DSN] [--digicert-url URL] [--digicert-api-key-file FILE] [--dry-run] [--full]"
+
+// sync runs one CertCentral sync and ends with its one-line summary.
+func (e *env) sync(ctx context.Context, args []string) error {
+	fs := e.newFlags("sync", syncUsage)
+	var up upstreamConfig
+	var db string
+	opts := append([]option{{"db", "CERTORDER_DB", dbHelp, stringVar(&db, defaultDB)}}, up.options()...)
+	vars := defineOptions(fs, opts)
+	dryRun := fs.Bool("dry-run", false, "report what would change, and change nothing")
+	full := fs.Bool("full", false, "list and fetch every order again, instead of the changes since the last run")
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if err := e.applyEnv(fs, vars); err != nil {
+		return err
+	}
+	client, err := up.client(e.getenv)
+	if err != nil {
+		return err
+	}
+	store, err := stores.Open(ctx, db)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	syncer, err := ccsync.New(ccsync.Config{Store: store, Client: client,
+		Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		return err
+	}
+	var progress *progressLine
+	if isTerminal(e.stderr) {
+		progress = &progressLine{w: e.stderr}
+	}
+	rep, err := syncer.Run(ctx, ccsync.Options{DryRun: *dryRun, Full: *full, Progress: progress.show})
+	progress.clear()
+	if errors.Is(err, ccsync.ErrBusy) {
+		return &exitErr{code: exitBusy, err: err}
+	}
+	for _, line := range ccsync.UnassignedByDivision(rep.UnassignedOrders, 10) {
+		fmt.Fprintln(e.stdout, line)
+	}
+	fmt.Fprintln(e.stdout, rep.Line(err != nil))
+	return err
+}
+
+// isTerminal reports whether w is a terminal, where progress is shown.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// progressLine shows a run's progress on one line of a terminal, redrawn
+// at most five times a second. Its methods do nothing on a nil receiver.
+type progressLine struct {
+	mu    sync.Mutex
+	w     io.Writer
+	last  time.Time
+	shown bool
+}
+
+func (p *progressLine) show(pr ccsync.Progress) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if time.Since(p.last) < 200*time.Millisecond {
+		return
+	}
+	p.last, p.shown = time.Now(), true
+	fmt.Fprintf(p.w, "\r\033[Ksync: %s; listed %d, fetched %d of %d, %d requests, %s waiting on the rate limit",
+		pr.Phase, pr.Listed, pr.Fetched, pr.ToFetch, pr.Requests, pr.LimiterWait.Round(time.Second))
+}
+
+func (p *progressLine) clear() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}
+
+// memberLink is admin member link and unlink.
+func (e *env) memberLink(link bool) func(fs *flag.FlagSet) adminFunc {
+	return func(fs *flag.FlagSet) adminFunc {
+		container := fs.Int64("container", 0, "the CertCentral division (container) ID (required)")
+		return func(ctx context.Context, store certorder.Store, args []string) error {
+			if *container <= 0 {
+				return usageError("--container ID is required: the division's CertCentral container ID")
+			}
+			if !link {
+				if err := store.UnlinkContainer(ctx, args[0], *container); err != nil {
+					return err
+				}
+				fmt.Fprintf(e.stdout, "member %s unlinked from division %d; it keeps the orders it has\n", args[0], *container)
+				return nil
+			}
+			if err := store.LinkContainer(ctx, args[0], *container); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "member %s linked to division %d; the next sync gives it the division's orders\n", args[0], *container)
+			return nil
+		}
+	}
+}
+
+// linksByMember lists each member's divisions, for admin member list.
+func linksByMember(ctx context.Context, store certorder.Store) (map[int64][]string, error) {
+	links, err := store.ContainerLinks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int64][]string{}
+	for _, l := range links {
+		out[l.MemberID] = append(out[l.MemberID], strconv.FormatInt(l.Container, 10))
+	}
+	return out, nil
+}
+
+// syncStatus is admin sync status: the cursor, the last run, the links,
+// the unassigned orders and the recent runs.
+func (e *env) syncStatus(ctx context.Context, store certorder.Store, _ []string) error {
+	st, err := store.SyncState(ctx, 10)
+	if err != nil {
+		return err
+	}
+	out := e.stdout
+	if st.Cursor.IsZero() {
+		fmt.Fprintln(out, "cursor: none; the next sync lists every order (a full run)")
+	} else {
+		fmt.Fprintf(out, "cursor: %s; the next sync asks for the changes since then\n", st.Cursor.UTC().Format(time.RFC3339))
+	}
+	if len(st.Runs) == 0 {
+		fmt.Fprintln(out, "last run: none")
+	} else {
+		r := st.Runs[0]
+		outcome := "ok"
+		if !r.OK {
+			outcome = "failed"
+		}
+		fmt.Fprintf(out, "last run: %s, %s, by %s\n  %s\n", r.Started.UTC().Format(time.RFC3339), outcome, r.Instance,
+			ccsync.Report{SyncSummary: r.Summary, Took: r.Finished.Sub(r.Started)}.Line(!r.OK))
+		if r.Error != "" {
+			fmt.Fprintf(out, "  error: %s\n", r.Error)
+		}
+	}
+	links, err := store.ContainerLinks(ctx)
+	if err != nil {
+		return err
+	}
+	if len(links) == 0 {
+		fmt.Fprintln(out, "division links: none (admin member link NAME --container ID)")
+	}
+	for _, l := range links {
+		fmt.Fprintf(out, "division %d: member %s\n", l.Container, l.Member)
+	}
+	refs, err := store.UnassignedRefs(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "unassigned orders: %d\n", len(refs))
+	for _, line := range ccsync.UnassignedByDivision(refs, 10) {
+		fmt.Fprintln(out, "  "+line)
+	}
+	if len(st.Runs) > 1 {
+		fmt.Fprintln(out, "recent runs:")
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  STARTED\tTOOK\tMODE\tOUTCOME\tINSTANCE\tNEW\tCHANGED\tRENEWALS\tREQUESTS")
+		for _, r := range st.Runs {
+			mode, outcome := "incremental", "ok"
+			if r.Summary.Full {
+				mode = "full"
+			}
+			if !r.OK {
+				outcome = "failed"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", r.Started.UTC().Format(time.RFC3339),
+				r.Finished.Sub(r.Started).Round(time.Millisecond), mode, outcome, r.Instance,
+				r.Summary.New, r.Summary.Changed, r.Summary.Renewals, r.Summary.Requests)
+		}
+		return tw.Flush()
+	}
+	return nil
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/webhook"
+)
+
+// The operator's webhook commands: admin webhook add|list|remove|rotate.
+
+func (e *env) webhookAdd(fs *flag.FlagSet) adminFunc {
+	events := fs.String("events", "", "comma-separated event types ("+strings.Join(webhook.EventTypes(), ", ")+"); default all")
+	allowPrivate := fs.Bool("allow-private", false, "allow http and private, loopback or link-local addresses, as serve --webhook-allow-private (env CERTORDER_WEBHOOK_ALLOW_PRIVATE)")
+	return func(ctx context.Context, store certorder.Store, args []string) error {
+		if !*allowPrivate {
+			*allowPrivate, _ = strconv.ParseBool(e.getenv("CERTORDER_WEBHOOK_ALLOW_PRIVATE"))
+		}
+		ep, err := newEndpoint(args[1], *events, *allowPrivate)
+		if err != nil {
+			return usageError("webhook add: %v", err)
+		}
+		if ep, err = store.AddEndpoint(ctx, args[0], ep); err != nil {
+			return err
+		}
+		auditAdmin(ctx, store, ep.Member, "webhook_add")
+		fmt.Fprintf(e.stdout, "endpoint %d added for member %s (%s). Its signing secret is shown this once:\n%s\n",
+			ep.ID, ep.Member, eventsText(ep.EventTypes), ep.Secret)
+		return nil
+	}
+}
+
+// newEndpoint checks an endpoint's URL and event types and gives it a secret.
+func newEndpoint(url, events string, allowPrivate bool) (certorder.Endpoint, error) {
+	if err := webhook.CheckURL(url, allowPrivate); err != nil {
+		return certorder.Endpoint{}, err
+	}
+	var types []string
+	for _, t := range strings.Split(events, ",") {
+		if t = strings.TrimSpace(t); t == "" {
+			continue
+		}
+		if !webhook.KnownEventType(t) {
+			return certorder.Endpoint{}, fmt.Errorf("unknown event type %q; the types are %s", t, strings.Join(webhook.EventTypes(), ", "))
+		}
+		types = append(types, t)
+	}
+	secret, err := webhook.NewSecret()
+	return certorder.Endpoint{URL: url, EventTypes: types, Secret: secret}, err
+}
+
+func eventsText(types []string) string {
+	if len(types) == 0 {
+		return "all events"
+	}
+	return strings.Join(types, ", ")
+}
+
+func (e *env) webhookList(ctx context.Context, store certorder.Store, args []string) error {
+	eps, err := store.Endpoints(ctx, args[0])
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tURL\tEVENTS\tSTATE\tLAST SUCCESS")
+	for _, ep := range eps {
+		state := "enabled"
+		if !ep.Enabled {
+			state = "disabled: " + ep.DisabledReason
+		} else if !ep.FailingSince.IsZero() {
+			state = "failing since " + ep.FailingSince.UTC().Format(time.RFC3339)
+		}
+		last := "-"
+		if !ep.LastSuccess.IsZero() {
+			last = ep.LastSuccess.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", ep.ID, ep.URL, eventsText(ep.EventTypes), state, last)
+	}
+	return tw.Flush()
+}
+
+// endpointArg is the endpoint an ID argument names.
+func endpointArg(ctx context.Context, store certorder.WebhookStore, s string) (certorder.Endpoint, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id <= 0 {
+		return certorder.Endpoint{}, usageError("%q is not an endpoint ID (see admin webhook list)", s)
+	}
+	return store.FindEndpoint(ctx, id)
+}
+
+func (e *env) webhookRemove(ctx context.Context, store certorder.Store, args []string) error {
+	ep, err := endpointArg(ctx, store, args[0])
+	if err != nil {
+		return err
+	}
+	id := ep.ID
+	if err := store.DeleteEndpoint(ctx, id); err != nil {
+		return err
+	}
+	auditAdmin(ctx, store, ep.Member, "webhook_remove")
+	fmt.Fprintf(e.stdout, "endpoint %d of member %s removed\n", id, ep.Member)
+	return nil
+}
+
+// rotationOverlap is how long a rotated-out secret still signs.
+const rotationOverlap = 24 * time.Hour
+
+func (e *env) webhookRotate(ctx context.Context, store certorder.Store, args []string) error {
+	ep, err := endpointArg(ctx, store, args[0])
+	if err != nil {
+		return err
+	}
+	id := ep.ID
+	secret, err := webhook.NewSecret()
+	if err != nil {
+		return err
+	}
+	until := time.Now().Add(rotationOverlap)
+	if err := store.RotateSecret(ctx, id, secret, until); err != nil {
+		return err
+	}
+	auditAdmin(ctx, store, ep.Member, "webhook_rotate")
+	fmt.Fprintf(e.stdout, "endpoint %d has a new signing secret; messages are signed with the old one too until %s. The new secret, shown this once:\n%s\n",
+		id, until.UTC().Format(time.RFC3339), secret)
+	return nil
+}
+
+// auditAdmin records an operator's change in the audit trail. The change
+// is made; a failure to record it is reported but does not undo it.
+func auditAdmin(ctx context.Context, store certorder.AuditStore, member, action string) {
+	store.AppendAudit(ctx, []certorder.AuditEntry{{Time: time.Now(), Member: member, Action: action, ClientIP: "admin"}})
+}

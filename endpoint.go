@@ -1,0 +1,165 @@
+package certorder
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Webhooks: members' endpoints, the outbox of order events, and the
+// deliveries of those events to endpoints. The events are recorded by the
+// store itself, in the same transaction as the change that causes them
+// (database triggers on orders), whatever path made the change: import,
+// order renew, the CertCentral sync. A restore inserts and never emits.
+// The payload, signatures and HTTP are package webhook's; the worker that
+// fans events out and delivers them runs in serve.
+
+// Endpoint is a member's webhook endpoint.
+type Endpoint struct {
+	ID              int64
+	MemberID        int64
+	Member          string
+	URL             string
+	EventTypes      []string  // the order events it wants; empty: all of them
+	Secret          string    // whsec_...: shown once at creation, kept to sign
+	PreviousSecret  string    // during a rotation, also signed with until PreviousExpires
+	PreviousExpires time.Time //
+	Enabled         bool
+	DisabledReason  string // why it was disabled: by the member, 410 Gone, failing for days
+	CreatedAt       time.Time
+	LastSuccess     time.Time // the last delivery it accepted
+	FailingSince    time.Time // the first failure since its last success; zero when not failing
+}
+
+// Wants reports whether the endpoint takes events of type typ.
+func (e Endpoint) Wants(typ string) bool {
+	return len(e.EventTypes) == 0 || slices.Contains(e.EventTypes, typ)
+}
+
+// Event is one entry of the outbox: a change to an order of a member.
+type Event struct {
+	ID       int64
+	MemberID int64
+	Type     string // order.renewed, order.status_changed, order.expiring
+	Data     []byte // the event's data object, JSON
+	At       time.Time
+}
+
+// Delivery states.
+const (
+	DeliveryPending   = "pending"
+	DeliveryDelivered = "delivered"
+	DeliveryFailed    = "failed"
+)
+
+// Delivery is one message to one endpoint: its ID and body are made once,
+// so every retry sends exactly what was signed.
+type Delivery struct {
+	ID          int64
+	EndpointID  int64
+	EventType   string
+	MsgID       string
+	Body        []byte
+	State       string
+	Attempts    int
+	NextAttempt time.Time
+	CreatedAt   time.Time
+
+	LastAttempt time.Time
+	LastStatus  int    // HTTP status of the last attempt, 0 if none came
+	LastClass   string // webhook.Class of the last attempt
+	LastLatency time.Duration
+	LastError   string
+
+	Endpoint *Endpoint // filled in by ClaimDeliveries
+}
+
+// Attempt is the outcome of one delivery attempt, as the worker decided it.
+type Attempt struct {
+	DeliveryID  int64
+	At          time.Time
+	Status      int
+	Class       string
+	Latency     time.Duration
+	Error       string
+	State       string    // the delivery's new state
+	NextAttempt time.Time // when State is pending
+
+	EndpointID int64
+	Success    bool   // the endpoint accepted it: failing no more
+	Disable    string // not empty: disable the endpoint, for this reason
+}
+
+// ExpiringOrder is an order of a member with an endpoint for
+// order.expiring, not renewed, that expires within the window asked.
+type ExpiringOrder struct {
+	ID        int64
+	MemberID  int64
+	ValidTill string
+	Notified  []int // the thresholds (days) already told
+}
+
+// WebhookStore keeps endpoints, the outbox and the deliveries.
+type WebhookStore interface {
+	// AddEndpoint stores a new endpoint of the named member; e.ID, MemberID,
+	// CreatedAt are filled in.
+	AddEndpoint(ctx context.Context, member string, e Endpoint) (Endpoint, error)
+	// Endpoints lists a member's endpoints, oldest first.
+	Endpoints(ctx context.Context, member string) ([]Endpoint, error)
+	// FindEndpoint returns one endpoint; ErrNotFound if none.
+	FindEndpoint(ctx context.Context, id int64) (Endpoint, error)
+	// SetEndpointEnabled enables an endpoint (clearing its failure) or
+	// disables it, saying why.
+	SetEndpointEnabled(ctx context.Context, id int64, enabled bool, reason string) error
+	// RotateSecret makes secret the endpoint's, the current one staying
+	// valid (and signed with) until previousUntil.
+	RotateSecret(ctx context.Context, id int64, secret string, previousUntil time.Time) error
+	// DeleteEndpoint deletes an endpoint and its deliveries.
+	DeleteEndpoint(ctx context.Context, id int64) error
+
+	// Deliveries lists an endpoint's latest deliveries, newest first.
+	Deliveries(ctx context.Context, endpointID int64, limit int) ([]Delivery, error)
+	// QueueDelivery queues a message to one endpoint (a test event).
+	QueueDelivery(ctx context.Context, endpointID int64, eventType, msgID string, body []byte) (int64, error)
+	// Redeliver queues a delivery again, at once, with the same message ID.
+	Redeliver(ctx context.Context, deliveryID int64) error
+
+	// FanOut takes up to limit events not yet fanned out and, in one
+	// transaction, queues a delivery to every enabled endpoint of the
+	// event's member that wants its type, with the message build makes.
+	// Instances sharing the store never take the same event.
+	FanOut(ctx context.Context, limit int, build func(Event) (msgID string, body []byte, err error)) (int, error)
+	// ClaimDeliveries takes up to limit pending deliveries due at now, with
+	// their endpoints, and holds them for lease: another instance takes
+	// them only once the lease is over (a crashed worker's are retried).
+	ClaimDeliveries(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Delivery, error)
+	// FinishAttempt records an attempt's outcome, and its endpoint's.
+	FinishAttempt(ctx context.Context, a Attempt) error
+
+	// ExpiringOrders lists the orders that expire between from and to
+	// (YYYY-MM-DD, inclusive), not renewed, of members with an enabled
+	// endpoint wanting order.expiring.
+	ExpiringOrders(ctx context.Context, from, to string) ([]ExpiringOrder, error)
+	// RecordExpiring records an order.expiring event for the order and
+	// marks the thresholds as told, in one transaction; a threshold told
+	// already makes it a no-op (false).
+	RecordExpiring(ctx context.Context, o ExpiringOrder, thresholds []int, data []byte, at time.Time) (bool, error)
+	// PruneWebhooks deletes the events fanned out and the deliveries
+	// finished before before.
+	PruneWebhooks(ctx context.Context, before time.Time) error
+}
+
+// ParseThresholds reads a comma-separated list of days ("30,7,1"), as the
+// stores keep the thresholds told and serve takes them; what does not
+// parse as a positive number is left out.
+func ParseThresholds(s string) []int {
+	var ts []int
+	for _, f := range strings.Split(s, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+			ts = append(ts, n)
+		}
+	}
+	return ts
+}

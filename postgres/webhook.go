@@ -1,0 +1,278 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/certorder/certorder"
+)
+
+const endpointColumns = `e.id, e.member_id, m.name, e.url, e.event_types, e.secret, e.previous_secret,
+	e.previous_expires, e.enabled, e.disabled_reason, e.created_at, e.last_success, e.failing_since`
+
+func scanEndpoint(row pgx.Row) (certorder.Endpoint, error) {
+	var e certorder.Endpoint
+	var types string
+	var prevExpires, success, failing *time.Time
+	err := row.Scan(&e.ID, &e.MemberID, &e.Member, &e.URL, &types, &e.Secret, &e.PreviousSecret,
+		&prevExpires, &e.Enabled, &e.DisabledReason, &e.CreatedAt, &success, &failing)
+	if types != "" {
+		e.EventTypes = strings.Split(types, ",")
+	}
+	e.PreviousExpires, e.LastSuccess, e.FailingSince = deref(prevExpires), deref(success), deref(failing)
+	return e, err
+}
+
+func deref(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
+// AddEndpoint stores a new endpoint of a member.
+func (s *Store) AddEndpoint(ctx context.Context, member string, e certorder.Endpoint) (certorder.Endpoint, error) {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		mid, err := memberID(ctx, tx, member)
+		if err != nil {
+			return err
+		}
+		e.MemberID, e.Member, e.Enabled = mid, member, true
+		return tx.QueryRow(ctx, `INSERT INTO webhook_endpoints (member_id, url, event_types, secret, enabled, created_at)
+			VALUES ($1, $2, $3, $4, true, now()) RETURNING id, created_at`,
+			mid, e.URL, strings.Join(e.EventTypes, ","), e.Secret).Scan(&e.ID, &e.CreatedAt)
+	})
+	return e, s.wrap("add endpoint", err)
+}
+
+// Endpoints lists a member's endpoints.
+func (s *Store) Endpoints(ctx context.Context, member string) ([]certorder.Endpoint, error) {
+	mid, err := memberID(ctx, s.pool, member)
+	if err != nil {
+		return nil, s.wrap("list endpoints", err)
+	}
+	rows, _ := s.pool.Query(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints e
+		JOIN members m ON m.id = e.member_id WHERE e.member_id = $1 ORDER BY e.id`, mid)
+	es, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.Endpoint, error) { return scanEndpoint(row) })
+	return es, s.wrap("list endpoints", err)
+}
+
+// FindEndpoint returns one endpoint.
+func (s *Store) FindEndpoint(ctx context.Context, id int64) (certorder.Endpoint, error) {
+	e, err := scanEndpoint(s.pool.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints e
+		JOIN members m ON m.id = e.member_id WHERE e.id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = fmt.Errorf("%w: endpoint %d", certorder.ErrNotFound, id)
+	}
+	return e, s.wrap("find endpoint", err)
+}
+
+// SetEndpointEnabled enables or disables an endpoint.
+func (s *Store) SetEndpointEnabled(ctx context.Context, id int64, enabled bool, reason string) error {
+	if enabled {
+		reason = ""
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE webhook_endpoints SET enabled = $1, disabled_reason = $2,
+		failing_since = CASE WHEN $1 THEN NULL ELSE failing_since END WHERE id = $3`, enabled, reason, id)
+	return s.wrap("set endpoint", oneRow(tag, err, fmt.Sprintf("endpoint %d", id)))
+}
+
+// RotateSecret gives an endpoint a new secret; the old one stays valid until previousUntil.
+func (s *Store) RotateSecret(ctx context.Context, id int64, secret string, previousUntil time.Time) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE webhook_endpoints SET previous_secret = secret, previous_expires = $1,
+		secret = $2 WHERE id = $3`, previousUntil, secret, id)
+	return s.wrap("rotate secret", oneRow(tag, err, fmt.Sprintf("endpoint %d", id)))
+}
+
+// DeleteEndpoint deletes an endpoint and its deliveries.
+func (s *Store) DeleteEndpoint(ctx context.Context, id int64) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM webhook_endpoints WHERE id = $1`, id)
+	return s.wrap("delete endpoint", oneRow(tag, err, fmt.Sprintf("endpoint %d", id)))
+}
+
+const deliveryColumns = `d.id, d.endpoint_id, d.event_type, d.msg_id, d.body, d.state, d.attempts, d.next_attempt,
+	d.created_at, d.last_attempt, d.last_status, d.last_class, d.last_latency_us, d.last_error`
+
+func scanDelivery(row pgx.Row, more ...any) (certorder.Delivery, error) {
+	var d certorder.Delivery
+	var last *time.Time
+	var latency int64
+	err := row.Scan(append([]any{&d.ID, &d.EndpointID, &d.EventType, &d.MsgID, &d.Body, &d.State, &d.Attempts,
+		&d.NextAttempt, &d.CreatedAt, &last, &d.LastStatus, &d.LastClass, &latency, &d.LastError}, more...)...)
+	d.LastAttempt, d.LastLatency = deref(last), time.Duration(latency)*time.Microsecond
+	return d, err
+}
+
+// Deliveries lists an endpoint's latest deliveries.
+func (s *Store) Deliveries(ctx context.Context, endpointID int64, limit int) ([]certorder.Delivery, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d
+		WHERE d.endpoint_id = $1 ORDER BY d.id DESC LIMIT $2`, endpointID, limit)
+	ds, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.Delivery, error) { return scanDelivery(row) })
+	return ds, s.wrap("list deliveries", err)
+}
+
+const insertDelivery = `INSERT INTO webhook_deliveries (endpoint_id, event_type, msg_id, body, state, next_attempt, created_at)
+	VALUES ($1, $2, $3, $4, 'pending', now(), now())`
+
+// QueueDelivery queues a message to one endpoint.
+func (s *Store) QueueDelivery(ctx context.Context, endpointID int64, eventType, msgID string, body []byte) (int64, error) {
+	var id int64
+	err := s.pool.QueryRow(ctx, insertDelivery+` RETURNING id`, endpointID, eventType, msgID, body).Scan(&id)
+	return id, s.wrap("queue delivery", err)
+}
+
+// Redeliver queues a delivery again at once.
+func (s *Store) Redeliver(ctx context.Context, deliveryID int64) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_attempt = now()
+		WHERE id = $1`, deliveryID)
+	return s.wrap("redeliver", oneRow(tag, err, fmt.Sprintf("delivery %d", deliveryID)))
+}
+
+// FanOut queues the deliveries of events not yet fanned out. FOR UPDATE
+// SKIP LOCKED lets instances share the work without taking one event twice.
+func (s *Store) FanOut(ctx context.Context, limit int, build func(certorder.Event) (string, []byte, error)) (int, error) {
+	n := 0
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		rows, _ := tx.Query(ctx, `SELECT id, member_id, type, data, at FROM webhook_events
+			WHERE NOT fanned_out ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, limit)
+		events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.Event, error) {
+			var e certorder.Event
+			var data string
+			err := row.Scan(&e.ID, &e.MemberID, &e.Type, &data, &e.At)
+			e.Data = []byte(data)
+			return e, err
+		})
+		if err != nil {
+			return err
+		}
+		for _, ev := range events {
+			rows, _ := tx.Query(ctx, `SELECT id FROM webhook_endpoints WHERE member_id = $1 AND enabled
+				AND (event_types = '' OR $2 = ANY(string_to_array(event_types, ',')))`, ev.MemberID, ev.Type)
+			targets, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+			if err != nil {
+				return err
+			}
+			for _, id := range targets {
+				msgID, body, err := build(ev)
+				if err != nil {
+					return err
+				}
+				if _, err := tx.Exec(ctx, insertDelivery, id, ev.Type, msgID, body); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.Exec(ctx, `UPDATE webhook_events SET fanned_out = true WHERE id = $1`, ev.ID); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	return n, s.wrap("fan out", err)
+}
+
+// ClaimDeliveries takes due deliveries with their endpoints, for lease;
+// SKIP LOCKED keeps two instances from taking the same one.
+func (s *Store) ClaimDeliveries(ctx context.Context, at time.Time, lease time.Duration, limit int) ([]certorder.Delivery, error) {
+	rows, _ := s.pool.Query(ctx, `WITH due AS (
+			SELECT id FROM webhook_deliveries WHERE state = 'pending' AND next_attempt <= $1
+			ORDER BY next_attempt LIMIT $3 FOR UPDATE SKIP LOCKED)
+		UPDATE webhook_deliveries d SET next_attempt = $2 FROM due, webhook_endpoints e
+		WHERE d.id = due.id AND e.id = d.endpoint_id
+		RETURNING `+deliveryColumns+`, e.url, e.secret, e.previous_secret, e.previous_expires, e.event_types, e.member_id, e.enabled, e.failing_since`,
+		at, at.Add(lease), limit)
+	ds, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.Delivery, error) {
+		var ep certorder.Endpoint
+		var types string
+		var prevExpires, failing *time.Time
+		d, err := scanDelivery(row, &ep.URL, &ep.Secret, &ep.PreviousSecret, &prevExpires, &types, &ep.MemberID, &ep.Enabled, &failing)
+		ep.ID, ep.PreviousExpires, ep.FailingSince = d.EndpointID, deref(prevExpires), deref(failing)
+		if types != "" {
+			ep.EventTypes = strings.Split(types, ",")
+		}
+		d.Endpoint = &ep
+		return d, err
+	})
+	return ds, s.wrap("claim deliveries", err)
+}
+
+// FinishAttempt records an attempt's outcome, and its endpoint's.
+func (s *Store) FinishAttempt(ctx context.Context, a certorder.Attempt) error {
+	return s.wrap("finish attempt", s.inTx(ctx, func(tx pgx.Tx) error {
+		next := a.NextAttempt
+		if next.IsZero() {
+			next = a.At
+		}
+		if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET state = $1, attempts = attempts + 1, next_attempt = $2,
+			last_attempt = $3, last_status = $4, last_class = $5, last_latency_us = $6, last_error = $7 WHERE id = $8`,
+			a.State, next, a.At, a.Status, a.Class, a.Latency.Microseconds(), a.Error, a.DeliveryID); err != nil {
+			return err
+		}
+		var err error
+		switch {
+		case a.Success:
+			_, err = tx.Exec(ctx, `UPDATE webhook_endpoints SET last_success = $1, failing_since = NULL WHERE id = $2`, a.At, a.EndpointID)
+		case a.Disable != "":
+			_, err = tx.Exec(ctx, `UPDATE webhook_endpoints SET enabled = false, disabled_reason = $1 WHERE id = $2`, a.Disable, a.EndpointID)
+		default:
+			_, err = tx.Exec(ctx, `UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, $1) WHERE id = $2`, a.At, a.EndpointID)
+		}
+		return err
+	}))
+}
+
+// ExpiringOrders lists orders expiring in a window, of members with an
+// endpoint for order.expiring.
+func (s *Store) ExpiringOrders(ctx context.Context, from, to string) ([]certorder.ExpiringOrder, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT o.id, o.member_id, o.valid_till,
+		COALESCE((SELECT string_agg(threshold::text, ',') FROM expiry_notices n WHERE n.order_id = o.id), '')
+		FROM orders o WHERE o.renewed_by IS NULL AND o.valid_till BETWEEN $1 AND $2
+		AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.member_id = o.member_id AND e.enabled
+			AND (e.event_types = '' OR 'order.expiring' = ANY(string_to_array(e.event_types, ','))))
+		ORDER BY o.id`, from, to)
+	os, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.ExpiringOrder, error) {
+		var o certorder.ExpiringOrder
+		var notified string
+		err := row.Scan(&o.ID, &o.MemberID, &o.ValidTill, &notified)
+		o.Notified = certorder.ParseThresholds(notified)
+		return o, err
+	})
+	return os, s.wrap("expiring orders", err)
+}
+
+// RecordExpiring records an order.expiring event and its thresholds.
+func (s *Store) RecordExpiring(ctx context.Context, o certorder.ExpiringOrder, thresholds []int, data []byte, at time.Time) (bool, error) {
+	recorded := false
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		for _, t := range thresholds {
+			tag, err := tx.Exec(ctx, `INSERT INTO expiry_notices (order_id, threshold) VALUES ($1, $2) ON CONFLICT DO NOTHING`, o.ID, t)
+			if err != nil {
+				return err
+			}
+			recorded = recorded || tag.RowsAffected() > 0
+		}
+		if !recorded {
+			return nil
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO webhook_events (member_id, type, data, at) VALUES ($1, 'order.expiring', $2, $3)`,
+			o.MemberID, string(data), at)
+		return err
+	})
+	return recorded, s.wrap("record expiring", err)
+}
+
+// PruneWebhooks deletes old events and finished deliveries.
+func (s *Store) PruneWebhooks(ctx context.Context, before time.Time) error {
+	return s.wrap("prune webhooks", s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM webhook_events WHERE fanned_out AND at < $1`, before); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM webhook_deliveries WHERE state <> 'pending' AND created_at < $1`, before)
+		return err
+	}))
+}

@@ -1,0 +1,271 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/wire"
+)
+
+// RenewalWindow is how many days before its end an order counts as
+// expiring: the timeline shades it, the pages flag it.
+const RenewalWindow = 30
+
+// Expiry is what the pages say of an order's end.
+type Expiry string
+
+// The expiry states.
+const (
+	Renewed  Expiry = "renewed"  // replaced by another order: never expired or expiring
+	Expired  Expiry = "expired"  // past its end and not renewed
+	Expiring Expiry = "expiring" // within RenewalWindow days of its end and not renewed
+	Valid    Expiry = "valid"
+)
+
+// expiryOf is the one rule for every page and the CSV: an order that has
+// been renewed is never flagged as expired or expiring, whatever its days.
+func expiryOf(days int, renewed bool) Expiry {
+	switch {
+	case renewed:
+		return Renewed
+	case days < 0:
+		return Expired
+	case days <= RenewalWindow:
+		return Expiring
+	}
+	return Valid
+}
+
+// expiryText says an order's expiry in words, never colour alone.
+func expiryText(cat *catalogue, e Expiry, days int) string {
+	switch e {
+	case Renewed:
+		return cat.S("expiry.renewed")
+	case Expired:
+		return cat.S("expiry.expired", -days)
+	case Expiring:
+		return cat.S("expiry.expiring", days)
+	}
+	return cat.S("expiry.valid", days)
+}
+
+// row is one order of the orders page.
+type row struct {
+	ID         int64
+	CommonName string
+	Product    string
+	Status     string
+	ValidTill  string // YYYY-MM-DD
+	Days       int
+	Expiry     Expiry
+	ExpiryText string
+	RenewedBy  int64
+	Current    int64 // the current order of a renewed order's chain
+	Renews     int64 // the order this one renewed
+}
+
+// info reads the stored document of an order with the derived fields,
+// in the spec's types.
+func (h *handler) info(o *certorder.Order) (*certorder.OrderInfo, error) {
+	var c certorder.OrderInfo
+	if err := json.Unmarshal(o.Doc, &c); err != nil {
+		return nil, fmt.Errorf("order %d: %w", o.ID, err)
+	}
+	c.IsRenewed = o.RenewedBy != 0
+	c.WasRenewedByOrderID = certorder.Int{Value: o.RenewedBy, Valid: c.IsRenewed}
+	c.Certificate.DaysRemaining = certorder.Int{Value: int64(certorder.DaysRemaining(o.ValidTill, h.cfg.Now())), Valid: true}
+	return &c, nil
+}
+
+// makeRow is an order as the list and the CSV show it. Current is left
+// for the caller: it costs a read.
+func (h *handler) makeRow(cat *catalogue, o *certorder.Order) (row, error) {
+	c, err := h.info(o)
+	if err != nil {
+		return row{}, err
+	}
+	rw := row{ID: o.ID, CommonName: o.CommonName, Product: c.Product.Name, Status: o.Status, ValidTill: o.ValidTill,
+		Days: certorder.DaysRemaining(o.ValidTill, h.cfg.Now()), RenewedBy: o.RenewedBy, Renews: o.Renews}
+	rw.Expiry = expiryOf(rw.Days, o.RenewedBy != 0)
+	rw.ExpiryText = expiryText(cat, rw.Expiry, rw.Days)
+	return rw, nil
+}
+
+// currentOf is the newest order of the renewal chain through id, within
+// the member's orders.
+func (h *handler) currentOf(ctx context.Context, memberID, id int64) (int64, error) {
+	chain, err := h.store.RenewalChain(ctx, memberID, id)
+	if err != nil {
+		return 0, err
+	}
+	return chain[len(chain)-1].ID, nil
+}
+
+type sortOption struct {
+	Value, Label string
+	Selected     bool
+}
+
+// listFilter is the orders list's filter, from the URL: what the page,
+// the CSV and the timeline share.
+type listFilter struct {
+	Query       string
+	Sort        string
+	ShowRenewed bool
+	Page        int
+}
+
+// sorts are the orders page's sort options, by their value in the URL.
+var sorts = []struct {
+	value, label string
+	sort         certorder.OrderSort
+}{
+	{"order", "sort.order", certorder.SortByID},
+	{"expiry", "sort.expiry", certorder.SortByExpiry},
+	{"-expiry", "sort.expiry_desc", certorder.SortByExpiryDesc},
+}
+
+// readFilter reads the filter from the URL and makes the store's query.
+func readFilter(r *http.Request, memberID int64) (listFilter, certorder.OrderQuery) {
+	q := r.URL.Query()
+	f := listFilter{Query: certorder.Cut(strings.TrimSpace(q.Get("q")), 200), Sort: sorts[0].value,
+		ShowRenewed: q.Get("renewed") == "1"}
+	f.Page, _ = strconv.Atoi(q.Get("page"))
+	oq := certorder.OrderQuery{MemberID: memberID, Search: f.Query, HideRenewed: !f.ShowRenewed}
+	for _, o := range sorts {
+		if o.value == q.Get("sort") {
+			f.Sort, oq.Sort = o.value, o.sort
+		}
+	}
+	return f, oq
+}
+
+// values is the filter as URL parameters, with a page.
+func (f listFilter) values(page int) url.Values {
+	v := url.Values{"sort": {f.Sort}}
+	if page > 0 {
+		v.Set("page", strconv.Itoa(page))
+	}
+	if f.Query != "" {
+		v.Set("q", f.Query)
+	}
+	if f.ShowRenewed {
+		v.Set("renewed", "1")
+	}
+	return v
+}
+
+type ordersData struct {
+	listFilter
+	Sorts            []sortOption
+	Rows             []row
+	Total            int
+	Pages            int
+	PrevURL, NextURL string
+	CSVURL           string
+}
+
+func (h *handler) orders(w http.ResponseWriter, r *http.Request, s *certorder.Session) {
+	cat := h.cat(r)
+	f, oq := readFilter(r, s.MemberID)
+	data := ordersData{listFilter: f}
+	for _, o := range sorts {
+		data.Sorts = append(data.Sorts, sortOption{o.value, cat.S(o.label), o.value == f.Sort})
+	}
+	var err error
+	if data.Total, err = h.store.CountOrders(r.Context(), oq); err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	data.Pages = max(1, (data.Total+h.cfg.PageSize-1)/h.cfg.PageSize)
+	data.Page = min(max(data.Page, 1), data.Pages)
+	oq.Offset, oq.Limit = (data.Page-1)*h.cfg.PageSize, h.cfg.PageSize
+	orders, err := h.store.ListOrders(r.Context(), oq)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	for _, o := range orders {
+		rw, err := h.makeRow(cat, o)
+		if err == nil && rw.RenewedBy != 0 {
+			rw.Current, err = h.currentOf(r.Context(), s.MemberID, o.ID)
+		}
+		if err != nil {
+			h.serverError(w, r, err)
+			return
+		}
+		data.Rows = append(data.Rows, rw)
+	}
+	if data.Page > 1 {
+		data.PrevURL = "/orders?" + f.values(data.Page-1).Encode()
+	}
+	if data.Page < data.Pages {
+		data.NextURL = "/orders?" + f.values(data.Page+1).Encode()
+	}
+	data.CSVURL = "/orders.csv?" + f.values(0).Encode()
+	h.render(w, r, http.StatusOK, "orders", signedIn(view{Title: cat.S("orders.title"), Section: "orders", Data: data}, s))
+}
+
+// link is one order of a renewal chain.
+type link struct {
+	ID        int64
+	ValidTill string
+	This      bool // the order the page shows
+	Current   bool // the newest of the chain
+}
+
+type orderData struct {
+	ID         int64
+	Order      *certorder.OrderInfo
+	Chain      []link
+	Current    int64 // the newest order of the chain
+	IsCurrent  bool
+	Expiry     Expiry
+	ExpiryText string
+}
+
+func (h *handler) order(w http.ResponseWriter, r *http.Request, s *certorder.Session) {
+	cat := h.cat(r)
+	id, ok := wire.ParseOrderID([]byte(r.PathValue("id")))
+	if !ok {
+		h.notFound(w, r, s)
+		return
+	}
+	// The chain is read within the member's orders: another member's order
+	// is "not found", exactly like one that does not exist, and never read.
+	chain, err := h.store.RenewalChain(r.Context(), s.MemberID, id)
+	if errors.Is(err, certorder.ErrNotFound) {
+		h.notFound(w, r, s)
+		return
+	}
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	o, err := h.store.FindOrder(r.Context(), id)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	c, err := h.info(o)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	data := orderData{ID: id, Order: c, Current: chain[len(chain)-1].ID}
+	for i, l := range chain {
+		data.Chain = append(data.Chain, link{ID: l.ID, ValidTill: l.ValidTill, This: l.ID == id, Current: i == len(chain)-1})
+	}
+	data.IsCurrent = data.Current == id
+	days := int(c.Certificate.DaysRemaining.Value)
+	data.Expiry = expiryOf(days, c.IsRenewed)
+	data.ExpiryText = expiryText(cat, data.Expiry, days)
+	h.render(w, r, http.StatusOK, "order", signedIn(view{Title: cat.S("order.title", id), Section: "orders", Data: data}, s))
+}

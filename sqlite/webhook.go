@@ -1,0 +1,358 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/certorder/certorder"
+)
+
+const endpointColumns = `e.id, e.member_id, m.name, e.url, e.event_types, e.secret, e.previous_secret,
+	e.previous_expires, e.enabled, e.disabled_reason, e.created_at, e.last_success, e.failing_since`
+
+func scanEndpoint(row interface{ Scan(...any) error }) (certorder.Endpoint, error) {
+	var e certorder.Endpoint
+	var types string
+	var prevExpires, created, success, failing sql.NullString
+	err := row.Scan(&e.ID, &e.MemberID, &e.Member, &e.URL, &types, &e.Secret, &e.PreviousSecret,
+		&prevExpires, &e.Enabled, &e.DisabledReason, &created, &success, &failing)
+	if types != "" {
+		e.EventTypes = strings.Split(types, ",")
+	}
+	e.PreviousExpires, e.CreatedAt = parseTime(prevExpires), parseTime(created)
+	e.LastSuccess, e.FailingSince = parseTime(success), parseTime(failing)
+	return e, err
+}
+
+// AddEndpoint stores a new endpoint of a member.
+func (s *Store) AddEndpoint(ctx context.Context, member string, e certorder.Endpoint) (certorder.Endpoint, error) {
+	err := inTx(ctx, s.write, func(tx *sql.Tx) error {
+		mid, err := memberID(ctx, tx, member)
+		if err != nil {
+			return err
+		}
+		e.MemberID, e.Member, e.CreatedAt = mid, member, time.Now().UTC().Truncate(time.Microsecond)
+		res, err := tx.ExecContext(ctx, `INSERT INTO webhook_endpoints (member_id, url, event_types, secret, enabled, created_at)
+			VALUES (?, ?, ?, ?, 1, ?)`, mid, e.URL, strings.Join(e.EventTypes, ","), e.Secret, formatTime(e.CreatedAt))
+		if err != nil {
+			return err
+		}
+		e.ID, err = res.LastInsertId()
+		e.Enabled = true
+		return err
+	})
+	return e, s.wrap("add endpoint", err)
+}
+
+// Endpoints lists a member's endpoints.
+func (s *Store) Endpoints(ctx context.Context, member string) ([]certorder.Endpoint, error) {
+	mid, err := memberID(ctx, s.read, member)
+	if err != nil {
+		return nil, s.wrap("list endpoints", err)
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints e
+		JOIN members m ON m.id = e.member_id WHERE e.member_id = ? ORDER BY e.id`, mid)
+	if err != nil {
+		return nil, s.wrap("list endpoints", err)
+	}
+	defer rows.Close()
+	var es []certorder.Endpoint
+	for rows.Next() {
+		e, err := scanEndpoint(rows)
+		if err != nil {
+			return nil, s.wrap("list endpoints", err)
+		}
+		es = append(es, e)
+	}
+	return es, s.wrap("list endpoints", rows.Err())
+}
+
+// FindEndpoint returns one endpoint.
+func (s *Store) FindEndpoint(ctx context.Context, id int64) (certorder.Endpoint, error) {
+	e, err := scanEndpoint(s.read.QueryRowContext(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints e
+		JOIN members m ON m.id = e.member_id WHERE e.id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		err = fmt.Errorf("%w: endpoint %d", certorder.ErrNotFound, id)
+	}
+	return e, s.wrap("find endpoint", err)
+}
+
+// SetEndpointEnabled enables or disables an endpoint.
+func (s *Store) SetEndpointEnabled(ctx context.Context, id int64, enabled bool, reason string) error {
+	if enabled {
+		reason = ""
+	}
+	res, err := s.write.ExecContext(ctx, `UPDATE webhook_endpoints SET enabled = ?, disabled_reason = ?,
+		failing_since = CASE WHEN ? THEN NULL ELSE failing_since END WHERE id = ?`, enabled, reason, enabled, id)
+	return s.wrap("set endpoint", oneRow(res, err, fmt.Sprintf("endpoint %d", id)))
+}
+
+// RotateSecret gives an endpoint a new secret; the old one stays valid until previousUntil.
+func (s *Store) RotateSecret(ctx context.Context, id int64, secret string, previousUntil time.Time) error {
+	res, err := s.write.ExecContext(ctx, `UPDATE webhook_endpoints SET previous_secret = secret, previous_expires = ?,
+		secret = ? WHERE id = ?`, formatTime(previousUntil), secret, id)
+	return s.wrap("rotate secret", oneRow(res, err, fmt.Sprintf("endpoint %d", id)))
+}
+
+// DeleteEndpoint deletes an endpoint and its deliveries.
+func (s *Store) DeleteEndpoint(ctx context.Context, id int64) error {
+	res, err := s.write.ExecContext(ctx, `DELETE FROM webhook_endpoints WHERE id = ?`, id)
+	return s.wrap("delete endpoint", oneRow(res, err, fmt.Sprintf("endpoint %d", id)))
+}
+
+const deliveryColumns = `d.id, d.endpoint_id, d.event_type, d.msg_id, d.body, d.state, d.attempts, d.next_attempt,
+	d.created_at, d.last_attempt, d.last_status, d.last_class, d.last_latency_us, d.last_error`
+
+func scanDelivery(row interface{ Scan(...any) error }, more ...any) (certorder.Delivery, error) {
+	var d certorder.Delivery
+	var next, created, last sql.NullString
+	var latency int64
+	err := row.Scan(append([]any{&d.ID, &d.EndpointID, &d.EventType, &d.MsgID, &d.Body, &d.State, &d.Attempts, &next,
+		&created, &last, &d.LastStatus, &d.LastClass, &latency, &d.LastError}, more...)...)
+	d.NextAttempt, d.CreatedAt, d.LastAttempt = parseTime(next), parseTime(created), parseTime(last)
+	d.LastLatency = time.Duration(latency) * time.Microsecond
+	return d, err
+}
+
+// Deliveries lists an endpoint's latest deliveries.
+func (s *Store) Deliveries(ctx context.Context, endpointID int64, limit int) ([]certorder.Delivery, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d
+		WHERE d.endpoint_id = ? ORDER BY d.id DESC LIMIT ?`, endpointID, limit)
+	if err != nil {
+		return nil, s.wrap("list deliveries", err)
+	}
+	defer rows.Close()
+	var ds []certorder.Delivery
+	for rows.Next() {
+		d, err := scanDelivery(rows)
+		if err != nil {
+			return nil, s.wrap("list deliveries", err)
+		}
+		ds = append(ds, d)
+	}
+	return ds, s.wrap("list deliveries", rows.Err())
+}
+
+const insertDelivery = `INSERT INTO webhook_deliveries (endpoint_id, event_type, msg_id, body, state, next_attempt, created_at)
+	VALUES (?, ?, ?, ?, 'pending', ?, ?)`
+
+// QueueDelivery queues a message to one endpoint.
+func (s *Store) QueueDelivery(ctx context.Context, endpointID int64, eventType, msgID string, body []byte) (int64, error) {
+	stamp := now()
+	res, err := s.write.ExecContext(ctx, insertDelivery, endpointID, eventType, msgID, body, stamp, stamp)
+	if err != nil {
+		return 0, s.wrap("queue delivery", err)
+	}
+	id, err := res.LastInsertId()
+	return id, s.wrap("queue delivery", err)
+}
+
+// Redeliver queues a delivery again at once.
+func (s *Store) Redeliver(ctx context.Context, deliveryID int64) error {
+	res, err := s.write.ExecContext(ctx, `UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_attempt = ?
+		WHERE id = ?`, now(), deliveryID)
+	return s.wrap("redeliver", oneRow(res, err, fmt.Sprintf("delivery %d", deliveryID)))
+}
+
+// FanOut queues the deliveries of events not yet fanned out. SQLite has one
+// writer, so the transaction alone keeps two workers from taking one event.
+func (s *Store) FanOut(ctx context.Context, limit int, build func(certorder.Event) (string, []byte, error)) (int, error) {
+	n := 0
+	err := inTx(ctx, s.write, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT id, member_id, type, data, at FROM webhook_events
+			WHERE fanned_out = 0 ORDER BY id LIMIT ?`, limit)
+		if err != nil {
+			return err
+		}
+		var events []certorder.Event
+		for rows.Next() {
+			var e certorder.Event
+			var at sql.NullString
+			if err := rows.Scan(&e.ID, &e.MemberID, &e.Type, &e.Data, &at); err != nil {
+				rows.Close()
+				return err
+			}
+			e.At = parseTime(at)
+			events = append(events, e)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		stamp := now()
+		for _, ev := range events {
+			eps, err := tx.QueryContext(ctx, `SELECT id, event_types FROM webhook_endpoints WHERE member_id = ? AND enabled`, ev.MemberID)
+			if err != nil {
+				return err
+			}
+			var targets []int64
+			for eps.Next() {
+				var id int64
+				var types string
+				if err := eps.Scan(&id, &types); err != nil {
+					eps.Close()
+					return err
+				}
+				if types == "" || slices.Contains(strings.Split(types, ","), ev.Type) {
+					targets = append(targets, id)
+				}
+			}
+			eps.Close()
+			for _, id := range targets {
+				msgID, body, err := build(ev)
+				if err != nil {
+					return err
+				}
+				if _, err := tx.ExecContext(ctx, insertDelivery, id, ev.Type, msgID, body, stamp, stamp); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE webhook_events SET fanned_out = 1 WHERE id = ?`, ev.ID); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	return n, s.wrap("fan out", err)
+}
+
+// ClaimDeliveries takes due deliveries with their endpoints, for lease.
+func (s *Store) ClaimDeliveries(ctx context.Context, at time.Time, lease time.Duration, limit int) ([]certorder.Delivery, error) {
+	var ds []certorder.Delivery
+	err := inTx(ctx, s.write, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `UPDATE webhook_deliveries SET next_attempt = ?
+			WHERE id IN (SELECT id FROM webhook_deliveries WHERE state = 'pending' AND next_attempt <= ? ORDER BY next_attempt LIMIT ?)
+			RETURNING id`, formatTime(at.Add(lease)), formatTime(at), limit)
+		if err != nil {
+			return err
+		}
+		var ids []int64
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			var ep certorder.Endpoint
+			var types string
+			var prevExpires, failing sql.NullString
+			d, err := scanDelivery(tx.QueryRowContext(ctx, `SELECT `+deliveryColumns+`, e.url, e.secret, e.previous_secret,
+				e.previous_expires, e.event_types, e.member_id, e.enabled, e.failing_since
+				FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE d.id = ?`, id),
+				&ep.URL, &ep.Secret, &ep.PreviousSecret, &prevExpires, &types, &ep.MemberID, &ep.Enabled, &failing)
+			if err != nil {
+				return err
+			}
+			ep.ID, ep.PreviousExpires, ep.FailingSince = d.EndpointID, parseTime(prevExpires), parseTime(failing)
+			if types != "" {
+				ep.EventTypes = strings.Split(types, ",")
+			}
+			d.Endpoint = &ep
+			ds = append(ds, d)
+		}
+		return nil
+	})
+	return ds, s.wrap("claim deliveries", err)
+}
+
+// FinishAttempt records an attempt's outcome, and its endpoint's.
+func (s *Store) FinishAttempt(ctx context.Context, a certorder.Attempt) error {
+	return s.wrap("finish attempt", inTx(ctx, s.write, func(tx *sql.Tx) error {
+		next := a.NextAttempt
+		if next.IsZero() {
+			next = a.At
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET state = ?, attempts = attempts + 1, next_attempt = ?,
+			last_attempt = ?, last_status = ?, last_class = ?, last_latency_us = ?, last_error = ? WHERE id = ?`,
+			a.State, formatTime(next), formatTime(a.At), a.Status, a.Class, a.Latency.Microseconds(), a.Error, a.DeliveryID); err != nil {
+			return err
+		}
+		var err error
+		switch {
+		case a.Success:
+			_, err = tx.ExecContext(ctx, `UPDATE webhook_endpoints SET last_success = ?, failing_since = NULL WHERE id = ?`,
+				formatTime(a.At), a.EndpointID)
+		case a.Disable != "":
+			_, err = tx.ExecContext(ctx, `UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ? WHERE id = ?`,
+				a.Disable, a.EndpointID)
+		default:
+			_, err = tx.ExecContext(ctx, `UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, ?) WHERE id = ?`,
+				formatTime(a.At), a.EndpointID)
+		}
+		return err
+	}))
+}
+
+// ExpiringOrders lists orders expiring in a window, of members with an
+// endpoint for order.expiring.
+func (s *Store) ExpiringOrders(ctx context.Context, from, to string) ([]certorder.ExpiringOrder, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT o.id, o.member_id, o.valid_till,
+		COALESCE((SELECT group_concat(threshold) FROM expiry_notices n WHERE n.order_id = o.id), '')
+		FROM orders o WHERE o.renewed_by IS NULL AND o.valid_till BETWEEN ? AND ?
+		AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.member_id = o.member_id AND e.enabled
+			AND (e.event_types = '' OR ',' || e.event_types || ',' LIKE '%,order.expiring,%'))
+		ORDER BY o.id`, from, to)
+	if err != nil {
+		return nil, s.wrap("expiring orders", err)
+	}
+	defer rows.Close()
+	var os []certorder.ExpiringOrder
+	for rows.Next() {
+		var o certorder.ExpiringOrder
+		var notified string
+		if err := rows.Scan(&o.ID, &o.MemberID, &o.ValidTill, &notified); err != nil {
+			return nil, s.wrap("expiring orders", err)
+		}
+		o.Notified = certorder.ParseThresholds(notified)
+		os = append(os, o)
+	}
+	return os, s.wrap("expiring orders", rows.Err())
+}
+
+// RecordExpiring records an order.expiring event and its thresholds.
+func (s *Store) RecordExpiring(ctx context.Context, o certorder.ExpiringOrder, thresholds []int, data []byte, at time.Time) (bool, error) {
+	recorded := false
+	err := inTx(ctx, s.write, func(tx *sql.Tx) error {
+		for _, t := range thresholds {
+			res, err := tx.ExecContext(ctx, `INSERT INTO expiry_notices (order_id, threshold) VALUES (?, ?)
+				ON CONFLICT DO NOTHING`, o.ID, t)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n > 0 {
+				recorded = true
+			}
+		}
+		if !recorded {
+			return nil
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO webhook_events (member_id, type, data, at) VALUES (?, 'order.expiring', ?, ?)`,
+			o.MemberID, data, formatTime(at))
+		return err
+	})
+	return recorded, s.wrap("record expiring", err)
+}
+
+// PruneWebhooks deletes old events and finished deliveries.
+func (s *Store) PruneWebhooks(ctx context.Context, before time.Time) error {
+	return s.wrap("prune webhooks", inTx(ctx, s.write, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_events WHERE fanned_out AND at < ?`, formatTime(before)); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE state <> 'pending' AND created_at < ?`, formatTime(before))
+		return err
+	}))
+}

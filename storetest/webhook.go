@@ -1,0 +1,228 @@
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/certorder/certorder"
+)
+
+// events fans out what is pending and returns, per endpoint, the deliveries
+// queued: "type data" of each.
+func fanOut(t *testing.T, s certorder.Store) map[int64][]string {
+	t.Helper()
+	got := map[int64][]string{}
+	n := 0
+	_, err := s.FanOut(context.Background(), 100, func(ev certorder.Event) (string, []byte, error) {
+		n++
+		return fmt.Sprintf("msg_%d_%d", ev.ID, n), []byte(ev.Type + " " + string(ev.Data)), nil
+	})
+	must(t, err)
+	ds, err := s.ClaimDeliveries(context.Background(), time.Now().Add(time.Second), time.Minute, 100)
+	must(t, err)
+	for _, d := range ds {
+		got[d.EndpointID] = append(got[d.EndpointID], string(d.Body))
+	}
+	return got
+}
+
+// The outbox: renewals and status changes recorded by import and renew
+// become events, in the same transaction, for the order's member only;
+// restore emits nothing; deliveries are claimed once, leased, finished.
+func testWebhooks(t *testing.T, open func(t *testing.T) certorder.Store) {
+	ctx := context.Background()
+	s := open(t)
+	defer s.Close()
+	for _, name := range []string{"alice", "bob"} {
+		_, err := s.AddMember(ctx, name)
+		must(t, err)
+	}
+	all, err := s.AddEndpoint(ctx, "alice", certorder.Endpoint{URL: "https://a.example/hook", Secret: "whsec_a"})
+	must(t, err)
+	renewals, err := s.AddEndpoint(ctx, "alice", certorder.Endpoint{URL: "https://a.example/renewals", Secret: "whsec_b",
+		EventTypes: []string{"order.renewed"}})
+	must(t, err)
+	bobs, err := s.AddEndpoint(ctx, "bob", certorder.Endpoint{URL: "https://b.example/hook", Secret: "whsec_c"})
+	must(t, err)
+	if all.ID == 0 || all.MemberID == 0 || !all.Enabled || all.CreatedAt.IsZero() {
+		t.Fatalf("AddEndpoint = %+v", all)
+	}
+	_, err = s.AddEndpoint(ctx, "nobody", certorder.Endpoint{URL: "https://x", Secret: "whsec_x"})
+	wantErr(t, err, certorder.ErrNotFound)
+	eps, err := s.Endpoints(ctx, "alice")
+	must(t, err)
+	if len(eps) != 2 || eps[1].URL != "https://a.example/renewals" || !slices.Equal(eps[1].EventTypes, []string{"order.renewed"}) ||
+		eps[0].Secret != "whsec_a" || eps[0].Member != "alice" {
+		t.Fatalf("Endpoints = %+v", eps)
+	}
+
+	// New orders are no event; a status change and a renewal are.
+	_, err = s.ImportOrders(ctx, "alice", Orders(t, OrderJSON(1, 0, "2030-01-01"), OrderJSON(2, 0, "2031-01-01")))
+	must(t, err)
+	_, err = s.ImportOrders(ctx, "bob", Orders(t, OrderJSON(9, 0, "2030-01-01")))
+	must(t, err)
+	if got := fanOut(t, s); len(got) != 0 {
+		t.Fatalf("new orders made events: %v", got)
+	}
+	must(t, s.RecordRenewal(ctx, 1, 2))
+	revoked := strings.Replace(OrderJSON(2, 0, "2031-01-01"), `"status":"issued","product"`, `"status":"revoked","product"`, 1)
+	_, err = s.ImportOrders(ctx, "alice", Orders(t, revoked))
+	must(t, err)
+	_, err = s.ImportOrders(ctx, "alice", Orders(t, revoked)) // the same again: no change, no event
+	must(t, err)
+	got := fanOut(t, s)
+	wantAll := []string{`order.renewed {"order_id":1,"renewed_order_id":2}`,
+		`order.status_changed {"order_id":2,"status":"revoked","previous_status":"issued"}`}
+	if !equalJSONLines(got[all.ID], wantAll) || !equalJSONLines(got[renewals.ID], wantAll[:1]) || len(got[bobs.ID]) != 0 {
+		t.Fatalf("deliveries: %v", got)
+	}
+	if again := fanOut(t, s); len(again) != 0 {
+		t.Fatalf("fanned out twice, or claimed within the lease: %v", again)
+	}
+
+	// A finished attempt; a retry due later; the endpoint's failure state.
+	ds, err := s.Deliveries(ctx, all.ID, 10)
+	must(t, err)
+	if len(ds) != 2 || ds[0].State != certorder.DeliveryPending || ds[0].MsgID == "" {
+		t.Fatalf("Deliveries = %+v", ds)
+	}
+	at := time.Now().UTC().Truncate(time.Microsecond)
+	must(t, s.FinishAttempt(ctx, certorder.Attempt{DeliveryID: ds[0].ID, EndpointID: all.ID, At: at, Status: 503,
+		Class: "http_status", Latency: 1500 * time.Microsecond, Error: "busy", State: certorder.DeliveryPending,
+		NextAttempt: at.Add(time.Hour)}))
+	must(t, s.FinishAttempt(ctx, certorder.Attempt{DeliveryID: ds[1].ID, EndpointID: all.ID, At: at, Status: 200,
+		Class: "delivered", State: certorder.DeliveryDelivered, Success: true}))
+	ds, err = s.Deliveries(ctx, all.ID, 10)
+	must(t, err)
+	if ds[0].Attempts != 1 || ds[0].LastStatus != 503 || ds[0].LastLatency != 1500*time.Microsecond || ds[0].LastError != "busy" ||
+		!ds[0].NextAttempt.Equal(at.Add(time.Hour)) || ds[1].State != certorder.DeliveryDelivered || !ds[1].LastAttempt.Equal(at) {
+		t.Fatalf("after the attempts: %+v", ds)
+	}
+	ep, err := s.FindEndpoint(ctx, all.ID)
+	must(t, err)
+	if !ep.LastSuccess.Equal(at) || !ep.FailingSince.IsZero() {
+		t.Fatalf("endpoint after a success: %+v", ep)
+	}
+	rd, err := s.Deliveries(ctx, renewals.ID, 10)
+	must(t, err)
+	must(t, s.FinishAttempt(ctx, certorder.Attempt{DeliveryID: rd[0].ID, EndpointID: renewals.ID, At: at, Status: 204,
+		Class: "delivered", State: certorder.DeliveryDelivered, Success: true}))
+	if due, err := s.ClaimDeliveries(ctx, at.Add(30*time.Minute), time.Minute, 10); err != nil || len(due) != 0 {
+		t.Fatalf("claimed before it was due: %v %v", due, err)
+	}
+	must(t, s.Redeliver(ctx, ds[1].ID))
+	due, err := s.ClaimDeliveries(ctx, time.Now().Add(time.Second), time.Minute, 10)
+	must(t, err)
+	if len(due) != 1 || due[0].MsgID != ds[1].MsgID || due[0].Endpoint == nil || due[0].Endpoint.URL != all.URL ||
+		due[0].Endpoint.Secret != "whsec_a" || due[0].Attempts != 0 {
+		t.Fatalf("redelivered: %+v", due)
+	}
+	must(t, s.FinishAttempt(ctx, certorder.Attempt{DeliveryID: due[0].ID, EndpointID: all.ID, At: at, Status: 410,
+		Class: "gone", State: certorder.DeliveryFailed, Disable: "the endpoint answered 410 Gone"}))
+	ep, err = s.FindEndpoint(ctx, all.ID)
+	must(t, err)
+	if ep.Enabled || ep.DisabledReason != "the endpoint answered 410 Gone" {
+		t.Fatalf("endpoint after 410: %+v", ep)
+	}
+	// A disabled endpoint gets nothing new.
+	wantErr(t, s.RecordRenewal(ctx, 2, 1), certorder.ErrConflict) // a refused change is no event
+	_, err = s.ImportOrders(ctx, "alice", Orders(t, OrderJSON(2, 0, "2031-01-01")))
+	must(t, err)
+	if got := fanOut(t, s); len(got[all.ID]) != 0 || len(got[renewals.ID]) != 0 {
+		t.Fatalf("deliveries to a disabled endpoint or of an unwanted type: %v", got)
+	}
+	must(t, s.SetEndpointEnabled(ctx, all.ID, true, ""))
+	must(t, s.RotateSecret(ctx, all.ID, "whsec_new", at.Add(24*time.Hour)))
+	ep, err = s.FindEndpoint(ctx, all.ID)
+	must(t, err)
+	if !ep.Enabled || ep.DisabledReason != "" || ep.Secret != "whsec_new" || ep.PreviousSecret != "whsec_a" ||
+		!ep.PreviousExpires.Equal(at.Add(24*time.Hour)) {
+		t.Fatalf("after enable and rotate: %+v", ep)
+	}
+	id, err := s.QueueDelivery(ctx, bobs.ID, "webhook.test", "msg_test", []byte(`{"type":"webhook.test"}`))
+	must(t, err)
+	if ds, err := s.Deliveries(ctx, bobs.ID, 10); err != nil || len(ds) != 1 || ds[0].ID != id || ds[0].EventType != "webhook.test" {
+		t.Fatalf("test delivery: %+v %v", ds, err)
+	}
+	must(t, s.DeleteEndpoint(ctx, bobs.ID))
+	_, err = s.FindEndpoint(ctx, bobs.ID)
+	wantErr(t, err, certorder.ErrNotFound)
+
+	// order.expiring: orders of members with an endpoint wanting it, not
+	// renewed, in the window; once per threshold.
+	exp, err := s.ExpiringOrders(ctx, "2029-12-01", "2030-01-31")
+	must(t, err)
+	if len(exp) != 0 { // 1 is renewed; 9 is bob's, who has no endpoint now
+		t.Fatalf("ExpiringOrders = %+v", exp)
+	}
+	exp, err = s.ExpiringOrders(ctx, "2030-12-01", "2031-01-31")
+	must(t, err)
+	if len(exp) != 1 || exp[0].ID != 2 || exp[0].ValidTill != "2031-01-01" || len(exp[0].Notified) != 0 {
+		t.Fatalf("ExpiringOrders = %+v", exp)
+	}
+	data := []byte(`{"order_id":2,"valid_till":"2031-01-01","days_remaining":7}`)
+	ok, err := s.RecordExpiring(ctx, exp[0], []int{7, 30}, data, at)
+	must(t, err)
+	again, err := s.RecordExpiring(ctx, exp[0], []int{30}, data, at)
+	must(t, err)
+	exp, err = s.ExpiringOrders(ctx, "2030-12-01", "2031-01-31")
+	must(t, err)
+	if !ok || again || !slices.Equal(sorted(exp[0].Notified), []int{7, 30}) {
+		t.Fatalf("RecordExpiring %v %v, notified %v", ok, again, exp[0].Notified)
+	}
+	if got := fanOut(t, s); !equalJSONLines(got[all.ID], []string{"order.expiring " + string(data)}) {
+		t.Fatalf("expiring deliveries: %v", got)
+	}
+	// The CertCentral sync's writes emit the same events.
+	must(t, s.LinkContainer(ctx, "alice", 100))
+	_, err = s.ApplyUpstream(ctx, []certorder.UpstreamOrder{upstream(t, 50, 0, 100, "issued")}, nil)
+	must(t, err)
+	_, err = s.ApplyUpstream(ctx, []certorder.UpstreamOrder{upstream(t, 51, 0, 100, "issued"), upstream(t, 50, 51, 100, "issued")}, nil)
+	must(t, err)
+	if got := fanOut(t, s); !equalJSONLines(got[all.ID], []string{`order.renewed {"order_id":50,"renewed_order_id":51}`}) {
+		t.Fatalf("the sync's renewal: %v", got)
+	}
+	must(t, s.PruneWebhooks(ctx, time.Now().Add(time.Hour)))
+
+	// A restore inserts orders with their renewals: no event.
+	var export bytes.Buffer
+	must(t, certorder.Export(ctx, s, &export))
+	dst := open(t)
+	defer dst.Close()
+	must(t, dst.Restore(ctx, certorder.ReadExport(&export)))
+	_, err = dst.AddEndpoint(ctx, "alice", certorder.Endpoint{URL: "https://a.example/hook", Secret: "whsec_a"})
+	must(t, err)
+	if got := fanOut(t, dst); len(got) != 0 {
+		t.Fatalf("a restore made events: %v", got)
+	}
+}
+
+func sorted(xs []int) []int { xs = slices.Clone(xs); slices.Sort(xs); return xs }
+
+// equalJSONLines compares "type {json}" lines, the JSON by value.
+func equalJSONLines(got, want []string) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	norm := func(s string) string {
+		typ, data, _ := strings.Cut(s, " ")
+		var v any
+		if json.Unmarshal([]byte(data), &v) != nil {
+			return s
+		}
+		b, _ := json.Marshal(v)
+		return typ + " " + string(b)
+	}
+	for i := range got {
+		if norm(got[i]) != norm(want[i]) {
+			return false
+		}
+	}
+	return true
+}

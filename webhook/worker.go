@@ -1,0 +1,302 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/certorder/certorder"
+)
+
+// Worker delivers the store's webhook events in the background: it fans
+// new events out to the endpoints that want them, finds the orders nearing
+// expiry without a successor, and delivers what is due, retrying on the
+// Backoff schedule. Several workers on one PostgreSQL store share the work:
+// the store hands each event and each due delivery to one of them.
+type Worker struct {
+	cfg     WorkerConfig
+	metrics *workerMetrics
+
+	expiringScanned, pruned time.Time
+}
+
+// WorkerConfig is what a Worker needs.
+type WorkerConfig struct {
+	Store        certorder.WebhookStore
+	Client       *http.Client     // NewHTTPClient's; nil: NewHTTPClient(Options{})
+	Now          func() time.Time // nil: time.Now
+	Logger       *slog.Logger     // nil: none
+	Metrics      prometheus.Registerer
+	Thresholds   []int         // order.expiring thresholds in days; nil: DefaultThresholds
+	Poll         time.Duration // how often to look for work; 0: 1s
+	Concurrency  int           // deliveries at once; 0: 8
+	Lease        time.Duration // a delivery taken is another worker's again after this (a crash); 0: a minute
+	DisableAfter time.Duration // an endpoint failing this long is disabled; 0: DefaultDisableAfter
+}
+
+// Defaults of WorkerConfig.
+var (
+	DefaultThresholds   = []int{30, 7, 1}
+	DefaultDisableAfter = 72 * time.Hour
+)
+
+const (
+	expiringEvery = time.Hour      // how often orders near expiry are looked for
+	pruneEvery    = 24 * time.Hour // how often old events and finished deliveries are deleted
+	keepFinished  = 30 * 24 * time.Hour
+	batch         = 100
+)
+
+type workerMetrics struct {
+	deliveries *prometheus.CounterVec // by outcome
+	queueAge   prometheus.Gauge
+}
+
+// NewWorker returns a worker; Run starts it.
+func NewWorker(cfg WorkerConfig) *Worker {
+	if cfg.Client == nil {
+		cfg.Client = NewHTTPClient(Options{})
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if len(cfg.Thresholds) == 0 {
+		cfg.Thresholds = DefaultThresholds
+	}
+	cfg.Thresholds = slices.Clone(cfg.Thresholds)
+	slices.Sort(cfg.Thresholds)
+	if cfg.Poll <= 0 {
+		cfg.Poll = time.Second
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 8
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = time.Minute
+	}
+	if cfg.DisableAfter <= 0 {
+		cfg.DisableAfter = DefaultDisableAfter
+	}
+	m := &workerMetrics{
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "certorder_webhook_deliveries_total", Help: "Webhook delivery attempts by outcome (delivered, gone, http_status, timeout, refused, tls, blocked, dns, network, disabled).",
+		}, []string{"outcome"}),
+		queueAge: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "certorder_webhook_queue_age_seconds", Help: "How late the latest deliveries taken were, in seconds past their due time.",
+		}),
+	}
+	if cfg.Metrics != nil {
+		cfg.Metrics.MustRegister(m.deliveries, m.queueAge)
+	}
+	return &Worker{cfg: cfg, metrics: m}
+}
+
+// Run works until ctx ends. A delivery in flight then is abandoned: its
+// lease runs out and it is sent again, by this instance after a restart or
+// by another.
+func (w *Worker) Run(ctx context.Context) {
+	t := time.NewTicker(w.cfg.Poll)
+	defer t.Stop()
+	for {
+		if err := w.Tick(ctx); err != nil && ctx.Err() == nil {
+			w.cfg.Logger.Error("webhooks", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Tick does one round of the work: fan out, expiring orders (hourly),
+// deliveries due, pruning (daily).
+func (w *Worker) Tick(ctx context.Context) error {
+	now := w.cfg.Now()
+	var errs []error
+	for {
+		n, err := w.cfg.Store.FanOut(ctx, batch, build)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if err != nil || n < batch {
+			break
+		}
+	}
+	if now.Sub(w.expiringScanned) >= expiringEvery {
+		if err := w.expiring(ctx, now); err != nil {
+			errs = append(errs, err)
+		} else {
+			w.expiringScanned = now
+		}
+	}
+	if err := w.deliverDue(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if now.Sub(w.pruned) >= pruneEvery {
+		if err := w.cfg.Store.PruneWebhooks(ctx, now.Add(-keepFinished)); err != nil {
+			errs = append(errs, err)
+		} else {
+			w.pruned = now
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// build makes the message of an event: its ID and its body, once.
+func build(ev certorder.Event) (string, []byte, error) {
+	body, err := json.Marshal(Event{Type: ev.Type, Timestamp: ev.At, Data: ev.Data})
+	return NewMessageID(), body, err
+}
+
+// QueueTest queues a test event to one endpoint, whatever types it wants.
+func QueueTest(ctx context.Context, store certorder.WebhookStore, endpointID int64, now time.Time) (int64, error) {
+	body, err := json.Marshal(TestEvent(now))
+	if err != nil {
+		return 0, err
+	}
+	return store.QueueDelivery(ctx, endpointID, TypeTest, NewMessageID(), body)
+}
+
+// expiring records order.expiring for the orders that crossed a threshold
+// since they were last told: once per order and threshold, and only the
+// nearest threshold crossed is told (an order first seen 5 days before
+// expiry hears "5 days", not also "30").
+func (w *Worker) expiring(ctx context.Context, now time.Time) error {
+	today := now.UTC()
+	from := today.Format(certorder.DateLayout)
+	to := today.AddDate(0, 0, w.cfg.Thresholds[len(w.cfg.Thresholds)-1]).Format(certorder.DateLayout)
+	orders, err := w.cfg.Store.ExpiringOrders(ctx, from, to)
+	if err != nil {
+		return err
+	}
+	for _, o := range orders {
+		days := certorder.DaysRemaining(o.ValidTill, now)
+		var crossed []int
+		for _, t := range w.cfg.Thresholds {
+			if days <= t && !slices.Contains(o.Notified, t) {
+				crossed = append(crossed, t)
+			}
+		}
+		if len(crossed) == 0 {
+			continue
+		}
+		till, _ := time.Parse(certorder.DateLayout, o.ValidTill)
+		data, err := json.Marshal(ExpiringData{OrderID: o.ID, ValidTill: till.Format(certorder.DateLayout), DaysRemaining: days})
+		if err != nil {
+			return err
+		}
+		if _, err := w.cfg.Store.RecordExpiring(ctx, o, crossed, data, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deliverDue delivers the deliveries due, Concurrency at a time.
+func (w *Worker) deliverDue(ctx context.Context) error {
+	for {
+		now := w.cfg.Now()
+		ds, err := w.cfg.Store.ClaimDeliveries(ctx, now, w.cfg.Lease, batch)
+		if err != nil {
+			return err
+		}
+		late := time.Duration(0)
+		for _, d := range ds {
+			late = max(late, now.Sub(d.NextAttempt))
+		}
+		w.metrics.queueAge.Set(late.Seconds())
+		sem := make(chan struct{}, w.cfg.Concurrency)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var errs []error
+		for _, d := range ds {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				if err := w.deliver(ctx, d); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if len(errs) > 0 || len(ds) < batch || ctx.Err() != nil {
+			return errors.Join(errs...)
+		}
+	}
+}
+
+// deliver makes one attempt of a delivery and records what came of it.
+func (w *Worker) deliver(ctx context.Context, d certorder.Delivery) error {
+	ep := d.Endpoint
+	now := w.cfg.Now()
+	a := certorder.Attempt{DeliveryID: d.ID, EndpointID: ep.ID, At: now}
+	keys, err := signingKeys(ep, now)
+	if !ep.Enabled || err != nil {
+		// Nothing is sent for an endpoint disabled since (or broken).
+		a.State, a.Class, a.Error = certorder.DeliveryFailed, "disabled", "the endpoint is disabled"
+		if err != nil {
+			a.Error = err.Error()
+		}
+		w.metrics.deliveries.WithLabelValues("disabled").Inc()
+		return w.cfg.Store.FinishAttempt(ctx, a)
+	}
+	res := Deliver(ctx, w.cfg.Client, ep.URL, keys, d.MsgID, now, d.Body)
+	if res.Class == ClassCanceled {
+		return nil // shutting down: the lease runs out and it is sent again
+	}
+	w.metrics.deliveries.WithLabelValues(string(res.Class)).Inc()
+	a.Status, a.Class, a.Latency = res.Status, string(res.Class), res.Latency
+	if res.Err != nil {
+		a.Error = res.Err.Error()
+	} else if !res.Delivered() {
+		a.Error = res.Answer
+	}
+	switch attempt := d.Attempts + 1; {
+	case res.Delivered():
+		a.State, a.Success = certorder.DeliveryDelivered, true
+	case res.Gone():
+		a.State, a.Disable = certorder.DeliveryFailed, "the endpoint answered 410 Gone"
+	case !ep.FailingSince.IsZero() && now.Sub(ep.FailingSince) >= w.cfg.DisableAfter:
+		a.State = certorder.DeliveryFailed
+		a.Disable = fmt.Sprintf("no delivery succeeded since %s", ep.FailingSince.UTC().Format(time.RFC3339))
+	case attempt >= MaxAttempts || !res.Retry():
+		a.State = certorder.DeliveryFailed
+	default:
+		a.State, a.NextAttempt = certorder.DeliveryPending, now.Add(max(Backoff(attempt, nil), res.RetryAfter))
+	}
+	if a.Disable != "" {
+		w.cfg.Logger.Warn("webhook endpoint disabled", "endpoint", ep.ID, "member_id", ep.MemberID, "reason", a.Disable)
+	}
+	return w.cfg.Store.FinishAttempt(context.WithoutCancel(ctx), a)
+}
+
+// signingKeys are the keys a message is signed with now: the endpoint's
+// secret, and during a rotation the previous one too.
+func signingKeys(ep *certorder.Endpoint, now time.Time) ([][]byte, error) {
+	key, err := ParseSecret(ep.Secret)
+	if err != nil {
+		return nil, err
+	}
+	keys := [][]byte{key}
+	if ep.PreviousSecret != "" && now.Before(ep.PreviousExpires) {
+		if prev, err := ParseSecret(ep.PreviousSecret); err == nil {
+			keys = append(keys, prev)
+		}
+	}
+	return keys, nil
+}
