@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/certorder/certorder/internal/jsonscan"
@@ -191,7 +193,8 @@ func (o *Order) build(top []field) error {
 			o.RenewedBy = id
 			continue
 		case "status":
-			if err := json.Unmarshal(f.value, &o.Status); err != nil {
+			var ok bool
+			if o.Status, ok = text(f.value); !ok && json.Unmarshal(f.value, &o.Status) != nil {
 				return errors.New("status must be a string")
 			}
 		}
@@ -210,7 +213,7 @@ func (o *Order) build(top []field) error {
 			}
 			continue
 		}
-		if err := json.Compact(&doc, f.value); err != nil {
+		if err := compact(&doc, f.value); err != nil {
 			return err
 		}
 	}
@@ -239,11 +242,11 @@ func (o *Order) writeCertificate(doc *bytes.Buffer, value json.RawMessage) error
 		case fieldDaysRemaining:
 			continue
 		case "valid_till":
-			json.Unmarshal(f.value, &o.ValidTill) // checked by the schema below
+			o.ValidTill, _ = text(f.value) // checked by the schema below
 		case "common_name":
-			json.Unmarshal(f.value, &o.CommonName)
+			o.CommonName, _ = text(f.value)
 		case "dns_names":
-			json.Unmarshal(f.value, &o.DNSNames)
+			o.DNSNames, _ = names(f.value)
 		}
 		if rule, ok := certificateSchema[f.key]; ok {
 			if err := rule.check("certificate."+f.key, f.value); err != nil {
@@ -255,7 +258,7 @@ func (o *Order) writeCertificate(doc *bytes.Buffer, value json.RawMessage) error
 		}
 		n++
 		writeKey(doc, f.key)
-		if err := json.Compact(doc, f.value); err != nil {
+		if err := compact(doc, f.value); err != nil {
 			return err
 		}
 	}
@@ -268,9 +271,37 @@ func (o *Order) writeCertificate(doc *bytes.Buffer, value json.RawMessage) error
 }
 
 func writeKey(doc *bytes.Buffer, key string) {
+	if safeASCII(key) {
+		doc.WriteByte('"')
+		doc.WriteString(key)
+		doc.WriteString(`":`)
+		return
+	}
 	k, _ := json.Marshal(key) // a string always marshals
 	doc.Write(k)
 	doc.WriteByte(':')
+}
+
+// safeASCII reports whether json.Marshal writes s as it is, quoted:
+// printable ASCII but for the characters it escapes.
+func safeASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
+}
+
+// compact writes a JSON value without the whitespace between its tokens,
+// as json.Compact; a value with none at all is copied as it is.
+func compact(doc *bytes.Buffer, v []byte) error {
+	if bytes.IndexAny(v, " \t\r\n") < 0 {
+		doc.Write(v)
+		return nil
+	}
+	return json.Compact(doc, v)
 }
 
 // DecodeOrders reads an import file: one order object, or an array of them.
@@ -278,96 +309,148 @@ func writeKey(doc *bytes.Buffer, key string) {
 // memory; after the first error it yields nothing more. Errors wrap
 // ErrInvalid and name the order's place in the file; an OrderId that
 // appears twice is refused (which of the two was meant is a guess).
-// Reading and checking run one step ahead in a goroutine of their own, so
-// that a store can write one order while the next is parsed.
+// Reading runs ahead in a goroutine of its own, and checking in a few (as
+// many as there are CPUs, up to 4), so that a store writes orders while the
+// next ones are parsed; the orders come out in the file's order.
 func DecodeOrders(r io.Reader) iter.Seq2[*Order, error] {
 	return func(yield func(*Order, error) bool) {
 		type item struct {
-			o   *Order
-			err error
+			place int // in the file, from 1; 0 for a file of one object; -1: err is the file's, as it is
+			raw   []byte
+			o     *Order
+			err   error // with raw: what is wrong if the document is right
 		}
-		ch := make(chan item, 256)
+		workers := min(4, max(1, runtime.GOMAXPROCS(0)))
+		in := make([]chan item, workers)
+		out := make([]chan item, workers)
 		done := make(chan struct{})
-		go func() {
-			defer close(ch)
-			decodeOrders(r, func(o *Order, err error) bool {
-				select {
-				case ch <- item{o, err}:
-					return true
-				case <-done:
-					return false
+		var wg sync.WaitGroup
+		send := func(ch chan item, it item) bool {
+			select {
+			case ch <- it:
+				return true
+			case <-done:
+				return false
+			}
+		}
+		for w := range workers {
+			in[w], out[w] = make(chan item, 64), make(chan item, 64)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer close(out[w])
+				for it := range in[w] {
+					if it.raw != nil {
+						o, err := parseOrder(it.raw, true)
+						if err != nil {
+							it.err = err
+						} else if it.err == nil {
+							it.o = o
+						}
+						it.raw = nil
+					}
+					if !send(out[w], it) {
+						return
+					}
 				}
+			}()
+		}
+		wg.Add(1)
+		go func() { // the reader deals the documents to the workers in turn
+			defer wg.Done()
+			defer func() {
+				for _, ch := range in {
+					close(ch)
+				}
+			}()
+			n := 0
+			splitOrders(r, func(place int, raw []byte, err error) bool {
+				ok := send(in[n%workers], item{place: place, raw: raw, err: err})
+				n++
+				return ok
 			})
 		}()
 		defer func() {
 			close(done)
-			for range ch { // let the reader finish
+			for _, ch := range out { // let the workers and the reader finish
+				for range ch {
+				}
 			}
+			wg.Wait()
 		}()
-		for it := range ch {
-			if !yield(it.o, it.err) {
+		seen := map[int64]int{} // OrderId -> place in the file
+		for n := 0; ; n++ {
+			it, ok := <-out[n%workers]
+			if !ok {
+				return
+			}
+			err := it.err
+			if err == nil && seen[it.o.ID] != 0 {
+				err = fmt.Errorf("OrderId %d appears twice (also order %d)", it.o.ID, seen[it.o.ID])
+			}
+			if err != nil {
+				switch it.place {
+				case 0:
+					err = fmt.Errorf("%w: %v", ErrInvalid, err)
+				case -1:
+				default:
+					err = fmt.Errorf("%w: order %d: %v", ErrInvalid, it.place, err)
+				}
+				yield(nil, err)
+				return
+			}
+			seen[it.o.ID] = it.place
+			if !yield(it.o, nil) {
 				return
 			}
 		}
 	}
 }
 
-// decodeOrders is the reading half of DecodeOrders.
-func decodeOrders(r io.Reader, yield func(*Order, error) bool) {
+// splitOrders reads the documents of an import file, in order, and hands
+// each to emit with its place (0 for a file of one object); an error ends
+// it. An error at place -1 is the file's, to be reported as it is.
+func splitOrders(r io.Reader, emit func(place int, raw []byte, err error) bool) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	first, err := firstByte(br)
 	if err != nil {
-		yield(nil, fmt.Errorf("%w: the file holds no JSON object or array", ErrInvalid))
+		emit(-1, nil, fmt.Errorf("%w: the file holds no JSON object or array", ErrInvalid))
 		return
 	}
 	dec := json.NewDecoder(br)
 	if first == '{' {
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			yield(nil, fmt.Errorf("%w: %v", ErrInvalid, err))
+			emit(0, nil, err)
 			return
 		}
-		o, err := parseOrder(raw, true)
-		if err == nil && dec.More() {
-			err = errors.New("data after the order")
-		}
-		if err != nil {
-			yield(nil, fmt.Errorf("%w: %v", ErrInvalid, err))
+		if dec.More() {
+			emit(0, raw, errors.New("data after the order")) // unless the order itself is wrong
 			return
 		}
-		yield(o, nil)
+		emit(0, raw, nil)
 		return
 	}
 	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
-		yield(nil, fmt.Errorf("%w: the file must hold an order object or an array of them", ErrInvalid))
+		emit(-1, nil, fmt.Errorf("%w: the file must hold an order object or an array of them", ErrInvalid))
 		return
 	}
-	seen := map[int64]int{} // OrderId -> place in the file
 	for i := 1; dec.More(); i++ {
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			yield(nil, fmt.Errorf("%w: order %d: %v", ErrInvalid, i, err))
+			emit(i, nil, err)
 			return
 		}
-		o, err := parseOrder(raw, true)
-		if err == nil && seen[o.ID] != 0 {
-			err = fmt.Errorf("OrderId %d appears twice (also order %d)", o.ID, seen[o.ID])
-		}
-		if err != nil {
-			yield(nil, fmt.Errorf("%w: order %d: %v", ErrInvalid, i, err))
-			return
-		}
-		seen[o.ID] = i
-		if !yield(o, nil) {
+		if !emit(i, raw, nil) {
 			return
 		}
 	}
 	if _, err := dec.Token(); err != nil {
-		yield(nil, fmt.Errorf("%w: %v", ErrInvalid, err))
+		emit(-1, nil, fmt.Errorf("%w: %v", ErrInvalid, err))
 		return
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		yield(nil, fmt.Errorf("%w: data after the array of orders", ErrInvalid))
+		emit(-1, nil, fmt.Errorf("%w: data after the array of orders", ErrInvalid))
 	}
 }
 

@@ -121,3 +121,41 @@ func TestCache(t *testing.T) {
 	}
 	storetest.Cache(t, open(), open())
 }
+
+// BenchmarkRestore restores an export of 10,000 orders into a new file per op.
+func BenchmarkRestore(b *testing.B) {
+	ctx := context.Background()
+	src, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "src.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer src.Close()
+	if _, err := src.AddMember(ctx, "alice"); err != nil {
+		b.Fatal(err)
+	}
+	docs := make([]string, 10000)
+	for i := range docs {
+		docs[i] = storetest.OrderJSON(int64(i+1), 0, "2030-01-01")
+	}
+	if _, err := src.ImportOrders(ctx, "alice", storetest.Orders(b, docs...)); err != nil {
+		b.Fatal(err)
+	}
+	var export strings.Builder
+	if err := certorder.Export(ctx, src, &export); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		b.StopTimer()
+		dst, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "dst.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if err := dst.Restore(ctx, certorder.ReadExport(strings.NewReader(export.String()))); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		dst.Close()
+		b.StartTimer()
+	}
+}

@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) certorder.Store) {
 	t.Run("CredentialWithOrder", func(t *testing.T) { testCredentialWithOrder(t, newStore(t)) })
 	t.Run("ImportIsAtomic", func(t *testing.T) { testImportAtomic(t, newStore(t)) })
 	t.Run("ImportOwnership", func(t *testing.T) { testImportOwnership(t, newStore(t)) })
+	t.Run("ImportBatches", func(t *testing.T) { testImportBatches(t, newStore(t)) })
 	t.Run("Renewals", func(t *testing.T) { testRenewals(t, newStore(t)) })
 	t.Run("ExportRestore", func(t *testing.T) { testExportRestore(t, newStore(t), newStore(t)) })
 	t.Run("RestoreRules", func(t *testing.T) { testRestoreRules(t, open) })
@@ -1079,4 +1080,87 @@ func testSyncLock(t *testing.T, s certorder.Store) {
 		t.Fatal("a released lock was not taken again")
 	}
 	lock.Release()
+}
+
+// An import larger than a batch (certorder.ImportBatchSize) keeps every
+// rule across the batches' boundaries, and stays all or nothing.
+func testImportBatches(t *testing.T, s certorder.Store) {
+	ctx := context.Background()
+	for _, name := range []string{"alice", "bob"} {
+		_, err := s.AddMember(ctx, name)
+		must(t, err)
+	}
+	const n = 2*certorder.ImportBatchSize + 500
+	docs := func(renewal func(id int64) int64, extra ...string) []string {
+		var ds []string
+		for id := int64(1); id <= n; id++ {
+			ds = append(ds, OrderJSON(id, renewal(id), "2030-01-01"))
+		}
+		return append(ds, extra...)
+	}
+	count := func() int {
+		m, err := s.FindMember(ctx, "alice")
+		must(t, err)
+		c, err := s.CountOrders(ctx, certorder.OrderQuery{MemberID: m.ID})
+		must(t, err)
+		return c
+	}
+	// A cycle closed by an order of the third batch: 500 -> 2200 -> 500.
+	cycle := func(id int64) int64 {
+		switch id {
+		case 500:
+			return 2200
+		case 2200:
+			return 500
+		}
+		return 0
+	}
+	_, err := s.ImportOrders(ctx, "alice", Orders(t, docs(cycle)...))
+	wantErr(t, err, certorder.ErrConflict)
+	// Renewal chains of ten across every boundary: 996 -> ... -> 1005.
+	chain := func(id int64) int64 {
+		if id < n && id%10 != 5 {
+			return id + 1
+		}
+		return 0
+	}
+	got, err := s.ImportOrders(ctx, "alice", Orders(t, docs(chain)...))
+	must(t, err)
+	if got != n || count() != n {
+		t.Fatalf("imported %d, stored %d, want %d", got, count(), n)
+	}
+	o, err := s.FindOrder(ctx, certorder.ImportBatchSize)
+	must(t, err)
+	if o.RenewedBy != certorder.ImportBatchSize+1 {
+		t.Fatalf("order %d renewed by %d", o.ID, o.RenewedBy)
+	}
+	// Re-imported without renewals, the orders keep them (an import adds
+	// renewal relations, never drops one); order 1005 may not renew order
+	// 996, a batch back: a cycle through what the import wrote before.
+	none := func(int64) int64 { return 0 }
+	_, err = s.ImportOrders(ctx, "alice", Orders(t, docs(func(id int64) int64 {
+		if id == 1005 {
+			return 996
+		}
+		return 0
+	})...))
+	wantErr(t, err, certorder.ErrConflict)
+	_, err = s.ImportOrders(ctx, "alice", Orders(t, docs(none)...))
+	must(t, err)
+	if o, err := s.FindOrder(ctx, 1); err != nil || o.RenewedBy != 2 {
+		t.Fatalf("order 1 after a re-import: %+v %v", o, err)
+	}
+	// Bob's import fails in its third batch (alice's order 2400): nothing of it is stored.
+	var bobs []string
+	for id := int64(10001); id < 10001+n-1; id++ {
+		bobs = append(bobs, OrderJSON(id, 0, "2030-01-01"))
+	}
+	_, err = s.ImportOrders(ctx, "bob", Orders(t, append(bobs, OrderJSON(2400, 0, "2030-01-01"))...))
+	wantErr(t, err, certorder.ErrConflict)
+	if _, err := s.FindOrder(ctx, 10001); !errors.Is(err, certorder.ErrNotFound) {
+		t.Fatalf("bob's first order stored by a failed import: %v", err)
+	}
+	if count() != n {
+		t.Fatalf("alice has %d orders", count())
+	}
 }
