@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"math"
 	"runtime"
 	"strings"
 	"sync"
@@ -57,15 +58,77 @@ const DateLayout = "2006-01-02"
 
 // DaysRemaining is the number of days from now's date (UTC) to validTill,
 // negative once it has passed. validTill is checked on import; should it not
-// parse, 0 is returned.
+// parse, 0 is returned. It runs on every OrderInfo answer, so the usual
+// date is read without time.Parse, with the same result (time.Duration's
+// range bounds it to ±106751 days, as it always did).
 func DaysRemaining(validTill string, now time.Time) int {
+	y, m, d := now.UTC().Date()
+	if ty, tm, td, ok := plainDate(validTill); ok {
+		days := civilDays(ty, tm, td) - civilDays(y, int(m), d)
+		return max(-maxDurationDays, min(maxDurationDays, days))
+	}
 	till, err := time.Parse(DateLayout, validTill)
 	if err != nil {
 		return 0
 	}
-	y, m, d := now.UTC().Date()
 	today := time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 	return int(till.Sub(today).Hours()) / 24
+}
+
+// maxDurationDays is the most days a time.Duration holds.
+const maxDurationDays = int(math.MaxInt64 / int64(24*time.Hour))
+
+// plainDate reads YYYY-MM-DD, a real date; false for anything else.
+func plainDate(s string) (y, m, d int, ok bool) {
+	if len(s) != 10 || s[4] != '-' || s[7] != '-' {
+		return 0, 0, 0, false
+	}
+	num := func(t string) (int, bool) {
+		n := 0
+		for i := 0; i < len(t); i++ {
+			if t[i] < '0' || t[i] > '9' {
+				return 0, false
+			}
+			n = n*10 + int(t[i]-'0')
+		}
+		return n, true
+	}
+	y, ok1 := num(s[:4])
+	m, ok2 := num(s[5:7])
+	d, ok3 := num(s[8:])
+	if !ok1 || !ok2 || !ok3 || m < 1 || m > 12 || d < 1 || d > daysIn(m, y) {
+		return 0, 0, 0, false
+	}
+	return y, m, d, true
+}
+
+func daysIn(m, y int) int {
+	switch m {
+	case 2:
+		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// civilDays is the number of days from 1970-01-01 to the date
+// (H. Hinnant, "chrono-Compatible Low-Level Date Algorithms").
+func civilDays(y, m, d int) int {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 {
+		era = (y - 399) / 400
+	}
+	yoe := y - era*400
+	doy := (153*((m+9)%12)+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
 }
 
 // SearchText is what an order search matches: the common name and DNS
