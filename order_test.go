@@ -2,8 +2,8 @@ package certorder_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"strconv"
