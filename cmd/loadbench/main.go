@@ -35,6 +35,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -68,6 +69,8 @@ type config struct {
 	variants  map[string][]string // extra serve processes: name -> extra arguments
 	profile   string              // write a CPU profile of the service under this scenario
 	profileTo string
+	io        bool   // time export and restore too
+	restoreDB string // where -io restores (default: a new SQLite file)
 }
 
 func run(args []string) error {
@@ -91,6 +94,8 @@ func run(args []string) error {
 		"further serve processes, name=arguments;...: scenario@name is measured against that one")
 	fs.StringVar(&c.profile, "profile", "", "scenario (as in -scenarios, with its access) during which to take a CPU profile of the service, e.g. orderinfo/zipf")
 	fs.StringVar(&c.profileTo, "profile-out", "certorder.pprof", "where -profile writes")
+	fs.BoolVar(&c.io, "io", false, "also time admin export (and its peak memory) and admin restore of the store, then stop")
+	fs.StringVar(&c.restoreDB, "restore-db", "", "with -io: the empty store to restore into (default: a new SQLite file)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -147,6 +152,9 @@ func run(args []string) error {
 	key, err := setupStore(&c, bin, dir)
 	if err != nil {
 		return err
+	}
+	if c.io {
+		return exportRestore(&c, bin, dir)
 	}
 
 	// The services: the main one, then a variant each.
@@ -323,18 +331,65 @@ func setupStore(c *config, bin, dir string) (string, error) {
 	if err := writeOrders(file, c.orders); err != nil {
 		return "", err
 	}
-	start := time.Now()
-	if _, err := certorder("admin", "order", "import", "--member", "bench", file); err != nil {
+	took, peak, err := timed(bin, c.db, nil, nil, "admin", "order", "import", "--member", "bench", file)
+	if err != nil {
 		return "", err
 	}
-	importTime := time.Since(start)
-	fmt.Printf("imported %d orders in %.1fs (%.0f orders/s)\n", c.orders, importTime.Seconds(), float64(c.orders)/importTime.Seconds())
+	fmt.Printf("imported %d orders in %.1fs (%.0f orders/s), peak RSS %d MB\n", c.orders, took.Seconds(),
+		float64(c.orders)/took.Seconds(), peak>>20)
 	if keyFile != "" {
 		if err := os.WriteFile(keyFile, []byte(key+"\n"), 0o600); err != nil {
 			return "", err
 		}
 	}
 	return key, nil
+}
+
+// exportRestore times admin export (to a file) and admin restore of it
+// into an empty store, with each process's peak resident memory.
+func exportRestore(c *config, bin, dir string) error {
+	file := filepath.Join(dir, "export.jsonl")
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	took, peak, err := timed(bin, c.db, nil, f, "admin", "export")
+	f.Close()
+	if err != nil {
+		return err
+	}
+	fi, _ := os.Stat(file)
+	fmt.Printf("exported %d orders in %.1fs, %d MB written, peak RSS %d MB\n", c.orders, took.Seconds(), fi.Size()>>20, peak>>20)
+	target := c.restoreDB
+	if target == "" {
+		target = filepath.Join(dir, "restored.db")
+	}
+	took, peak, err = timed(bin, target, nil, nil, "admin", "restore", file)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("restored %d orders in %.1fs (%.0f orders/s), peak RSS %d MB\n", c.orders, took.Seconds(),
+		float64(c.orders)/took.Seconds(), peak>>20)
+	return nil
+}
+
+// timed runs certorder on db and returns how long it took and its peak
+// resident memory in bytes.
+func timed(bin, db string, stdin io.Reader, stdout io.Writer, args ...string) (time.Duration, int64, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "CERTORDER_DB="+db)
+	var errOut bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, &errOut
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return 0, 0, fmt.Errorf("certorder %s: %v\n%s", strings.Join(args, " "), err, errOut.String())
+	}
+	took := time.Since(start)
+	var peak int64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		peak = ru.Maxrss << 10 // kilobytes on Linux
+	}
+	return took, peak, nil
 }
 
 func storeKind(dsn string) string {
