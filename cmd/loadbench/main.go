@@ -47,6 +47,18 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) == 4 && os.Args[1] == "orders" {
+		// loadbench orders N FILE: write the benchmark's import file alone.
+		n, err := strconv.Atoi(os.Args[2])
+		if err == nil {
+			err = writeOrders(os.Args[3], n)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "loadbench orders:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "loadbench:", err)
 		os.Exit(1)
