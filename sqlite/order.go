@@ -360,11 +360,14 @@ const (
 )
 
 // upsertOrders is upsertOrder for n rows.
-func upsertOrders(n int) string {
-	i := strings.Index(upsertOrder, "VALUES (") + len("VALUES ")
-	j := i + strings.Index(upsertOrder[i:], ")") + 1
-	row := upsertOrder[i:j]
-	return upsertOrder[:i] + strings.Repeat(row+",", n-1) + row + upsertOrder[j:]
+func upsertOrders(n int) string { return multiRow(upsertOrder, n) }
+
+// multiRow is an INSERT statement of one row of values made one of n rows.
+func multiRow(stmt string, n int) string {
+	i := strings.Index(stmt, "VALUES (") + len("VALUES ")
+	j := i + strings.Index(stmt[i:], ")") + 1
+	row := stmt[i:j]
+	return stmt[:i] + strings.Repeat(row+",", n-1) + row + stmt[j:]
 }
 
 // placeholders is n question marks, comma-separated.

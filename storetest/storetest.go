@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) certorder.Store) {
 	t.Run("ImportIsAtomic", func(t *testing.T) { testImportAtomic(t, newStore(t)) })
 	t.Run("ImportOwnership", func(t *testing.T) { testImportOwnership(t, newStore(t)) })
 	t.Run("ImportBatches", func(t *testing.T) { testImportBatches(t, newStore(t)) })
+	t.Run("ExportRestoreLarge", func(t *testing.T) { testExportRestoreLarge(t, newStore(t), newStore(t)) })
 	t.Run("Renewals", func(t *testing.T) { testRenewals(t, newStore(t)) })
 	t.Run("ExportRestore", func(t *testing.T) { testExportRestore(t, newStore(t), newStore(t)) })
 	t.Run("RestoreRules", func(t *testing.T) { testRestoreRules(t, open) })
@@ -1162,5 +1163,32 @@ func testImportBatches(t *testing.T, s certorder.Store) {
 	}
 	if count() != n {
 		t.Fatalf("alice has %d orders", count())
+	}
+}
+
+// An export of more orders than a restore writes at once comes back whole.
+func testExportRestoreLarge(t *testing.T, src, dst certorder.Store) {
+	ctx := context.Background()
+	_, err := src.AddMember(ctx, "alice")
+	must(t, err)
+	var docs []string
+	for id := int64(1); id <= 1234; id++ {
+		renewedBy := int64(0)
+		if id%2 == 1 {
+			renewedBy = id + 1
+		}
+		docs = append(docs, OrderJSON(id, renewedBy, "2030-01-01"))
+	}
+	_, err = src.ImportOrders(ctx, "alice", Orders(t, docs...))
+	must(t, err)
+	var first, second bytes.Buffer
+	must(t, certorder.Export(ctx, src, &first))
+	must(t, dst.Restore(ctx, certorder.ReadExport(bytes.NewReader(first.Bytes()))))
+	must(t, certorder.Export(ctx, dst, &second))
+	if !bytes.Equal(first.Bytes(), second.Bytes()) {
+		t.Fatalf("the restored store exports differently (%d and %d bytes)", first.Len(), second.Len())
+	}
+	if o, err := dst.FindOrder(ctx, 1233); err != nil || o.RenewedBy != 1234 {
+		t.Fatalf("order 1233 restored as %+v, %v", o, err)
 	}
 }
