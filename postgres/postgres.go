@@ -56,6 +56,13 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
 	}
+	if _, set := cfg.ConnConfig.RuntimeParams["jit"]; !set {
+		// Every query here is short, and a bad estimate (a subquery per
+		// listed order) made PostgreSQL compile a page of the export for
+		// 85 ms, its run taking 2: 1M orders exported in 80 s, 17 s without.
+		// jit=on in the DSN wins.
+		cfg.ConnConfig.RuntimeParams["jit"] = "off"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
