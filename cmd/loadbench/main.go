@@ -236,7 +236,7 @@ func run(args []string) error {
 		return cl
 	}
 	for rep := range c.repeat {
-		var bareRPS float64
+		bareRPS := map[string]float64{} // by access: each ratio is to the bare figure of the same requests
 		for _, name := range c.scenarios {
 			base, variant, _ := strings.Cut(name, "@")
 			proc := procs[variant]
@@ -247,8 +247,8 @@ func run(args []string) error {
 				return fmt.Errorf("unknown scenario %q", base)
 			}
 			accesses := c.access
-			if base == "auth" || base == "authfail" || base == "bare" {
-				accesses = accesses[:1] // no order number drawn; bare's answer is fixed
+			if base == "auth" || base == "authfail" {
+				accesses = accesses[:1] // no order number drawn
 			}
 			for _, access := range accesses {
 				label := access
@@ -259,7 +259,7 @@ func run(args []string) error {
 					return err
 				}
 				var prof chan error
-				if c.profile == base+"/"+access && rep == c.repeat-1 {
+				if c.profile == name+"/"+access && variant == "" && rep == c.repeat-1 {
 					prof = profileAsync(metricsAddr, c.duration-time.Second, c.profileTo)
 				}
 				r, err := drive(&c, dir, proc.url, base, access, key, c.duration)
@@ -272,12 +272,12 @@ func run(args []string) error {
 					}
 				}
 				if base == "bare" {
-					bareRPS = r.rps
+					bareRPS[access] = r.rps
 				}
 				cl := find(name, label)
 				cl.runs = append(cl.runs, r)
-				if bareRPS > 0 {
-					cl.ratios = append(cl.ratios, r.rps/bareRPS)
+				if b := bareRPS[access]; b > 0 {
+					cl.ratios = append(cl.ratios, r.rps/b)
 				}
 				cl.anon, cl.file = memory(proc.cmd.Process.Pid)
 				fmt.Fprintf(os.Stderr, "run %d/%d %s %s: %.0f req/s, unexpected %d\n", rep+1, c.repeat, name, label, r.rps,

@@ -1,26 +1,25 @@
 // Package credcache is the cache in front of a store's FindCredential:
 // credentials by key ID and each member's orders by number (absent ones
-// too), bounded in bytes, in freecache's ring buffers, which the garbage
-// collector never scans.
+// too), bounded in bytes, in an otter cache (S3-FIFO eviction, lock-free
+// reads) whose entries are shared, never copied, on a hit.
 //
 // It knows nothing of invalidation. Every entry is stored under a
 // generation that the store gives: a number that changes whenever anything
 // the cache holds may have changed (sqlite: the WAL-index header; postgres:
 // a notification). A store reads the generation before it reads the
-// database, and fills under that generation; a lookup finds only entries
+// database, and fills under that generation; a look-up finds only entries
 // of the generation current when it looks. So an entry filled from a read
 // that a later commit made stale is never served, and emptying the cache is
 // moving to the next generation: old entries are never found again and are
-// the first evicted.
+// evicted first (S3-FIFO evicts what is not read again).
 package credcache
 
 import (
-	"encoding/binary"
-	"errors"
 	"sync"
 	"sync/atomic"
 
-	"github.com/coocood/freecache"
+	"github.com/maypok86/otter/v2"
+	"github.com/maypok86/otter/v2/stats"
 
 	"github.com/certorder/certorder"
 )
@@ -30,21 +29,38 @@ import (
 // (docs/PERFORMANCE.md). About 40,000 orders of CertCentral's size.
 const DefaultBytes = 64 << 20
 
-// MinBytes is the smallest cache: freecache's own minimum.
+// MinBytes is the smallest cache.
 const MinBytes = 512 << 10
+
+// entryOverhead is what an entry costs beyond its bytes, roughly: otter's
+// node and table slot, the Order struct, the key. It counts in the bound.
+const entryOverhead = 256
 
 // Cache holds credentials and orders. The zero value is not usable; use New.
 //
 // Credentials, few and asked for on every request, are kept in a map of
-// the current generation (lock-free reads), up to a sixteenth of the
-// bytes; beyond, and for orders, freecache.
+// the current generation, up to a sixteenth of the bytes; beyond, and for
+// orders, in the otter cache.
 type Cache struct {
-	c        *freecache.Cache
-	timer    freecache.StoppableTimer
+	c        *otter.Cache[key, any]
+	counter  *stats.Counter
+	maxEntry int
 	creds    atomic.Pointer[credTable]
 	credMax  int64 // bytes the credential map may hold
 	credHits atomic.Int64
 }
+
+// key is an entry's key: an order of a member, or a credential (member
+// and order 0, keyID set), of one generation.
+type key struct {
+	gen      uint64
+	memberID int64
+	orderID  int64
+	keyID    string
+}
+
+// absent is the value of an order the member does not have.
+type absent struct{}
 
 // credTable is the credentials of one generation.
 type credTable struct {
@@ -53,101 +69,105 @@ type credTable struct {
 	bytes atomic.Int64
 }
 
-// credOverhead is what a map entry costs beyond its texts, roughly.
-const credOverhead = 128
-
-// New returns a cache of at most bytes (at least MinBytes). Orders larger
-// than about bytes/1024 are not cached: they are read from the store each
-// time. Close it when done.
+// New returns a cache of at most bytes (at least MinBytes). An order
+// larger than a thousandth of it is not cached: it is read from the store
+// each time.
 func New(bytes int) *Cache {
 	bytes = max(bytes, MinBytes)
-	timer := freecache.NewCachedTimer() // its LRU needs seconds only: no clock read per look-up
-	c := &Cache{c: freecache.NewCacheCustomTimer(bytes-bytes/16, timer), timer: timer, credMax: int64(bytes / 16)}
+	counter := stats.NewCounter()
+	c := &Cache{counter: counter, maxEntry: bytes / 1024, credMax: int64(bytes / 16)}
+	c.c = otter.Must(&otter.Options[key, any]{
+		MaximumWeight: uint64(bytes - bytes/16),
+		Weigher:       weigh,
+		StatsRecorder: counter,
+	})
 	c.creds.Store(&credTable{})
 	return c
 }
 
-// credential looks keyID up in the map, then in freecache.
-func (c *Cache) credential(gen uint64, keyID string, kb []byte) (certorder.Credential, bool) {
-	if t := c.creds.Load(); t.gen == gen {
-		if v, ok := t.m.Load(keyID); ok {
-			c.credHits.Add(1)
-			return v.(certorder.Credential), true
-		}
+func weigh(k key, v any) uint32 {
+	n := entryOverhead + len(k.keyID)
+	switch v := v.(type) {
+	case *certorder.Order:
+		n += len(v.Doc) + len(v.CommonName) + len(v.Status) + len(v.ValidTill)
+	case certorder.Credential:
+		n += len(v.KeyHash) + len(v.Member)
 	}
-	v, err := c.c.Get(credentialKey(kb, gen, keyID))
-	if err != nil {
-		return certorder.Credential{}, false
-	}
-	return decodeCredential(v, keyID)
+	return uint32(n)
 }
 
-// fillCredential stores a credential read under gen: in the map of gen
-// while it has room, else in freecache. A fill of an older generation than
-// the map's is dropped; a newer one starts a new map.
-func (c *Cache) fillCredential(gen uint64, cred certorder.Credential, kb []byte) {
-	t := c.creds.Load()
-	for ; t.gen < gen; t = c.creds.Load() {
-		c.creds.CompareAndSwap(t, &credTable{gen: gen})
-	}
-	if t.gen == gen {
-		size := int64(len(cred.KeyID) + len(cred.KeyHash) + len(cred.Member) + credOverhead)
-		if t.bytes.Add(size) <= c.credMax {
-			t.m.Store(cred.KeyID, cred)
-			return
-		}
-		t.bytes.Add(-size)
-	}
-	_ = c.c.Set(credentialKey(kb, gen, cred.KeyID), encodeCredential(cred), 0)
-}
-
-// Close stops the cache's clock.
-func (c *Cache) Close() { c.timer.Stop() }
-
-// Entry kinds, the key's byte after the generation.
-const (
-	kindCredential = 'k'
-	kindOrder      = 'o'
-)
+// Close stops the cache's goroutines.
+func (c *Cache) Close() { c.c.StopAllGoroutines() }
 
 // Find returns the credential of keyID and, when orderID is not 0, its
 // member's order orderID (nil when the member has none), as
-// FindCredential would, if the cache holds both for generation gen. The
-// credential's KeyHash is shared: callers must not modify it.
+// FindCredential would, if the cache holds both for generation gen. Both
+// are shared: callers must not modify them.
 func (c *Cache) Find(gen uint64, keyID string, orderID int64) (certorder.Credential, *certorder.Order, bool) {
-	var kb [8 + 1 + 64]byte
-	cred, ok := c.credential(gen, keyID, kb[:0])
+	cred, ok := c.credential(gen, keyID)
 	if !ok {
 		return certorder.Credential{}, nil, false
 	}
 	if orderID == 0 {
 		return cred, nil, true
 	}
-	v, err := c.c.Get(orderKey(kb[:0], gen, cred.MemberID, orderID))
-	if err != nil {
-		return certorder.Credential{}, nil, false
-	}
-	o, ok := decodeOrder(v, cred)
+	v, ok := c.c.GetIfPresent(key{gen: gen, memberID: cred.MemberID, orderID: orderID})
 	if !ok {
 		return certorder.Credential{}, nil, false
 	}
+	o, _ := v.(*certorder.Order) // nil for absent
 	return cred, o, true
+}
+
+// credential looks keyID up in the map, then in otter.
+func (c *Cache) credential(gen uint64, keyID string) (certorder.Credential, bool) {
+	if t := c.creds.Load(); t.gen == gen {
+		if v, ok := t.m.Load(keyID); ok {
+			c.credHits.Add(1)
+			return v.(certorder.Credential), true
+		}
+	}
+	v, ok := c.c.GetIfPresent(key{gen: gen, keyID: keyID})
+	if !ok {
+		return certorder.Credential{}, false
+	}
+	return v.(certorder.Credential), true
 }
 
 // Fill stores what FindCredential read for keyID and orderID (o nil: the
 // member has no such order), under gen, the generation read before the
-// database was.
+// database was. The cache keeps o: the caller must not modify it after.
 func (c *Cache) Fill(gen uint64, cred certorder.Credential, orderID int64, o *certorder.Order) {
-	var kb [8 + 1 + 64]byte
 	if len(cred.KeyID) > 64 {
 		return // not a key ID this service makes
 	}
-	c.fillCredential(gen, cred, kb[:0])
-	// A value too large for the cache is refused by Set; it is then read
-	// from the store each time, which is all that is lost.
-	if orderID != 0 {
-		_ = c.c.Set(orderKey(kb[:0], gen, cred.MemberID, orderID), encodeOrder(o), 0)
+	c.fillCredential(gen, cred)
+	switch {
+	case orderID == 0:
+	case o == nil:
+		c.c.Set(key{gen: gen, memberID: cred.MemberID, orderID: orderID}, absent{})
+	case len(o.Doc) <= c.maxEntry:
+		c.c.Set(key{gen: gen, memberID: cred.MemberID, orderID: orderID}, o)
 	}
+}
+
+// fillCredential stores a credential read under gen: in the map of gen
+// while it has room, else in otter. A fill of an older generation than
+// the map's is dropped from the map; a newer one starts a new map.
+func (c *Cache) fillCredential(gen uint64, cred certorder.Credential) {
+	t := c.creds.Load()
+	for ; t.gen < gen; t = c.creds.Load() {
+		c.creds.CompareAndSwap(t, &credTable{gen: gen})
+	}
+	if t.gen == gen {
+		size := int64(len(cred.KeyID) + len(cred.KeyHash) + len(cred.Member) + entryOverhead)
+		if t.bytes.Add(size) <= c.credMax {
+			t.m.Store(cred.KeyID, cred)
+			return
+		}
+		t.bytes.Add(-size)
+	}
+	c.c.Set(key{gen: gen, keyID: cred.KeyID}, cred)
 }
 
 // Stats says how many entries the cache holds, and how many look-ups of
@@ -155,106 +175,6 @@ func (c *Cache) Fill(gen uint64, cred certorder.Credential, orderID int64, o *ce
 func (c *Cache) Stats() (entries, hits, misses int64) {
 	n := int64(0)
 	c.creds.Load().m.Range(func(any, any) bool { n++; return true })
-	return c.c.EntryCount() + n, c.c.HitCount() + c.credHits.Load(), c.c.MissCount()
-}
-
-func credentialKey(b []byte, gen uint64, keyID string) []byte {
-	b = binary.LittleEndian.AppendUint64(b, gen)
-	b = append(b, kindCredential)
-	return append(b, keyID...)
-}
-
-func orderKey(b []byte, gen uint64, memberID, orderID int64) []byte {
-	b = binary.LittleEndian.AppendUint64(b, gen)
-	b = append(b, kindOrder)
-	b = binary.LittleEndian.AppendUint64(b, uint64(memberID))
-	return binary.LittleEndian.AppendUint64(b, uint64(orderID))
-}
-
-// A credential is: flags (revoked 1, disabled 2), member ID, the hash
-// (length-prefixed), the member's name.
-func encodeCredential(c certorder.Credential) []byte {
-	var flags byte
-	if c.KeyRevoked {
-		flags |= 1
-	}
-	if c.MemberDisabled {
-		flags |= 2
-	}
-	b := make([]byte, 0, 1+8+1+len(c.KeyHash)+len(c.Member))
-	b = append(b, flags)
-	b = binary.LittleEndian.AppendUint64(b, uint64(c.MemberID))
-	b = append(b, byte(len(c.KeyHash)))
-	b = append(b, c.KeyHash...)
-	return append(b, c.Member...)
-}
-
-func decodeCredential(b []byte, keyID string) (certorder.Credential, bool) {
-	if len(b) < 10 || len(b) < 10+int(b[9]) {
-		return certorder.Credential{}, false
-	}
-	n := int(b[9])
-	return certorder.Credential{
-		KeyID:          keyID,
-		KeyRevoked:     b[0]&1 != 0,
-		MemberDisabled: b[0]&2 != 0,
-		MemberID:       int64(binary.LittleEndian.Uint64(b[1:9])),
-		KeyHash:        b[10 : 10+n : 10+n],
-		Member:         string(b[10+n:]),
-	}, true
-}
-
-// An order is: a presence byte (0: the member has no such order), then the
-// order number, the renewal, the certificate's end in the document, and
-// valid_till, common name and status (length-prefixed), then the document.
-func encodeOrder(o *certorder.Order) []byte {
-	if o == nil {
-		return []byte{0}
-	}
-	b := make([]byte, 0, 1+3*8+3*2+len(o.ValidTill)+len(o.CommonName)+len(o.Status)+len(o.Doc))
-	b = append(b, 1)
-	b = binary.LittleEndian.AppendUint64(b, uint64(o.ID))
-	b = binary.LittleEndian.AppendUint64(b, uint64(o.RenewedBy))
-	b = binary.LittleEndian.AppendUint64(b, uint64(o.CertEnd))
-	for _, s := range []string{o.ValidTill, o.CommonName, o.Status} {
-		b = binary.AppendUvarint(b, uint64(len(s)))
-		b = append(b, s...)
-	}
-	return append(b, o.Doc...)
-}
-
-var errShort = errors.New("short")
-
-func decodeOrder(b []byte, cred certorder.Credential) (*certorder.Order, bool) {
-	if len(b) == 1 && b[0] == 0 {
-		return nil, true
-	}
-	if len(b) < 25 || b[0] != 1 {
-		return nil, false
-	}
-	o := &certorder.Order{
-		ID:        int64(binary.LittleEndian.Uint64(b[1:])),
-		RenewedBy: int64(binary.LittleEndian.Uint64(b[9:])),
-		CertEnd:   int(binary.LittleEndian.Uint64(b[17:])),
-		MemberID:  cred.MemberID,
-		Member:    cred.Member,
-	}
-	b = b[25:]
-	var err error
-	text := func() string {
-		n, k := binary.Uvarint(b)
-		if k <= 0 || n > uint64(len(b)-k) {
-			err = errShort
-			return ""
-		}
-		s := string(b[k : k+int(n)])
-		b = b[k+int(n):]
-		return s
-	}
-	o.ValidTill, o.CommonName, o.Status = text(), text(), text()
-	if err != nil || o.CertEnd <= 0 || o.CertEnd >= len(b) {
-		return nil, false
-	}
-	o.Doc = b
-	return o, true
+	s := c.counter.Snapshot()
+	return int64(c.c.EstimatedSize()) + n, int64(s.Hits) + c.credHits.Load(), int64(s.Misses)
 }

@@ -26,6 +26,7 @@ func TestGenerations(t *testing.T) {
 	cred := credential("0123456789ab", "alice", 3)
 	cred.KeyRevoked = true
 	o := order(42, 3, `{"OrderId":42,"certificate":{"x":1},"status":"issued"}`)
+	o.Member = "alice" // as FindCredential returns it
 	c.Fill(5, cred, 42, o)
 	c.Fill(5, cred, 43, nil) // alice has no order 43
 
