@@ -335,24 +335,55 @@ func (s *Store) CacheStats() (entries, hits, misses int64) {
 
 // FindCredential returns a key, its member and the member's order: from
 // the cache when it is on, listening, and holds them for the current
-// generation, else in one query, which then fills the cache under the
-// generation read before it.
+// generation, else from the database (the order alone when the credential
+// is cached), which then fills the cache under the generation read before
+// it.
 func (s *Store) FindCredential(ctx context.Context, keyID string, orderID int64) (certorder.Credential, *certorder.Order, error) {
 	c := s.cache.Load()
 	if c == nil {
 		return s.readCredential(ctx, keyID, orderID)
 	}
 	gen, ok := c.generation()
-	if ok {
-		if cred, o, hit := c.entries.Find(gen, keyID, orderID); hit {
+	if !ok {
+		return s.readCredential(ctx, keyID, orderID)
+	}
+	if cred, hit := c.entries.Credential(gen, keyID); hit {
+		if orderID == 0 {
+			return cred, nil, nil
+		}
+		if o, hit := c.entries.Order(gen, cred.MemberID, orderID); hit {
 			return cred, o, nil
 		}
+		o, err := s.readMemberOrder(ctx, cred, orderID)
+		if err == nil {
+			c.entries.FillOrder(gen, cred.MemberID, orderID, o)
+		}
+		return cred, o, err
 	}
 	cred, o, err := s.readCredential(ctx, keyID, orderID)
-	if ok && err == nil {
+	if err == nil {
 		c.entries.Fill(gen, cred, orderID, o)
 	}
 	return cred, o, err
+}
+
+// readMemberOrder reads the credential's member's order orderID; nil if
+// the member has none (another member's is never read).
+func (s *Store) readMemberOrder(ctx context.Context, cred certorder.Credential, orderID int64) (*certorder.Order, error) {
+	var n nullOrder
+	err := s.pool.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders o WHERE o.id = $1 AND o.member_id = $2`,
+		orderID, cred.MemberID).Scan(n.dest()...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, s.wrap("find order", err)
+	}
+	o, err := n.order()
+	if o != nil {
+		o.Member = cred.Member
+	}
+	return o, s.wrap("find order", err)
 }
 
 // String names the instance, for logs.

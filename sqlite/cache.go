@@ -14,14 +14,15 @@ import (
 // exact: the WAL index says whether anything was committed since an entry
 // was filled, and a pinned connection keeps the WAL index in place.
 type cache struct {
-	entries *credcache.Cache
-	wal     *walIndex
-	pin     *sql.DB
+	entries     *credcache.Cache
+	wal         *walIndex
+	pin         *sql.DB
+	memberOrder *sql.Stmt // one order of a member, when the credential is cached
 }
 
 func (c *cache) close() error {
 	c.entries.Close()
-	return errors.Join(c.wal.close(), c.pin.Close())
+	return errors.Join(c.memberOrder.Close(), c.wal.close(), c.pin.Close())
 }
 
 var _ certorder.CredentialCache = (*Store)(nil)
@@ -55,7 +56,13 @@ func (s *Store) StartCache(ctx context.Context, cfg certorder.CacheConfig) error
 		pin.Close()
 		return err
 	}
-	c := &cache{entries: credcache.New(cfg.Bytes), wal: wal, pin: pin}
+	memberOrder, err := s.read.PrepareContext(ctx, `SELECT `+orderColumns+` FROM orders o WHERE o.id = ? AND o.member_id = ?`)
+	if err != nil {
+		wal.close()
+		pin.Close()
+		return s.wrap("cache", err)
+	}
+	c := &cache{entries: credcache.New(cfg.Bytes), wal: wal, pin: pin, memberOrder: memberOrder}
 	if !s.cache.CompareAndSwap(nil, c) {
 		c.close()
 		return errors.New("sqlite: the cache is on already")
@@ -86,22 +93,51 @@ func (s *Store) CacheStats() (entries, hits, misses int64) {
 
 // FindCredential returns a key, its member and the member's order: from
 // the cache when it is on and holds them for the current generation, else
-// in one query, which then fills the cache under the generation read
-// before it.
+// from the database (the order alone when the credential is cached), which
+// then fills the cache under the generation read before it.
 func (s *Store) FindCredential(ctx context.Context, keyID string, orderID int64) (certorder.Credential, *certorder.Order, error) {
 	c := s.cache.Load()
 	if c == nil {
 		return s.readCredential(ctx, keyID, orderID)
 	}
 	gen, ok := c.wal.generation()
-	if ok {
-		if cred, o, hit := c.entries.Find(gen, keyID, orderID); hit {
+	if !ok {
+		return s.readCredential(ctx, keyID, orderID)
+	}
+	if cred, hit := c.entries.Credential(gen, keyID); hit {
+		if orderID == 0 {
+			return cred, nil, nil
+		}
+		if o, hit := c.entries.Order(gen, cred.MemberID, orderID); hit {
 			return cred, o, nil
 		}
+		o, err := s.readMemberOrder(ctx, c.memberOrder, cred, orderID)
+		if err == nil {
+			c.entries.FillOrder(gen, cred.MemberID, orderID, o)
+		}
+		return cred, o, err
 	}
 	cred, o, err := s.readCredential(ctx, keyID, orderID)
-	if ok && err == nil {
+	if err == nil {
 		c.entries.Fill(gen, cred, orderID, o)
 	}
 	return cred, o, err
+}
+
+// readMemberOrder reads the credential's member's order orderID; nil if
+// the member has none (another member's is never read).
+func (s *Store) readMemberOrder(ctx context.Context, stmt *sql.Stmt, cred certorder.Credential, orderID int64) (*certorder.Order, error) {
+	var n nullOrder
+	err := stmt.QueryRowContext(ctx, orderID, cred.MemberID).Scan(n.dest()...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, s.wrap("find order", err)
+	}
+	o, err := n.order()
+	if o != nil {
+		o.Member = cred.Member
+	}
+	return o, s.wrap("find order", err)
 }

@@ -72,6 +72,11 @@ func Cache(t *testing.T, server, admin certorder.Store) {
 	if _, o := find(1); o == nil || o.ID != 1 || o.RenewedBy != 0 {
 		t.Fatalf("order 1: %+v", o)
 	}
+	// The credential cached, the order read alone: the member's own, and
+	// another member's (never read: it reads as missing).
+	if _, o := find(2); o == nil || o.ID != 2 || o.Member != "alice" {
+		t.Fatalf("order 2: %+v", o)
+	}
 	if _, o := find(9); o != nil {
 		t.Fatalf("bob's order 9 read for alice: %+v", o)
 	}

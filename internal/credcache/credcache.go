@@ -104,23 +104,34 @@ func (c *Cache) Close() { c.c.StopAllGoroutines() }
 // FindCredential would, if the cache holds both for generation gen. Both
 // are shared: callers must not modify them.
 func (c *Cache) Find(gen uint64, keyID string, orderID int64) (certorder.Credential, *certorder.Order, bool) {
-	cred, ok := c.credential(gen, keyID)
+	cred, ok := c.Credential(gen, keyID)
 	if !ok {
 		return certorder.Credential{}, nil, false
 	}
 	if orderID == 0 {
 		return cred, nil, true
 	}
-	v, ok := c.c.GetIfPresent(key{gen: gen, memberID: cred.MemberID, orderID: orderID})
+	o, ok := c.Order(gen, cred.MemberID, orderID)
 	if !ok {
 		return certorder.Credential{}, nil, false
 	}
-	o, _ := v.(*certorder.Order) // nil for absent
 	return cred, o, true
 }
 
-// credential looks keyID up in the map, then in otter.
-func (c *Cache) credential(gen uint64, keyID string) (certorder.Credential, bool) {
+// Order returns the member's order orderID if the cache holds it for
+// generation gen (nil: the member has no such order). It is shared:
+// callers must not modify it.
+func (c *Cache) Order(gen uint64, memberID, orderID int64) (*certorder.Order, bool) {
+	v, ok := c.c.GetIfPresent(key{gen: gen, memberID: memberID, orderID: orderID})
+	if !ok {
+		return nil, false
+	}
+	o, _ := v.(*certorder.Order) // nil for absent
+	return o, true
+}
+
+// Credential looks keyID up in the map, then in otter.
+func (c *Cache) Credential(gen uint64, keyID string) (certorder.Credential, bool) {
 	if t := c.creds.Load(); t.gen == gen {
 		if v, ok := t.m.Load(keyID); ok {
 			c.credHits.Add(1)
@@ -142,12 +153,20 @@ func (c *Cache) Fill(gen uint64, cred certorder.Credential, orderID int64, o *ce
 		return // not a key ID this service makes
 	}
 	c.fillCredential(gen, cred)
+	if orderID != 0 {
+		c.FillOrder(gen, cred.MemberID, orderID, o)
+	}
+}
+
+// FillOrder stores the member's order orderID (o nil: the member has
+// none) read under gen. The cache keeps o: the caller must not modify it
+// after.
+func (c *Cache) FillOrder(gen uint64, memberID, orderID int64, o *certorder.Order) {
 	switch {
-	case orderID == 0:
 	case o == nil:
-		c.c.Set(key{gen: gen, memberID: cred.MemberID, orderID: orderID}, absent{})
+		c.c.Set(key{gen: gen, memberID: memberID, orderID: orderID}, absent{})
 	case len(o.Doc) <= c.maxEntry:
-		c.c.Set(key{gen: gen, memberID: cred.MemberID, orderID: orderID}, o)
+		c.c.Set(key{gen: gen, memberID: memberID, orderID: orderID}, o)
 	}
 }
 
