@@ -196,7 +196,7 @@ type CredentialCache interface {
 	// false when FindCredential must be asked.
 	CachedCredential(keyID string, orderID int64) (Credential, *Order, bool)
 	// CacheStats says how many entries the cache holds, and how many
-	// look-ups of an entry found it and did not.
+	// calls of CachedCredential it answered and did not.
 	CacheStats() (entries, hits, misses int64)
 }
 

@@ -377,15 +377,15 @@ func registerCacheMetrics(reg *prometheus.Registry, c certorder.CredentialCache)
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "certorder_cache_entries",
 			Help: "Entries in the cache of credentials and orders (of every generation, until evicted)."}, stat(0)),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "certorder_cache_hits_total",
-			Help: "Look-ups of a credential or an order that the cache answered."}, stat(1)),
+			Help: "API requests whose credential (and order) the cache answered."}, stat(1)),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "certorder_cache_misses_total",
-			Help: "Look-ups of a credential or an order that went to the store."}, stat(2)),
+			Help: "API requests that read the store."}, stat(2)),
 	)
 }
 
 // memoryHeadroomMB is the Go heap allowed beyond the cache (GOMEMLIMIT's
 // default): the live heap outside the cache is a few MB.
-const memoryHeadroomMB = 64
+const memoryHeadroomMB = 48
 
 // drainQuiet is how long without a request ends the drain.
 const drainQuiet = 200 * time.Millisecond

@@ -223,6 +223,7 @@ func run(args []string) error {
 		runs         []result
 		ratios       []float64
 		anon, file   string
+		hitRatios    []float64 // the cache's, main service only
 	}
 	var cells []*cell
 	find := func(name, access string) *cell {
@@ -258,6 +259,7 @@ func run(args []string) error {
 				if _, err := drive(&c, dir, proc.url, base, access, key, c.warmup); err != nil {
 					return err
 				}
+				hits0, misses0 := cacheCounters(metricsAddr)
 				var prof chan error
 				if c.profile == name+"/"+access && variant == "" && rep == c.repeat-1 {
 					prof = profileAsync(metricsAddr, c.duration-time.Second, c.profileTo)
@@ -280,13 +282,16 @@ func run(args []string) error {
 					cl.ratios = append(cl.ratios, r.rps/b)
 				}
 				cl.anon, cl.file = memory(proc.cmd.Process.Pid)
+				if hits1, misses1 := cacheCounters(metricsAddr); variant == "" && base != "bare" && hits1+misses1 > hits0+misses0 {
+					cl.hitRatios = append(cl.hitRatios, (hits1-hits0)/(hits1-hits0+misses1-misses0))
+				}
 				fmt.Fprintf(os.Stderr, "run %d/%d %s %s: %.0f req/s, unexpected %d\n", rep+1, c.repeat, name, label, r.rps,
 					unexpected(base, r))
 			}
 		}
 	}
-	fmt.Println("| scenario | access | generator | req/s (median; runs) | ratio to bare (median; runs) | p50 | p99 | unexpected answers | service anon / file RSS |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| scenario | access | generator | req/s (median; runs) | ratio to bare (median; runs) | p50 | p99 | unexpected answers | service anon / file RSS | cache hits |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	gen := "wrk"
 	if c.generator == "go" {
 		gen = "Go client"
@@ -301,10 +306,14 @@ func run(args []string) error {
 			p99 = append(p99, float64(r.p99))
 			bad += unexpected(strings.Split(cl.name, "@")[0], r)
 		}
-		fmt.Printf("| %s | %s | %s | %.0f (%s) | %.2f (%s) | %v | %v | %d | %s / %s |\n", cl.name, cl.access, gen,
+		hits := "-"
+		if len(cl.hitRatios) > 0 {
+			hits = fmt.Sprintf("%.0f%%", 100*median(cl.hitRatios))
+		}
+		fmt.Printf("| %s | %s | %s | %.0f (%s) | %.2f (%s) | %v | %v | %d | %s / %s | %s |\n", cl.name, cl.access, gen,
 			median(rps), join(rps, "%.0f"), median(cl.ratios), join(cl.ratios, "%.2f"),
 			time.Duration(median(p50)).Round(10*time.Microsecond), time.Duration(median(p99)).Round(10*time.Microsecond),
-			bad, cl.anon, cl.file)
+			bad, cl.anon, cl.file, hits)
 	}
 	return nil
 }
@@ -604,6 +613,25 @@ func stop(cmd *exec.Cmd) {
 	case <-time.After(20 * time.Second):
 		cmd.Process.Kill()
 	}
+}
+
+// cacheCounters reads the service's cache hits and misses from /metrics.
+func cacheCounters(metricsAddr string) (hits, misses float64) {
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		return 0, 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	read := func(name string) float64 {
+		m := regexp.MustCompile(`(?m)^` + name + ` (\S+)$`).FindSubmatch(b)
+		if m == nil {
+			return 0
+		}
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		return v
+	}
+	return read("certorder_cache_hits_total"), read("certorder_cache_misses_total")
 }
 
 // freeAddr is a loopback address with a port free a moment ago.

@@ -19,7 +19,6 @@ import (
 	"sync/atomic"
 
 	"github.com/maypok86/otter/v2"
-	"github.com/maypok86/otter/v2/stats"
 
 	"github.com/certorder/certorder"
 )
@@ -42,12 +41,11 @@ const entryOverhead = 256
 // the current generation, up to a sixteenth of the bytes; beyond, and for
 // orders, in the otter cache.
 type Cache struct {
-	c        *otter.Cache[key, any]
-	counter  *stats.Counter
-	maxEntry int
-	creds    atomic.Pointer[credTable]
-	credMax  int64 // bytes the credential map may hold
-	credHits atomic.Int64
+	c            *otter.Cache[key, any]
+	maxEntry     int
+	creds        atomic.Pointer[credTable]
+	credMax      int64 // bytes the credential map may hold
+	hits, misses atomic.Int64 // of Find: requests answered from the cache, and not
 }
 
 // key is an entry's key: an order of a member, or a credential (member
@@ -74,12 +72,10 @@ type credTable struct {
 // each time.
 func New(bytes int) *Cache {
 	bytes = max(bytes, MinBytes)
-	counter := stats.NewCounter()
-	c := &Cache{counter: counter, maxEntry: bytes / 1024, credMax: int64(bytes / 16)}
+	c := &Cache{maxEntry: bytes / 1024, credMax: int64(bytes / 16)}
 	c.c = otter.Must(&otter.Options[key, any]{
 		MaximumWeight: uint64(bytes - bytes/16),
 		Weigher:       weigh,
-		StatsRecorder: counter,
 	})
 	c.creds.Store(&credTable{})
 	return c
@@ -106,15 +102,19 @@ func (c *Cache) Close() { c.c.StopAllGoroutines() }
 func (c *Cache) Find(gen uint64, keyID string, orderID int64) (certorder.Credential, *certorder.Order, bool) {
 	cred, ok := c.Credential(gen, keyID)
 	if !ok {
+		c.misses.Add(1)
 		return certorder.Credential{}, nil, false
 	}
 	if orderID == 0 {
+		c.hits.Add(1)
 		return cred, nil, true
 	}
 	o, ok := c.Order(gen, cred.MemberID, orderID)
 	if !ok {
+		c.misses.Add(1)
 		return certorder.Credential{}, nil, false
 	}
+	c.hits.Add(1)
 	return cred, o, true
 }
 
@@ -134,7 +134,6 @@ func (c *Cache) Order(gen uint64, memberID, orderID int64) (*certorder.Order, bo
 func (c *Cache) Credential(gen uint64, keyID string) (certorder.Credential, bool) {
 	if t := c.creds.Load(); t.gen == gen {
 		if v, ok := t.m.Load(keyID); ok {
-			c.credHits.Add(1)
 			return v.(certorder.Credential), true
 		}
 	}
@@ -189,11 +188,11 @@ func (c *Cache) fillCredential(gen uint64, cred certorder.Credential) {
 	c.c.Set(key{gen: gen, keyID: cred.KeyID}, cred)
 }
 
-// Stats says how many entries the cache holds, and how many look-ups of
-// an entry found it and did not.
+// Stats says how many entries the cache holds, and how many calls of Find
+// it answered and did not (a request's look-up: FindCredential's own do
+// not count).
 func (c *Cache) Stats() (entries, hits, misses int64) {
 	n := int64(0)
 	c.creds.Load().m.Range(func(any, any) bool { n++; return true })
-	s := c.counter.Snapshot()
-	return int64(c.c.EstimatedSize()) + n, int64(s.Hits) + c.credHits.Load(), int64(s.Misses)
+	return int64(c.c.EstimatedSize()) + n, c.hits.Load(), c.misses.Load()
 }
