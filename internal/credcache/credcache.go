@@ -44,7 +44,7 @@ type Cache struct {
 	c            *otter.Cache[key, any]
 	maxEntry     int
 	creds        atomic.Pointer[credTable]
-	credMax      int64 // bytes the credential map may hold
+	credMax      int64        // bytes the credential map may hold
 	hits, misses atomic.Int64 // of Find: requests answered from the cache, and not
 }
 
