@@ -62,7 +62,7 @@ func drawer(rng *rand.Rand, n int, access string) func() int {
 }
 
 // goLoad drives url with conns workers for d and measures every request.
-func goLoad(url string, gen generator, n int, access string, conns int, d time.Duration) result {
+func goLoad(url string, gen generator, n int, access string, conns, seed int, d time.Duration) result {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	transport := &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns, DisableCompression: true}
@@ -77,7 +77,7 @@ func goLoad(url string, gen generator, n int, access string, conns int, d time.D
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(w), 42))
+			rng := rand.New(rand.NewPCG(uint64(w), uint64(seed)))
 			draw := drawer(rng, n, access)
 			lat := make([]time.Duration, 0, 1<<16)
 			var failed, transport int

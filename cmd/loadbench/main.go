@@ -256,7 +256,10 @@ func run(args []string) error {
 				if base == "auth" || base == "authfail" {
 					label = "-"
 				}
-				if _, err := drive(&c, dir, proc.url, base, access, key, c.warmup); err != nil {
+				// The warm-up draws other orders than the run it warms (else
+				// the run would find cached what the warm-up asked for); every
+				// scenario of a repetition draws the same ones.
+				if _, err := drive(&c, dir, proc.url, base, access, key, 1000*rep+1, c.warmup); err != nil {
 					return err
 				}
 				hits0, misses0 := cacheCounters(metricsAddr)
@@ -264,7 +267,7 @@ func run(args []string) error {
 				if c.profile == name+"/"+access && variant == "" && rep == c.repeat-1 {
 					prof = profileAsync(metricsAddr, c.duration-time.Second, c.profileTo)
 				}
-				r, err := drive(&c, dir, proc.url, base, access, key, c.duration)
+				r, err := drive(&c, dir, proc.url, base, access, key, 1000*rep+2, c.duration)
 				if err != nil {
 					return err
 				}
@@ -482,11 +485,11 @@ func unexpected(scenario string, r result) int {
 }
 
 // drive runs one scenario with the chosen generator.
-func drive(c *config, dir, url, scenario, access, key string, d time.Duration) (result, error) {
+func drive(c *config, dir, url, scenario, access, key string, seed int, d time.Duration) (result, error) {
 	if c.generator == "wrk" {
-		return wrkLoad(c, dir, url, scenario, access, key, d)
+		return wrkLoad(c, dir, url, scenario, access, key, seed, d)
 	}
-	return goLoad(url, scenarios(key, c.orders)[scenario], c.orders, access, c.conns, d), nil
+	return goLoad(url, scenarios(key, c.orders)[scenario], c.orders, access, c.conns, seed, d), nil
 }
 
 func median(v []float64) float64 {

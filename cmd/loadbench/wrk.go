@@ -116,8 +116,8 @@ var wrkMode = map[string]string{
 var wrkResult = regexp.MustCompile(`RESULT requests=(\d+) duration_us=(\d+) status_errors=(\d+) socket_errors=(\d+) p50_us=(\d+) p99_us=(\d+)`)
 
 // wrkLoad drives url with wrk for d: c.threads threads, c.conns
-// connections, the scenario's requests.
-func wrkLoad(c *config, dir, url, scenario, access, key string, d time.Duration) (result, error) {
+// connections, the scenario's requests drawn from seed.
+func wrkLoad(c *config, dir, url, scenario, access, key string, seed int, d time.Duration) (result, error) {
 	script := filepath.Join(dir, "bench.lua")
 	if err := os.WriteFile(script, []byte(wrkScript), 0o600); err != nil {
 		return result{}, err
@@ -126,7 +126,7 @@ func wrkLoad(c *config, dir, url, scenario, access, key string, d time.Duration)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "wrk", "-t", strconv.Itoa(c.threads), "-c", strconv.Itoa(c.conns),
 		"-d", fmt.Sprintf("%ds", max(1, int(d.Round(time.Second).Seconds()))), "--timeout", "10s", "-s", script, url,
-		"--", wrkMode[scenario], access, strconv.Itoa(c.orders), key, "bench", "42")
+		"--", wrkMode[scenario], access, strconv.Itoa(c.orders), key, "bench", strconv.Itoa(seed))
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
