@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"log/slog"
 	"strings"
 	"time"
 )
@@ -174,6 +175,38 @@ type SessionStore interface {
 	DeleteSession(ctx context.Context, tokenHash []byte) error
 	// PruneSessions deletes the sessions expired before now.
 	PruneSessions(ctx context.Context, now time.Time) error
+}
+
+// CacheConfig configures a store's cache (see CredentialCache).
+type CacheConfig struct {
+	Bytes    int          // bound on the cache's memory
+	Instance string       // how this instance names itself to operators waiting for it (PostgreSQL)
+	Logger   *slog.Logger // where the cache reports trouble (a lost notification connection); nil: nowhere
+}
+
+// CredentialCache is a store that can keep credentials and orders in
+// memory in front of FindCredential, never stale: a request sees every
+// change committed before it arrived (SQLite), or every change whose
+// AwaitInstances has returned (PostgreSQL, where instances learn of
+// changes by notification). serve turns it on; commands never do.
+type CredentialCache interface {
+	// StartCache turns the cache on; Close turns it off.
+	StartCache(ctx context.Context, c CacheConfig) error
+	// CachedCredential answers as FindCredential would, from memory alone;
+	// false when FindCredential must be asked.
+	CachedCredential(keyID string, orderID int64) (Credential, *Order, bool)
+	// CacheStats says how many entries the cache holds, and how many
+	// calls of CachedCredential it answered and did not.
+	CacheStats() (entries, hits, misses int64)
+}
+
+// InstanceAwaiter is a store whose serving instances may cache, and learn
+// of changes a moment after they commit (PostgreSQL).
+type InstanceAwaiter interface {
+	// AwaitInstances returns once every live instance has applied every
+	// change committed before the call, or, when ctx ends first, the
+	// names of the live instances that have not confirmed it yet.
+	AwaitInstances(ctx context.Context) (unconfirmed []string, err error)
 }
 
 // Pinger reports whether the store can be reached (for /readyz).

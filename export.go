@@ -2,12 +2,15 @@ package certorder
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
+	"runtime"
+	"sync"
 	"time"
 )
 
@@ -123,20 +126,87 @@ func Export(ctx context.Context, s Exporter, w io.Writer) error {
 // error it yields nothing more; errors wrap ErrInvalid and name the line.
 func ReadExport(r io.Reader) iter.Seq2[Record, error] {
 	return func(yield func(Record, error) bool) {
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64<<10), 64<<20)
-		for n := 1; sc.Scan(); n++ {
-			rec, err := parseExportLine(sc.Bytes())
-			if err != nil {
-				yield(Record{}, fmt.Errorf("%w: line %d: %v", ErrInvalid, n, err))
-				return
-			}
-			if !yield(rec, nil) {
-				return
+		// Lines are read in a goroutine and parsed by a few (an order
+		// line is an order to check), in the file's order.
+		type item struct {
+			line    []byte
+			rec     Record
+			err     error
+			scanErr bool // err is the reader's, not a line's
+		}
+		workers := min(4, max(1, runtime.GOMAXPROCS(0)))
+		in, out := make([]chan item, workers), make([]chan item, workers)
+		done := make(chan struct{})
+		var wg sync.WaitGroup
+		send := func(ch chan item, it item) bool {
+			select {
+			case ch <- it:
+				return true
+			case <-done:
+				return false
 			}
 		}
-		if err := sc.Err(); err != nil {
-			yield(Record{}, fmt.Errorf("%w: %v", ErrInvalid, err))
+		for w := range workers {
+			in[w], out[w] = make(chan item, 64), make(chan item, 64)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer close(out[w])
+				for it := range in[w] {
+					if !it.scanErr {
+						it.rec, it.err = parseExportLine(it.line)
+						it.line = nil
+					}
+					if !send(out[w], it) {
+						return
+					}
+				}
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				for _, ch := range in {
+					close(ch)
+				}
+			}()
+			sc := bufio.NewScanner(r)
+			sc.Buffer(make([]byte, 64<<10), 64<<20)
+			n := 0
+			for ; sc.Scan(); n++ {
+				if !send(in[n%workers], item{line: bytes.Clone(sc.Bytes())}) {
+					return
+				}
+			}
+			if err := sc.Err(); err != nil {
+				send(in[n%workers], item{err: err, scanErr: true})
+			}
+		}()
+		defer func() {
+			close(done)
+			for _, ch := range out {
+				for range ch {
+				}
+			}
+			wg.Wait()
+		}()
+		for n := 0; ; n++ {
+			it, ok := <-out[n%workers]
+			if !ok {
+				return
+			}
+			if it.scanErr {
+				yield(Record{}, fmt.Errorf("%w: %v", ErrInvalid, it.err))
+				return
+			}
+			if it.err != nil {
+				yield(Record{}, fmt.Errorf("%w: line %d: %v", ErrInvalid, n+1, it.err))
+				return
+			}
+			if !yield(it.rec, nil) {
+				return
+			}
 		}
 	}
 }

@@ -72,8 +72,19 @@ var keyShape = regexp.MustCompile(`(?i)cok_([0-9a-f]{12}_)?[a-z0-9]*`)
 // AccessName, an action), for logs and the audit trail: a key sent in the
 // wrong field must not be written in plaintext. The public key ID stays.
 func RedactKeys(text string) string {
-	if !strings.Contains(strings.ToLower(text), KeyPrefix) {
+	if !containsKeyPrefix(text) {
 		return text
 	}
 	return keyShape.ReplaceAllString(text, "cok_${1}[redacted]")
+}
+
+// containsKeyPrefix reports whether text holds KeyPrefix in any case,
+// without allocating: RedactKeys runs for every audit entry.
+func containsKeyPrefix(text string) bool {
+	for i := 0; i+len(KeyPrefix) <= len(text); i++ {
+		if c := text[i]; (c == 'c' || c == 'C') && strings.EqualFold(text[i:i+len(KeyPrefix)], KeyPrefix) {
+			return true
+		}
+	}
+	return false
 }

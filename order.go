@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"math"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/certorder/certorder/internal/jsonscan"
@@ -55,15 +58,77 @@ const DateLayout = "2006-01-02"
 
 // DaysRemaining is the number of days from now's date (UTC) to validTill,
 // negative once it has passed. validTill is checked on import; should it not
-// parse, 0 is returned.
+// parse, 0 is returned. It runs on every OrderInfo answer, so the usual
+// date is read without time.Parse, with the same result (time.Duration's
+// range bounds it to ±106751 days, as it always did).
 func DaysRemaining(validTill string, now time.Time) int {
+	y, m, d := now.UTC().Date()
+	if ty, tm, td, ok := plainDate(validTill); ok {
+		days := civilDays(ty, tm, td) - civilDays(y, int(m), d)
+		return max(-maxDurationDays, min(maxDurationDays, days))
+	}
 	till, err := time.Parse(DateLayout, validTill)
 	if err != nil {
 		return 0
 	}
-	y, m, d := now.UTC().Date()
 	today := time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 	return int(till.Sub(today).Hours()) / 24
+}
+
+// maxDurationDays is the most days a time.Duration holds.
+const maxDurationDays = int(math.MaxInt64 / int64(24*time.Hour))
+
+// plainDate reads YYYY-MM-DD, a real date; false for anything else.
+func plainDate(s string) (y, m, d int, ok bool) {
+	if len(s) != 10 || s[4] != '-' || s[7] != '-' {
+		return 0, 0, 0, false
+	}
+	num := func(t string) (int, bool) {
+		n := 0
+		for i := 0; i < len(t); i++ {
+			if t[i] < '0' || t[i] > '9' {
+				return 0, false
+			}
+			n = n*10 + int(t[i]-'0')
+		}
+		return n, true
+	}
+	y, ok1 := num(s[:4])
+	m, ok2 := num(s[5:7])
+	d, ok3 := num(s[8:])
+	if !ok1 || !ok2 || !ok3 || m < 1 || m > 12 || d < 1 || d > daysIn(m, y) {
+		return 0, 0, 0, false
+	}
+	return y, m, d, true
+}
+
+func daysIn(m, y int) int {
+	switch m {
+	case 2:
+		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// civilDays is the number of days from 1970-01-01 to the date
+// (H. Hinnant, "chrono-Compatible Low-Level Date Algorithms").
+func civilDays(y, m, d int) int {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 {
+		era = (y - 399) / 400
+	}
+	yoe := y - era*400
+	doy := (153*((m+9)%12)+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
 }
 
 // SearchText is what an order search matches: the common name and DNS
@@ -191,7 +256,8 @@ func (o *Order) build(top []field) error {
 			o.RenewedBy = id
 			continue
 		case "status":
-			if err := json.Unmarshal(f.value, &o.Status); err != nil {
+			var ok bool
+			if o.Status, ok = text(f.value); !ok && json.Unmarshal(f.value, &o.Status) != nil {
 				return errors.New("status must be a string")
 			}
 		}
@@ -210,7 +276,7 @@ func (o *Order) build(top []field) error {
 			}
 			continue
 		}
-		if err := json.Compact(&doc, f.value); err != nil {
+		if err := compact(&doc, f.value); err != nil {
 			return err
 		}
 	}
@@ -239,11 +305,11 @@ func (o *Order) writeCertificate(doc *bytes.Buffer, value json.RawMessage) error
 		case fieldDaysRemaining:
 			continue
 		case "valid_till":
-			json.Unmarshal(f.value, &o.ValidTill) // checked by the schema below
+			o.ValidTill, _ = text(f.value) // checked by the schema below
 		case "common_name":
-			json.Unmarshal(f.value, &o.CommonName)
+			o.CommonName, _ = text(f.value)
 		case "dns_names":
-			json.Unmarshal(f.value, &o.DNSNames)
+			o.DNSNames, _ = names(f.value)
 		}
 		if rule, ok := certificateSchema[f.key]; ok {
 			if err := rule.check("certificate."+f.key, f.value); err != nil {
@@ -255,7 +321,7 @@ func (o *Order) writeCertificate(doc *bytes.Buffer, value json.RawMessage) error
 		}
 		n++
 		writeKey(doc, f.key)
-		if err := json.Compact(doc, f.value); err != nil {
+		if err := compact(doc, f.value); err != nil {
 			return err
 		}
 	}
@@ -268,9 +334,54 @@ func (o *Order) writeCertificate(doc *bytes.Buffer, value json.RawMessage) error
 }
 
 func writeKey(doc *bytes.Buffer, key string) {
+	if safeASCII(key) {
+		doc.WriteByte('"')
+		doc.WriteString(key)
+		doc.WriteString(`":`)
+		return
+	}
 	k, _ := json.Marshal(key) // a string always marshals
 	doc.Write(k)
 	doc.WriteByte(':')
+}
+
+// safeASCII reports whether json.Marshal writes s as it is, quoted:
+// printable ASCII but for the characters it escapes.
+func safeASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
+}
+
+// compact writes a valid JSON value without the whitespace between its
+// tokens, as json.Compact does (which escapes nothing); it only copies, so
+// an import does not scan every value a third time.
+func compact(doc *bytes.Buffer, v []byte) error {
+	inString, escaped := false, false
+	start := 0
+	for i, c := range v {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			if c == '\\' {
+				escaped = true
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+			doc.Write(v[start:i])
+			start = i + 1
+		}
+	}
+	doc.Write(v[start:])
+	return nil
 }
 
 // DecodeOrders reads an import file: one order object, or an array of them.
@@ -278,96 +389,249 @@ func writeKey(doc *bytes.Buffer, key string) {
 // memory; after the first error it yields nothing more. Errors wrap
 // ErrInvalid and name the order's place in the file; an OrderId that
 // appears twice is refused (which of the two was meant is a guess).
-// Reading and checking run one step ahead in a goroutine of their own, so
-// that a store can write one order while the next is parsed.
+// Reading runs ahead in a goroutine of its own, and checking in a few (as
+// many as there are CPUs, up to 4), so that a store writes orders while the
+// next ones are parsed; the orders come out in the file's order.
 func DecodeOrders(r io.Reader) iter.Seq2[*Order, error] {
 	return func(yield func(*Order, error) bool) {
 		type item struct {
-			o   *Order
-			err error
+			place int // in the file, from 1; 0 for a file of one object; -1: err is the file's, as it is
+			raw   []byte
+			o     *Order
+			err   error // with raw: what is wrong if the document is right
 		}
-		ch := make(chan item, 256)
+		workers := min(4, max(1, runtime.GOMAXPROCS(0)))
+		in := make([]chan item, workers)
+		out := make([]chan item, workers)
 		done := make(chan struct{})
-		go func() {
-			defer close(ch)
-			decodeOrders(r, func(o *Order, err error) bool {
-				select {
-				case ch <- item{o, err}:
-					return true
-				case <-done:
-					return false
+		var wg sync.WaitGroup
+		send := func(ch chan item, it item) bool {
+			select {
+			case ch <- it:
+				return true
+			case <-done:
+				return false
+			}
+		}
+		for w := range workers {
+			in[w], out[w] = make(chan item, 64), make(chan item, 64)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer close(out[w])
+				for it := range in[w] {
+					if it.raw != nil {
+						o, err := parseOrder(it.raw, it.place == 0) // an array's orders are not checked yet
+						if err != nil {
+							it.err = err
+						} else if it.err == nil {
+							it.o = o
+						}
+						it.raw = nil
+					}
+					if !send(out[w], it) {
+						return
+					}
 				}
+			}()
+		}
+		wg.Add(1)
+		go func() { // the reader deals the documents to the workers in turn
+			defer wg.Done()
+			defer func() {
+				for _, ch := range in {
+					close(ch)
+				}
+			}()
+			n := 0
+			splitOrders(r, func(place int, raw []byte, err error) bool {
+				ok := send(in[n%workers], item{place: place, raw: raw, err: err})
+				n++
+				return ok
 			})
 		}()
 		defer func() {
 			close(done)
-			for range ch { // let the reader finish
+			for _, ch := range out { // let the workers and the reader finish
+				for range ch {
+				}
 			}
+			wg.Wait()
 		}()
-		for it := range ch {
-			if !yield(it.o, it.err) {
+		seen := map[int64]int{} // OrderId -> place in the file
+		for n := 0; ; n++ {
+			it, ok := <-out[n%workers]
+			if !ok {
+				return
+			}
+			err := it.err
+			if err == nil && seen[it.o.ID] != 0 {
+				err = fmt.Errorf("OrderId %d appears twice (also order %d)", it.o.ID, seen[it.o.ID])
+			}
+			if err != nil {
+				switch it.place {
+				case 0:
+					err = fmt.Errorf("%w: %v", ErrInvalid, err)
+				case -1:
+				default:
+					err = fmt.Errorf("%w: order %d: %v", ErrInvalid, it.place, err)
+				}
+				yield(nil, err)
+				return
+			}
+			seen[it.o.ID] = it.place
+			if !yield(it.o, nil) {
 				return
 			}
 		}
 	}
 }
 
-// decodeOrders is the reading half of DecodeOrders.
-func decodeOrders(r io.Reader, yield func(*Order, error) bool) {
+// splitOrders reads the documents of an import file, in order, and hands
+// each to emit with its place (0 for a file of one object); an error ends
+// it. An error at place -1 is the file's, to be reported as it is.
+func splitOrders(r io.Reader, emit func(place int, raw []byte, err error) bool) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	first, err := firstByte(br)
 	if err != nil {
-		yield(nil, fmt.Errorf("%w: the file holds no JSON object or array", ErrInvalid))
+		emit(-1, nil, fmt.Errorf("%w: the file holds no JSON object or array", ErrInvalid))
 		return
 	}
-	dec := json.NewDecoder(br)
 	if first == '{' {
+		dec := json.NewDecoder(br)
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			yield(nil, fmt.Errorf("%w: %v", ErrInvalid, err))
+			emit(0, nil, err)
 			return
 		}
-		o, err := parseOrder(raw, true)
-		if err == nil && dec.More() {
-			err = errors.New("data after the order")
+		if dataAfter(io.MultiReader(dec.Buffered(), br)) {
+			emit(0, raw, errors.New("data after the order")) // unless the order itself is wrong
+			return
 		}
+		emit(0, raw, nil)
+		return
+	}
+	if first != '[' {
+		emit(-1, nil, fmt.Errorf("%w: the file must hold an order object or an array of them", ErrInvalid))
+		return
+	}
+	// The array is split by a scanner that only matches braces and
+	// strings (encoding/json's decoder took a fifth of an import's time);
+	// each order is then checked in full, json.Valid first, by the workers.
+	br.ReadByte() // '['
+	a := arrayScanner{br: br}
+	for i := 1; ; i++ {
+		c, err := a.skipSpace()
+		switch {
+		case err != nil:
+			emit(-1, nil, fmt.Errorf("%w: the array of orders ends early", ErrInvalid))
+			return
+		case c == ']' && i == 1:
+		case c == ']':
+			emit(-1, nil, fmt.Errorf("%w: order %d: the array of orders ends after a comma", ErrInvalid, i))
+			return
+		case c != '{':
+			emit(i, nil, errors.New("not a JSON object"))
+			return
+		default:
+			raw, err := a.object()
+			if err != nil {
+				emit(i, nil, err)
+				return
+			}
+			if !emit(i, raw, nil) {
+				return
+			}
+			if c, err = a.skipSpace(); err != nil {
+				emit(-1, nil, fmt.Errorf("%w: the array of orders ends early", ErrInvalid))
+				return
+			}
+			if c == ',' {
+				a.br.ReadByte()
+				continue
+			}
+			if c != ']' {
+				emit(-1, nil, fmt.Errorf("%w: after order %d, %q where a comma or ] belongs", ErrInvalid, i, c))
+				return
+			}
+		}
+		a.br.ReadByte() // ']'
+		switch _, err := a.skipSpace(); {
+		case err == nil:
+			emit(-1, nil, fmt.Errorf("%w: data after the array of orders", ErrInvalid))
+		case err != io.EOF:
+			emit(-1, nil, fmt.Errorf("%w: %v", ErrInvalid, err))
+		}
+		return
+	}
+}
+
+// dataAfter reports whether r holds anything but JSON whitespace.
+func dataAfter(r io.Reader) bool {
+	a := arrayScanner{br: bufio.NewReader(r)}
+	_, err := a.skipSpace()
+	return err != io.EOF
+}
+
+// arrayScanner reads the objects of a JSON array without decoding them.
+type arrayScanner struct {
+	br *bufio.Reader
+}
+
+// skipSpace skips JSON whitespace and returns the next byte, unread.
+func (a *arrayScanner) skipSpace() (byte, error) {
+	for {
+		c, err := a.br.ReadByte()
 		if err != nil {
-			yield(nil, fmt.Errorf("%w: %v", ErrInvalid, err))
-			return
+			return 0, err
 		}
-		yield(o, nil)
-		return
-	}
-	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
-		yield(nil, fmt.Errorf("%w: the file must hold an order object or an array of them", ErrInvalid))
-		return
-	}
-	seen := map[int64]int{} // OrderId -> place in the file
-	for i := 1; dec.More(); i++ {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			yield(nil, fmt.Errorf("%w: order %d: %v", ErrInvalid, i, err))
-			return
-		}
-		o, err := parseOrder(raw, true)
-		if err == nil && seen[o.ID] != 0 {
-			err = fmt.Errorf("OrderId %d appears twice (also order %d)", o.ID, seen[o.ID])
-		}
-		if err != nil {
-			yield(nil, fmt.Errorf("%w: order %d: %v", ErrInvalid, i, err))
-			return
-		}
-		seen[o.ID] = i
-		if !yield(o, nil) {
-			return
+		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+			return c, a.br.UnreadByte()
 		}
 	}
-	if _, err := dec.Token(); err != nil {
-		yield(nil, fmt.Errorf("%w: %v", ErrInvalid, err))
-		return
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		yield(nil, fmt.Errorf("%w: data after the array of orders", ErrInvalid))
+}
+
+// object reads the object that starts at the next byte, up to its closing
+// brace, matching braces and brackets outside strings. It does not check
+// the JSON: the caller does.
+func (a *arrayScanner) object() ([]byte, error) {
+	var out []byte
+	depth, inString, escaped := 0, false, false
+	for {
+		chunk, err := a.br.Peek(max(1, a.br.Buffered()))
+		if len(chunk) == 0 {
+			if err == io.EOF {
+				err = errors.New("the order ends early")
+			}
+			return nil, err
+		}
+		for i, c := range chunk {
+			switch {
+			case escaped:
+				escaped = false
+			case inString:
+				if c == '\\' {
+					escaped = true
+				} else if c == '"' {
+					inString = false
+				}
+			case c == '"':
+				inString = true
+			case c == '{' || c == '[':
+				depth++
+			case c == '}' || c == ']':
+				if depth--; depth == 0 {
+					out = append(out, chunk[:i+1]...)
+					a.br.Discard(i + 1)
+					return out, nil
+				}
+			}
+			if len(out)+i > MaxOrderBytes+1 {
+				return nil, fmt.Errorf("the document is over the limit of %d bytes", MaxOrderBytes)
+			}
+		}
+		out = append(out, chunk...)
+		a.br.Discard(len(chunk))
 	}
 }
 

@@ -3,6 +3,7 @@ package certorder_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"strconv"
@@ -221,6 +222,40 @@ func TestAcceptedDocumentsDecode(t *testing.T) {
 		var info certorder.OrderInfo
 		if err := json.Unmarshal(wire.AppendOrderInfo(nil, o, time.Now()), &info); err != nil || info.OrderID != o.ID {
 			t.Fatalf("an accepted document does not decode: %v\n%s", err, doc)
+		}
+	}
+}
+
+// DaysRemaining's reading of a date agrees with time.Parse's, across the
+// whole range of years and at the bounds of time.Duration.
+func TestDaysRemainingFast(t *testing.T) {
+	slow := func(validTill string, now time.Time) int {
+		till, err := time.Parse(certorder.DateLayout, validTill)
+		if err != nil {
+			return 0
+		}
+		y, m, d := now.UTC().Date()
+		return int(till.Sub(time.Date(y, m, d, 0, 0, 0, 0, time.UTC)).Hours()) / 24
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	nows := []time.Time{time.Date(2026, 3, 10, 23, 59, 0, 0, time.FixedZone("JST", 9*3600)), time.Unix(0, 0),
+		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 23, 0, 0, 0, time.UTC)}
+	for i := range 200000 {
+		s := fmt.Sprintf("%04d-%02d-%02d", r.IntN(10000), r.IntN(14), r.IntN(33))
+		if i%2 == 0 {
+			s = time.Unix(r.Int64N(4e11)-2e11, 0).UTC().Format(certorder.DateLayout)
+		}
+		now := nows[i%len(nows)]
+		if i%3 == 0 {
+			now = time.Unix(r.Int64N(4e9), 0)
+		}
+		if got, want := certorder.DaysRemaining(s, now), slow(s, now); got != want {
+			t.Fatalf("DaysRemaining(%q, %v) = %d, time.Parse says %d", s, now, got, want)
+		}
+	}
+	for _, s := range []string{"", "2026-1-01", "2026-02-29", "2024-02-29", "0000-01-01", "9999-12-31", "2026-13-01", "2026/01/01", "+026-01-01"} {
+		if got, want := certorder.DaysRemaining(s, nows[0]), slow(s, nows[0]); got != want {
+			t.Fatalf("DaysRemaining(%q) = %d, want %d", s, got, want)
 		}
 	}
 }

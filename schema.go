@@ -1,6 +1,8 @@
 package certorder
 
 import (
+	"github.com/certorder/certorder/internal/jsonscan"
+
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -156,24 +158,67 @@ func (r rule) holds(v json.RawMessage) bool {
 		_, err := time.Parse(time.RFC3339, s)
 		return ok && err == nil
 	case kindNames:
-		var names []*string
-		if json.Unmarshal(v, &names) != nil || len(v) == 0 || v[0] != '[' {
-			return false
-		}
-		for _, n := range names {
-			if n == nil || strings.ContainsRune(*n, 0) {
-				return false
-			}
-		}
-		return true
+		_, ok := names(v)
+		return ok
 	case kindObject:
 		return len(v) > 0 && v[0] == '{'
 	}
 	return false
 }
 
+// names decodes a JSON array of strings, none holding NUL.
+func names(v json.RawMessage) ([]string, bool) {
+	if len(v) < 2 || v[0] != '[' {
+		return nil, false
+	}
+	// The usual case, read without encoding/json: plain strings, a comma
+	// between each two, no space (what CertCentral and an export write).
+	var out []string
+	rest := v[1 : len(v)-1]
+	for plain := true; plain && len(rest) > 0; {
+		if rest[0] != '"' {
+			plain = false
+			break
+		}
+		end := bytes.IndexByte(rest[1:], '"') + 1
+		if end == 0 || !jsonscan.Plain(rest[1:end]) {
+			plain = false
+			break
+		}
+		out = append(out, string(rest[1:end]))
+		if rest = rest[end+1:]; len(rest) > 0 {
+			if rest[0] != ',' || len(rest) == 1 {
+				plain = false
+				break
+			}
+			rest = rest[1:]
+		}
+		if len(rest) == 0 {
+			return out, true
+		}
+	}
+	if len(rest) == 0 && out == nil {
+		return []string{}, true // []
+	}
+	var ns []*string
+	if json.Unmarshal(v, &ns) != nil {
+		return nil, false
+	}
+	out = make([]string, len(ns))
+	for i, n := range ns {
+		if n == nil || strings.ContainsRune(*n, 0) {
+			return nil, false
+		}
+		out[i] = *n
+	}
+	return out, true
+}
+
 // text decodes a JSON string holding no NUL (which PostgreSQL's text refuses).
 func text(v json.RawMessage) (string, bool) {
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' && jsonscan.Plain(v[1:len(v)-1]) {
+		return string(v[1 : len(v)-1]), true // valid JSON holds no raw control character, so no NUL
+	}
 	var s string
 	if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil {
 		return "", false

@@ -182,7 +182,9 @@ const insertOrder = `INSERT INTO orders
 	(id, member_id, common_name, status, valid_till, renewed_by, doc, cert_end, doc_format, names, updated_at)
 	VALUES ($1, $2, $3, $4, $5, NULLIF($6::BIGINT, 0), $7, $8, $9, $10, now())`
 
-const upsertOrder = insertOrder + ` ON CONFLICT (id) DO UPDATE SET
+const upsertOrder = insertOrder + onConflictUpdate
+
+const onConflictUpdate = ` ON CONFLICT (id) DO UPDATE SET
 	common_name = excluded.common_name, status = excluded.status, valid_till = excluded.valid_till,
 	renewed_by = excluded.renewed_by, doc = excluded.doc, cert_end = excluded.cert_end,
 	doc_format = excluded.doc_format, names = excluded.names, updated_at = excluded.updated_at`
@@ -229,7 +231,9 @@ func (t *orderTx) save(ctx context.Context, memberID int64, o *certorder.Order, 
 	return err
 }
 
-// ImportOrders stores orders for a member, all or none.
+// ImportOrders stores orders for a member, all or none, in batches
+// (certorder.ImportInBatches: the rules of CheckImport, three statements a
+// thousand orders).
 func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq2[*certorder.Order, error]) (int, error) {
 	n := 0
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -241,24 +245,60 @@ func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq
 		if err != nil {
 			return err
 		}
-		renewedFromOther := func(ctx context.Context, id int64) (int64, error) { return ot.RenewedFromOther(ctx, id, mid) }
-		for o, err := range orders {
-			if err != nil {
-				return err
-			}
-			renewedBy, err := certorder.CheckImport(ctx, mid, o, ot.Link, renewedFromOther)
-			if err != nil {
-				return err
-			}
-			if err := ot.save(ctx, mid, o, renewedBy); err != nil {
-				return err
-			}
-			n++
-		}
-		return nil
+		n, err = certorder.ImportInBatches(ctx, mid, orders, ot)
+		return err
 	})
 	if err != nil {
 		return 0, s.wrap("import orders", err)
 	}
 	return n, nil
+}
+
+var _ certorder.BatchWriter = (*orderTx)(nil)
+
+// Links reads the owner and renewal of those of ids that are stored.
+func (t *orderTx) Links(ctx context.Context, ids []int64) (map[int64]certorder.OrderLink, error) {
+	rows, _ := t.tx.Query(ctx, `SELECT id, member_id, COALESCE(renewed_by, 0) FROM orders WHERE id = ANY($1)`, ids)
+	links := make(map[int64]certorder.OrderLink, len(ids))
+	var id int64
+	var l certorder.OrderLink
+	_, err := pgx.ForEachRow(rows, []any{&id, &l.MemberID, &l.RenewedBy}, func() error {
+		links[id] = l
+		return nil
+	})
+	return links, err
+}
+
+// RenewedFromOthers returns, for those of ids an order of another member
+// names as its renewal, the lowest such order.
+func (t *orderTx) RenewedFromOthers(ctx context.Context, ids []int64, memberID int64) (map[int64]int64, error) {
+	rows, _ := t.tx.Query(ctx, `SELECT renewed_by, MIN(id) FROM orders WHERE renewed_by = ANY($1) AND member_id <> $2
+		GROUP BY renewed_by`, ids, memberID)
+	from := map[int64]int64{}
+	var id, other int64
+	_, err := pgx.ForEachRow(rows, []any{&id, &other}, func() error {
+		from[id] = other
+		return nil
+	})
+	return from, err
+}
+
+// SaveOrders writes checked orders in one statement, their columns as arrays.
+func (t *orderTx) SaveOrders(ctx context.Context, memberID int64, orders []certorder.CheckedOrder) error {
+	n := len(orders)
+	ids, renewed := make([]int64, n), make([]int64, n)
+	names, statuses, validTill, search := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	docs, certEnds := make([][]byte, n), make([]int32, n)
+	for i, c := range orders {
+		o := c.Order
+		ids[i], renewed[i], docs[i], certEnds[i] = o.ID, c.RenewedBy, o.Doc, int32(o.CertEnd)
+		names[i], statuses[i], validTill[i], search[i] = o.CommonName, o.Status, o.ValidTill, o.SearchText()
+	}
+	_, err := t.tx.Exec(ctx, `INSERT INTO orders
+		(id, member_id, common_name, status, valid_till, renewed_by, doc, cert_end, doc_format, names, updated_at)
+		SELECT id, $2, cn, st, vt, NULLIF(rb, 0), doc, ce, $3, nm, now()
+		FROM unnest($1::BIGINT[], $4::TEXT[], $5::TEXT[], $6::TEXT[], $7::BIGINT[], $8::BYTEA[], $9::INTEGER[], $10::TEXT[])
+			AS t(id, cn, st, vt, rb, doc, ce, nm)
+		`+onConflictUpdate, ids, memberID, certorder.DocFormat, names, statuses, validTill, renewed, docs, certEnds, search)
+	return err
 }

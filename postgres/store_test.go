@@ -5,6 +5,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/testdb"
@@ -54,5 +57,113 @@ func TestBadDSN(t *testing.T) {
 		t.Fatal("opened a database nobody serves")
 	} else if want := "secretpw"; strings.Contains(err.Error(), want) {
 		t.Fatalf("error shows the password: %v", err)
+	}
+}
+
+// Audit rows written before segments are still read and pruned.
+func TestLegacyAudit(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	s, err := postgres.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	storetest.LegacyAudit(t, s, func(e certorder.AuditEntry) error {
+		_, err := conn.Exec(context.Background(), `INSERT INTO audit_log (at, member, key_id, action, order_id, outcome, client_ip, count)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, e.Time, e.Member, e.KeyID, e.Action, e.OrderID, e.Outcome, e.ClientIP, e.Count)
+		return err
+	})
+}
+
+func TestCache(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	open := func() certorder.Store {
+		s, err := postgres.Open(context.Background(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	storetest.Cache(t, open(), open())
+}
+
+// The notification connection drops: the cache is bypassed at once, a
+// change made meanwhile is seen, AwaitInstances does not wait in vain, and
+// the cache is back once the connection is.
+func TestCacheListenerDown(t *testing.T) {
+	ctx := context.Background()
+	dsn := testdb.Postgres(t)
+	open := func() *postgres.Store {
+		s, err := postgres.Open(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	server, admin := open(), open()
+	if err := server.StartCache(ctx, certorder.CacheConfig{Bytes: 1 << 20, Instance: "under test"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.AddMember(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	_, k, _ := certorder.NewKey("")
+	if err := admin.AddKey(ctx, "alice", k); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if unconfirmed, err := admin.AwaitInstances(wctx); err != nil || len(unconfirmed) > 0 {
+		t.Fatalf("AwaitInstances: %v %v", unconfirmed, err) // else a late notification may empty the cache below
+	}
+	if _, _, err := server.FindCredential(ctx, k.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, hit := server.CachedCredential(k.ID, 0); !hit {
+		t.Fatal("not cached")
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var killed bool
+	if err := conn.QueryRow(ctx, `SELECT pg_terminate_backend(a.pid) FROM pg_stat_activity a JOIN cache_instances i
+		ON a.application_name = 'certorder cache listener ' || i.id`).Scan(&killed); err != nil || !killed {
+		t.Fatalf("terminating the listener: %v %v", killed, err)
+	}
+	// Bypassed as soon as the instance notices, then back: poll both, bounded.
+	sawBypass := false
+	for end := time.Now().Add(5 * time.Second); !sawBypass && time.Now().Before(end); time.Sleep(time.Millisecond) {
+		_, _, hit := server.CachedCredential(k.ID, 0)
+		sawBypass = !hit
+	}
+	if !sawBypass {
+		t.Fatal("the cache answered with its listener gone")
+	}
+	if err := admin.RevokeKey(ctx, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	if unconfirmed, err := admin.AwaitInstances(wctx); err != nil || len(unconfirmed) > 0 {
+		t.Fatalf("AwaitInstances: %v %v", unconfirmed, err)
+	}
+	if c, _, err := server.FindCredential(ctx, k.ID, 0); err != nil || !c.KeyRevoked {
+		t.Fatalf("revocation during the outage not seen: %+v %v", c, err)
+	}
+	back := false
+	for end := time.Now().Add(10 * time.Second); !back && time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		server.FindCredential(ctx, k.ID, 0)
+		c, _, hit := server.CachedCredential(k.ID, 0)
+		back = hit && c.KeyRevoked
+	}
+	if !back {
+		t.Fatal("the cache did not come back after the listener reconnected")
 	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,20 +16,28 @@ import (
 // answer never waits for it. When it falls behind, entries are dropped and
 // counted (certorder_audit_dropped_total) rather than slowing answers.
 //
+// A request appends its entry to a slice under a mutex; the writer swaps
+// the slice out every auditFlush (or as soon as a batch is full) and
+// writes it. There is no wake-up per entry: a channel woke the writer for
+// nearly every request under load.
+//
 // Requests refused before authentication (a flood the limits turn away)
 // are not queued one by one: they are counted per client IP and outcome,
 // and each flush writes one entry per pair with its count. So a flood
 // neither fills the trail nor crowds out the entries of real traffic.
 type auditor struct {
 	store     certorder.AuditStore
-	ch        chan certorder.AuditEntry
 	retention time.Duration
 	now       func() time.Time
 	dropped   prometheus.Counter
 	logger    *slog.Logger
+	kick      chan struct{} // a batch is full: write now
+	stop      chan struct{}
 	done      chan struct{}
 
 	mu      sync.Mutex
+	pending []certorder.AuditEntry
+	closed  bool
 	refused map[refusal]*certorder.AuditEntry
 }
 
@@ -39,26 +48,37 @@ type refusal struct {
 }
 
 const (
-	auditBuffer = 8192                   // entries waiting to be written
-	auditBatch  = 512                    // entries written in one transaction at most
+	auditBuffer = 16384                  // entries waiting to be written
+	auditBatch  = 4096                   // entries written in one segment at most
 	auditFlush  = 250 * time.Millisecond // how long an entry may wait
 	auditPrune  = time.Hour              // how often entries past retention are deleted
 	maxRefusals = 10000                  // pairs counted at once; beyond, one entry for all other IPs
 )
 
 func newAuditor(store certorder.AuditStore, retention time.Duration, now func() time.Time, dropped prometheus.Counter, logger *slog.Logger) *auditor {
-	a := &auditor{store: store, ch: make(chan certorder.AuditEntry, auditBuffer), retention: retention,
-		now: now, dropped: dropped, logger: logger, done: make(chan struct{}), refused: map[refusal]*certorder.AuditEntry{}}
+	a := &auditor{store: store, retention: retention, now: now, dropped: dropped, logger: logger,
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		pending: make([]certorder.AuditEntry, 0, auditBatch), refused: map[refusal]*certorder.AuditEntry{}}
 	go a.run()
 	return a
 }
 
 // record queues an entry; it never blocks.
 func (a *auditor) record(e certorder.AuditEntry) {
-	select {
-	case a.ch <- e:
-	default:
+	a.mu.Lock()
+	if a.closed || len(a.pending) >= auditBuffer {
+		a.mu.Unlock()
 		a.dropped.Inc()
+		return
+	}
+	a.pending = append(a.pending, e)
+	full := len(a.pending)%auditBatch == 0
+	a.mu.Unlock()
+	if full {
+		select {
+		case a.kick <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -77,11 +97,13 @@ func (a *auditor) refuse(e certorder.AuditEntry) {
 	a.refused[k] = &certorder.AuditEntry{Time: e.Time, ClientIP: k.ip, Outcome: e.Outcome, Count: 1}
 }
 
-// takeRefused returns the counted refusals and starts counting anew.
-func (a *auditor) takeRefused() []certorder.AuditEntry {
+// take returns the queued entries and the counted refusals, and starts
+// anew; spare is the slice to queue into next.
+func (a *auditor) take(spare []certorder.AuditEntry) []certorder.AuditEntry {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	es := make([]certorder.AuditEntry, 0, len(a.refused))
+	es := a.pending
+	a.pending = spare[:0]
 	for _, e := range a.refused {
 		es = append(es, *e)
 	}
@@ -93,32 +115,28 @@ func (a *auditor) run() {
 	defer close(a.done)
 	tick := time.NewTicker(auditFlush)
 	defer tick.Stop()
-	batch := make([]certorder.AuditEntry, 0, auditBatch)
+	spare := make([]certorder.AuditEntry, 0, auditBatch)
 	flush := func() {
-		batch = append(batch, a.takeRefused()...)
-		if len(batch) == 0 {
-			return
+		es := a.take(spare)
+		for batch := range slices.Chunk(es, auditBatch) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := a.store.AppendAudit(ctx, batch); err != nil {
+				a.logger.Error("audit write failed; entries dropped", "entries", len(batch), "err", err)
+				a.dropped.Add(float64(len(batch)))
+			}
+			cancel()
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := a.store.AppendAudit(ctx, batch); err != nil {
-			a.logger.Error("audit write failed; entries dropped", "entries", len(batch), "err", err)
-			a.dropped.Add(float64(len(batch)))
-		}
-		batch = batch[:0]
+		clear(es) // let the strings go
+		spare = es[:0]
 	}
 	var pruned time.Time
 	for {
 		select {
-		case e, ok := <-a.ch:
-			if !ok {
-				flush()
-				return
-			}
-			batch = append(batch, e)
-			if len(batch) == auditBatch {
-				flush()
-			}
+		case <-a.stop:
+			flush()
+			return
+		case <-a.kick:
+			flush()
 		case <-tick.C:
 			flush()
 			if now := a.now(); now.Sub(pruned) >= auditPrune {
@@ -133,8 +151,11 @@ func (a *auditor) run() {
 	}
 }
 
-// close writes what is queued and stops. No record may follow it.
+// close writes what is queued and stops; entries recorded after it are dropped.
 func (a *auditor) close() {
-	close(a.ch)
+	a.mu.Lock()
+	a.closed = true
+	a.mu.Unlock()
+	close(a.stop)
 	<-a.done
 }

@@ -16,8 +16,11 @@ import (
 	"github.com/certorder/certorder/storetest"
 )
 
-// auditRetention is set by BenchmarkHandlerAudit.
-var auditRetention time.Duration
+// auditRetention is set by BenchmarkHandlerAudit, cacheBytes by BenchmarkHandlerCached.
+var (
+	auditRetention time.Duration
+	cacheBytes     int
+)
 
 // benchHandler is the service on a SQLite store of n orders, and alice's key.
 func benchHandler(b *testing.B, n int) (http.Handler, string) {
@@ -40,6 +43,11 @@ func benchHandler(b *testing.B, n int) (http.Handler, string) {
 	}
 	if _, err := s.ImportOrders(ctx, "alice", storetest.Orders(b, docs...)); err != nil {
 		b.Fatal(err)
+	}
+	if cacheBytes > 0 {
+		if err := s.(certorder.CredentialCache).StartCache(ctx, certorder.CacheConfig{Bytes: cacheBytes}); err != nil {
+			b.Fatal(err)
+		}
 	}
 	h, err := server.New(s, server.Config{CASegment: "digicert", NoAccessLog: true, AuditRetention: auditRetention})
 	b.Cleanup(h.Close)
@@ -95,4 +103,18 @@ func BenchmarkHandlerAudit(b *testing.B) {
 	defer func() { auditRetention = 0 }()
 	h, key := benchHandler(b, 10000)
 	drive(b, h, key, always("OrderInfo"))
+}
+
+// BenchmarkHandlerCached is BenchmarkHandler with the store's cache on
+// (every order fits): the service's own cost per request, beside the store.
+func BenchmarkHandlerCached(b *testing.B) {
+	cacheBytes = 64 << 20
+	defer func() { cacheBytes = 0 }()
+	h, key := benchHandler(b, 10000)
+	wrongKey := key[:len(key)-4] + "aaaa"
+	for _, bench := range []struct{ name, action, key string }{
+		{"Auth", "Auth", key}, {"AuthFail", "Auth", wrongKey}, {"OrderInfo", "OrderInfo", key}, {"RenewCheck", "RenewCheck", key},
+	} {
+		b.Run(bench.name, func(b *testing.B) { drive(b, h, bench.key, always(bench.action)) })
+	}
 }

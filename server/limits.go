@@ -148,22 +148,28 @@ func newHolds(max int) *holds {
 }
 
 // take holds one more for ip, unless it holds max already; release gives it back.
-func (h *holds) take(ip string) (ok bool, release func()) {
+func (h *holds) take(ip string) bool {
 	if h == nil {
-		return true, func() {}
+		return true
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.m[ip] >= h.max {
-		return false, nil
+		return false
 	}
 	h.m[ip]++
-	return true, func() {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		if h.m[ip]--; h.m[ip] <= 0 {
-			delete(h.m, ip)
-		}
+	return true
+}
+
+// release gives back what take held for ip.
+func (h *holds) release(ip string) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m[ip]--; h.m[ip] <= 0 {
+		delete(h.m, ip)
 	}
 }
 
@@ -225,6 +231,9 @@ func clientIP(r *http.Request, trusted []netip.Prefix) string {
 		return r.RemoteAddr
 	}
 	if !isTrusted(peer, trusted) {
+		if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil && peer.Is4() && !strings.Contains(host, ":") {
+			return host // a dotted quad reads back as written (ParseAddr refuses leading zeros): no new string
+		}
 		return peer.String()
 	}
 	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")

@@ -1,11 +1,15 @@
 package server
 
 import (
+	"maps"
 	"runtime"
+	"slices"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/certorder/certorder/internal/buildinfo"
+	"github.com/certorder/certorder/wire"
 )
 
 // metrics are the service's Prometheus metrics.
@@ -16,6 +20,30 @@ type metrics struct {
 	limited      *prometheus.CounterVec // by limit
 	storeErrors  prometheus.Counter
 	auditDropped prometheus.Counter
+
+	// The handles of requests and latency, by action ("other" for any
+	// other) and outcome, made once: WithLabelValues hashes its labels on
+	// every call.
+	byAction map[string]*actionMetrics
+}
+
+type actionMetrics struct {
+	latency  prometheus.Observer
+	outcomes map[wire.Code]prometheus.Counter
+}
+
+// observe counts a request and its latency.
+func (m *metrics) observe(action string, code wire.Code, latency time.Duration) {
+	am := m.byAction[action]
+	if am == nil {
+		action, am = "other", m.byAction["other"]
+	}
+	am.latency.Observe(latency.Seconds())
+	if c := am.outcomes[code]; c != nil {
+		c.Inc()
+		return
+	}
+	m.requests.WithLabelValues(action, code.Outcome()).Inc()
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -39,6 +67,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		auditDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "certorder_audit_dropped_total", Help: "Audit entries dropped because the audit writer was behind.",
 		}),
+	}
+	m.byAction = map[string]*actionMetrics{}
+	for _, action := range append(slices.Sorted(maps.Keys(wire.Actions)), "other") {
+		am := &actionMetrics{latency: m.latency.WithLabelValues(action), outcomes: map[wire.Code]prometheus.Counter{}}
+		for _, code := range append(wire.Codes(), 0) {
+			am.outcomes[code] = m.requests.WithLabelValues(action, code.Outcome())
+		}
+		m.byAction[action] = am
 	}
 	bi := buildinfo.Get()
 	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{

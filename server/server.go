@@ -78,7 +78,8 @@ type Store interface {
 // has shut down, to write the last audit entries.
 type Server struct {
 	creds   certorder.CredentialStore
-	orders  certorder.OrderReader // for actions that read more
+	cache   certorder.CredentialCache // the store's cache, nil if it has none
+	orders  certorder.OrderReader     // for actions that read more
 	ping    certorder.Pinger
 	cfg     Config
 	mux     *http.ServeMux
@@ -115,7 +116,7 @@ func New(store Store, cfg Config) (*Server, error) {
 	}
 	l := cfg.Limits
 	s := &Server{
-		creds: store, orders: store, ping: store, cfg: cfg,
+		creds: store, orders: boundedOrders{store, cfg.StoreTimeout}, ping: store, cfg: cfg,
 		metrics:    newMetrics(cfg.Metrics),
 		memberRate: newBuckets(l.MemberRate, l.MemberBurst),
 		ipRate:     newBuckets(l.IPRate, l.IPBurst),
@@ -127,6 +128,7 @@ func New(store Store, cfg Config) (*Server, error) {
 	if l.MaxInFlight > 0 {
 		s.inFlight = make(chan struct{}, l.MaxInFlight)
 	}
+	s.cache, _ = store.(certorder.CredentialCache)
 	if cfg.AuditRetention > 0 {
 		s.audit = newAuditor(store, cfg.AuditRetention, cfg.Now, s.metrics.auditDropped, cfg.Logger)
 	}
@@ -254,7 +256,20 @@ type event struct {
 }
 
 func (s *Server) newEvent(r *http.Request) *event {
-	return &event{start: time.Now(), id: fmt.Sprintf("%016x", rand.Uint64()), ip: clientIP(r, s.cfg.Limits.TrustedProxies)}
+	return &event{start: time.Now(), id: requestID(), ip: clientIP(r, s.cfg.Limits.TrustedProxies)}
+}
+
+// requestID is 64 random bits in 16 hex digits, without fmt (a request's
+// bookkeeping is on the hot path).
+func requestID() string {
+	const digits = "0123456789abcdef"
+	var b [16]byte
+	v := rand.Uint64()
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i] = digits[v&0xf]
+		v >>= 4
+	}
+	return string(b[:])
 }
 
 // refuse answers 429 for a limit, with the wait in Retry-After.
@@ -291,22 +306,23 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *wi
 	if ok, wait := s.ipRate.take(ev.ip, now); !ok {
 		return s.refuse("ip", wait)
 	}
-	ok, release := s.perIP.take(ev.ip)
-	if !ok {
+	if !s.perIP.take(ev.ip) {
 		return s.refuse("ip_open", time.Second)
 	}
-	defer release()
+	defer s.perIP.release(ev.ip)
 	body, f := s.readBody(w, r)
 	if f != nil {
 		return f
 	}
-	release, f = s.takeSlot()
+	release, f := s.takeSlot()
 	if f != nil {
+		putBody(body)
 		return f
 	}
 	defer release()
 	req, f := wire.DecodeRequest(body)
 	if f != nil {
+		putBody(body)
 		return f
 	}
 	ev.action, ev.name = certorder.Cut(req.Action, 32), certorder.Cut(req.AccessName, 64)
@@ -319,9 +335,9 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *wi
 	if known && act.NeedsOrder {
 		c.OrderID, _ = wire.ParseOrderID(req.OrderID)
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
-	defer cancel()
-	c.Credential, c.Order, f = s.authenticate(ctx, req, c.OrderID)
+	req.OrderID = nil
+	putBody(body) // everything the request said is now copied out of it
+	c.Credential, c.Order, f = s.authenticate(r.Context(), req, c.OrderID)
 	if f != nil {
 		if f.Code == wire.CredentialsFailed {
 			s.authFailed(ev.ip, req.AccessName, now)
@@ -335,7 +351,10 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *wi
 	if !known {
 		return wire.Fail(wire.UnknownAction)
 	}
-	answer, f := act.Answer(ctx, c)
+	buf := answerPool.Get().(*[]byte)
+	defer answerPool.Put(buf)
+	c.Buf = (*buf)[:0]
+	answer, f := act.Answer(r.Context(), c)
 	if f != nil {
 		return f
 	}
@@ -343,8 +362,45 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *wi
 	return nil
 }
 
+// boundedOrders bounds each read of an action's further reads by the store
+// timeout: an action gets the request's context, which has none (a request
+// the cache answers sets no timer).
+type boundedOrders struct {
+	r certorder.OrderReader
+	d time.Duration
+}
+
+func (b boundedOrders) FindOrder(ctx context.Context, id int64) (*certorder.Order, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.d)
+	defer cancel()
+	return b.r.FindOrder(ctx, id)
+}
+
+func (b boundedOrders) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*certorder.Order, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.d)
+	defer cancel()
+	return b.r.ListOrders(ctx, q)
+}
+
+func (b boundedOrders) CountOrders(ctx context.Context, q certorder.OrderQuery) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.d)
+	defer cancel()
+	return b.r.CountOrders(ctx, q)
+}
+
+func (b boundedOrders) RenewalChain(ctx context.Context, memberID, id int64) ([]certorder.ChainLink, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.d)
+	defer cancel()
+	return b.r.RenewalChain(ctx, memberID, id)
+}
+
+// answerPool holds buffers answers are built in; an answer is written
+// before its buffer goes back.
+var answerPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
 // readBody reads a request body of at most MaxBodyBytes within
-// BodyTimeout. A declared length over the limit is refused at once.
+// BodyTimeout, into a pooled buffer (give it back with putBody). A
+// declared length over the limit is refused at once.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *wire.Failure) {
 	tooLarge := &wire.Failure{Code: wire.MalformedRequest, Status: http.StatusRequestEntityTooLarge}
 	if r.ContentLength > s.cfg.MaxBodyBytes {
@@ -355,31 +411,62 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *wire
 		// read timeout is the bound.
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(d))
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	body, err := readAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), (*bodyPool.Get().(*[]byte))[:0])
 	var maxErr *http.MaxBytesError
 	switch {
 	case err == nil:
 		return body, nil
 	case errors.As(err, &maxErr):
+		putBody(body)
 		return nil, tooLarge
 	case errors.Is(err, os.ErrDeadlineExceeded):
+		putBody(body)
 		s.metrics.limited.WithLabelValues("body_timeout").Inc()
 		return nil, &wire.Failure{Code: wire.MalformedRequest, Status: http.StatusRequestTimeout}
 	}
+	putBody(body)
 	return nil, wire.Fail(wire.MalformedRequest)
+}
+
+// bodyPool holds request body buffers: a body is read into one, decoded,
+// and given back.
+var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+func putBody(b []byte) {
+	if b != nil {
+		bodyPool.Put(&b)
+	}
+}
+
+// readAll is io.ReadAll into b.
+func readAll(r io.Reader, b []byte) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 }
 
 // lockedOut refuses an IP, or an IP for an AccessName, that failed
 // authentication too often. A name is never locked out as such: another
 // address presenting it is not refused.
 func (s *Server) lockedOut(ip, name string, now time.Time) *wire.Failure {
-	for _, lock := range []struct {
-		f   *failures
-		key string
-	}{{s.ipFails, ip}, {s.pairFails, ip + "\x00" + name}} {
-		if locked, wait := lock.f.locked(lock.key, now); locked {
-			return s.refuse("auth_lockout", wait)
-		}
+	if locked, wait := s.ipFails.locked(ip, now); locked {
+		return s.refuse("auth_lockout", wait)
+	}
+	if s.pairFails == nil {
+		return nil
+	}
+	if locked, wait := s.pairFails.locked(ip+"\x00"+name, now); locked {
+		return s.refuse("auth_lockout", wait)
 	}
 	return nil
 }
@@ -389,7 +476,9 @@ func (s *Server) lockedOut(ip, name string, now time.Time) *wire.Failure {
 func (s *Server) authFailed(ip, name string, now time.Time) {
 	s.metrics.authFailures.Inc()
 	s.ipFails.fail(ip, now)
-	s.pairFails.fail(ip+"\x00"+name, now)
+	if s.pairFails != nil {
+		s.pairFails.fail(ip+"\x00"+name, now)
+	}
 }
 
 // signIn checks the web page's sign-in with the API's limits and refusals.
@@ -428,9 +517,11 @@ func (s *Server) secure(r *http.Request) bool {
 }
 
 // authenticate checks AccessName and AccessKey and reads the member's
-// order orderID (if not 0) in the same store read. Whatever is wrong
-// (unknown member, wrong or revoked key, disabled member) the answer is
-// the same.
+// order orderID (if not 0) in the same store read: from the store's cache
+// when it holds them, else from the store within StoreTimeout (the
+// request's one timer, set only when the store is asked). Whatever is
+// wrong (unknown member, wrong or revoked key, disabled member) the answer
+// is the same.
 func (s *Server) authenticate(ctx context.Context, req wire.Request, orderID int64) (certorder.Credential, *certorder.Order, *wire.Failure) {
 	if !req.CredsOK {
 		return certorder.Credential{}, nil, wire.Fail(wire.CredentialsMissing)
@@ -440,11 +531,22 @@ func (s *Server) authenticate(ctx context.Context, req wire.Request, orderID int
 		certorder.HashKey(req.AccessKey) // the same work as a real check
 		return certorder.Credential{}, nil, wire.Fail(wire.CredentialsFailed)
 	}
-	cred, order, err := s.creds.FindCredential(ctx, id, orderID)
-	if errors.Is(err, certorder.ErrNotFound) {
-		cred = certorder.Credential{} // Verify below fails, after the same work
-	} else if err != nil {
-		return cred, nil, s.storeFailure(err)
+	var cred certorder.Credential
+	var order *certorder.Order
+	hit := false
+	if s.cache != nil {
+		cred, order, hit = s.cache.CachedCredential(id, orderID)
+	}
+	if !hit {
+		var err error
+		ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+		cred, order, err = s.creds.FindCredential(ctx, id, orderID)
+		cancel()
+		if errors.Is(err, certorder.ErrNotFound) {
+			cred = certorder.Credential{} // Verify below fails, after the same work
+		} else if err != nil {
+			return cred, nil, s.storeFailure(err)
+		}
 	}
 	if !cred.Verify(req.AccessName, req.AccessKey) {
 		return certorder.Credential{}, nil, wire.Fail(wire.CredentialsFailed)
@@ -473,7 +575,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ev *event, body 
 			w.Header().Set("Retry-After", retryAfter(f.RetryAfter))
 		}
 	}
-	w.Header().Set("X-Request-Id", ev.id)
+	w.Header()["X-Request-Id"] = []string{ev.id}
 	if s.cfg.ErrorsAs200 {
 		writeJSON(w, http.StatusOK, body)
 	} else {
@@ -481,12 +583,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ev *event, body 
 	}
 	latency := time.Since(ev.start)
 
-	action := ev.action
-	if _, known := wire.Actions[action]; !known {
-		action = "other"
-	}
-	s.metrics.requests.WithLabelValues(action, code.Outcome()).Inc()
-	s.metrics.latency.WithLabelValues(action).Observe(latency.Seconds())
+	s.metrics.observe(ev.action, code, latency)
 	if s.audit != nil && ev.api {
 		name := ev.member
 		if name == "" {
@@ -520,9 +617,17 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ev *event, body 
 // writeJSON writes a JSON answer with the headers every answer carries.
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
+	// Assigned, not Set: the keys are canonical already, and the values
+	// are shared (net/http only reads them).
+	h["Content-Type"] = contentTypeJSON
+	h["Cache-Control"] = noStore
+	h["X-Content-Type-Options"] = noSniff
 	w.WriteHeader(status)
 	w.Write(body)
 }
+
+var (
+	contentTypeJSON = []string{"application/json"}
+	noStore         = []string{"no-store"}
+	noSniff         = []string{"nosniff"}
+)

@@ -15,6 +15,7 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/server"
+	"github.com/certorder/certorder/stores"
 )
 
 func newTLSServer(t *testing.T, h http.Handler) *httptest.Server {
@@ -297,5 +298,59 @@ func TestWebCrossOrigin(t *testing.T) {
 	evil.hc.Jar.SetCookies(u, same.hc.Jar.Cookies(u))
 	if p := evil.post("/keys", url.Values{"csrf": {keys.csrf(t)}, "label": {"x"}}); p.status != http.StatusForbidden {
 		t.Fatalf("cross-origin key creation: %d", p.status)
+	}
+}
+
+// A key revoked on the web page is refused at once by every instance, each
+// with its cache on (PostgreSQL): the page returns only once every live
+// instance has applied the revocation.
+func TestWebRevokeAcrossCachingInstances(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	ctx := context.Background()
+	f := newFixture(t, dsn, server.Config{Web: true})
+	other, err := stores.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	for i, s := range []certorder.Store{f.store, other} {
+		if err := s.(certorder.CredentialCache).StartCache(ctx, certorder.CacheConfig{Bytes: 1 << 20, Instance: fmt.Sprint("instance ", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h2, err := server.New(other, server.Config{CASegment: "digicert", Now: func() time.Time { return today }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h2.Close)
+	srv2 := httptest.NewServer(h2)
+	t.Cleanup(srv2.Close)
+	b := newBrowser(t, strings.TrimSuffix(f.url, "/api/digicert/"), nil)
+	b.signIn("alice", f.aliceKey)
+	for range 3 {
+		_, text := b.createKey("rotated")
+		if text == "" {
+			t.Fatal("no key created")
+		}
+		auth := body("AccessName", `"alice"`, "AccessKey", q(text), "action", `"Auth"`)
+		// Until the other instance has the key in its cache.
+		for end := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			if status, _ := do(t, http.MethodPost, srv2.URL+"/api/digicert/", auth); status == 200 {
+				if _, _, hit := other.(certorder.CredentialCache).CachedCredential(keyIDOf(t, text), 0); hit {
+					break
+				}
+			}
+			if time.Now().After(end) {
+				t.Fatal("the other instance never cached the new key")
+			}
+		}
+		id := keyIDOf(t, text)
+		confirm := b.get("/keys/" + id + "/revoke")
+		if p := b.post("/keys/"+id+"/revoke", url.Values{"csrf": {confirm.csrf(t)}}); p.status != http.StatusSeeOther {
+			t.Fatalf("revoke: %d", p.status)
+		}
+		if status, got := do(t, http.MethodPost, srv2.URL+"/api/digicert/", auth); status != 401 {
+			t.Fatalf("the other instance, right after the revocation returned: %d %s", status, got)
+		}
 	}
 }

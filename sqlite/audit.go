@@ -9,22 +9,17 @@ import (
 	"github.com/certorder/certorder"
 )
 
-// AppendAudit adds entries to the audit trail, and when their keys were
-// last used, in one transaction.
+// AppendAudit adds entries to the audit trail as one segment, and when
+// their keys were last used, in one transaction.
 func (s *Store) AppendAudit(ctx context.Context, entries []certorder.AuditEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	seg, oldest, newest := certorder.EncodeAuditSegment(entries)
 	return s.wrap("append audit", inTx(ctx, s.audit, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO audit_log (at, member, key_id, action, order_id, outcome, client_ip, count)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO audit_segments (first_at, last_at, entries, data) VALUES (?, ?, ?, ?)`,
+			oldest.UnixMicro(), newest.UnixMicro(), len(entries), seg); err != nil {
 			return err
-		}
-		defer stmt.Close()
-		for _, e := range entries {
-			e = e.Trimmed()
-			if _, err := stmt.ExecContext(ctx, formatTime(e.Time), e.Member, e.KeyID, e.Action, e.OrderID, e.Outcome,
-				e.ClientIP, max(e.Count, 1)); err != nil {
-				return err
-			}
 		}
 		for id, at := range certorder.LastUses(entries) {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO key_usage (key_id, last_used) VALUES (?, ?)
@@ -53,8 +48,39 @@ func (s *Store) KeysLastUsed(ctx context.Context, keyIDs []string) (map[string]t
 	return last, nil
 }
 
-// Audit lists audit entries, newest first.
+// Audit lists audit entries, newest first: those of the segments whose
+// time range reaches q.Since, and those of the table of one row per entry
+// written before segments.
 func (s *Store) Audit(ctx context.Context, q certorder.AuditQuery) ([]certorder.AuditEntry, error) {
+	legacy, err := s.legacyAudit(ctx, q)
+	if err != nil {
+		return nil, s.wrap("audit", err)
+	}
+	rows, err := s.audit.QueryContext(ctx, `SELECT data FROM audit_segments WHERE last_at >= ? ORDER BY id`, certorder.CeilMicro(q.Since))
+	if err != nil {
+		return nil, s.wrap("audit", err)
+	}
+	defer rows.Close()
+	es, err := certorder.AuditSegments(q, legacy, func(yield func([]byte, error) bool) {
+		for rows.Next() {
+			var data []byte
+			if err := rows.Scan(&data); err != nil {
+				yield(nil, err)
+				return
+			}
+			if !yield(data, nil) {
+				return
+			}
+		}
+		if err := rows.Err(); err != nil {
+			yield(nil, err)
+		}
+	})
+	return es, s.wrap("audit", err)
+}
+
+// legacyAudit reads the entries of the table of one row per entry.
+func (s *Store) legacyAudit(ctx context.Context, q certorder.AuditQuery) ([]certorder.AuditEntry, error) {
 	limit := q.Limit
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
@@ -63,7 +89,7 @@ func (s *Store) Audit(ctx context.Context, q certorder.AuditQuery) ([]certorder.
 		WHERE (? = '' OR member = ?) AND at >= ? ORDER BY at DESC, id DESC LIMIT ?`,
 		q.Member, q.Member, formatTime(q.Since), limit)
 	if err != nil {
-		return nil, s.wrap("audit", err)
+		return nil, err
 	}
 	defer rows.Close()
 	var es []certorder.AuditEntry
@@ -71,20 +97,80 @@ func (s *Store) Audit(ctx context.Context, q certorder.AuditQuery) ([]certorder.
 		var e certorder.AuditEntry
 		var at sql.NullString
 		if err := rows.Scan(&at, &e.Member, &e.KeyID, &e.Action, &e.OrderID, &e.Outcome, &e.ClientIP, &e.Count); err != nil {
-			return nil, s.wrap("audit", err)
+			return nil, err
 		}
 		e.Time = parseTime(at)
 		es = append(es, e)
 	}
-	return es, s.wrap("audit", rows.Err())
+	return es, rows.Err()
 }
 
-// PruneAudit deletes entries older than before.
+// PruneAudit deletes entries older than before: whole segments, the older
+// entries of a segment that straddles it, and old rows of the legacy table.
 func (s *Store) PruneAudit(ctx context.Context, before time.Time) (int64, error) {
-	res, err := s.audit.ExecContext(ctx, `DELETE FROM audit_log WHERE at < ?`, formatTime(before))
+	var n int64
+	err := inTx(ctx, s.audit, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM audit_log WHERE at < ?`, formatTime(before))
+		if err != nil {
+			return err
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return err
+		}
+		cut := certorder.CeilMicro(before)
+		var whole int64
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(entries), 0) FROM audit_segments WHERE last_at < ?`, cut).
+			Scan(&whole); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM audit_segments WHERE last_at < ?`, cut); err != nil {
+			return err
+		}
+		n += whole
+		straddling, err := collect(tx.QueryContext(ctx, `SELECT id, data FROM audit_segments WHERE first_at < ? AND last_at >= ?`, cut, cut))
+		if err != nil {
+			return err
+		}
+		for _, sg := range straddling {
+			kept, dropped, err := certorder.PruneAuditSegment(sg.data, before)
+			if err != nil {
+				return err
+			}
+			n += int64(dropped)
+			oldest, _, err := certorder.AuditSegmentBounds(kept)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE audit_segments SET first_at = ?, entries = entries - ?, data = ? WHERE id = ?`,
+				oldest.UnixMicro(), dropped, kept, sg.id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return 0, s.wrap("prune audit", err)
 	}
-	n, err := res.RowsAffected()
-	return n, s.wrap("prune audit", err)
+	return n, nil
+}
+
+type segmentRow struct {
+	id   int64
+	data []byte
+}
+
+func collect(rows *sql.Rows, err error) ([]segmentRow, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var sgs []segmentRow
+	for rows.Next() {
+		var sg segmentRow
+		if err := rows.Scan(&sg.id, &sg.data); err != nil {
+			return nil, err
+		}
+		sgs = append(sgs, sg)
+	}
+	return sgs, rows.Err()
 }

@@ -66,8 +66,8 @@ const (
 	noOrderColumns    = `NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL`
 )
 
-// FindCredential returns a key, its member and the member's order, in one query.
-func (s *Store) FindCredential(ctx context.Context, keyID string, orderID int64) (certorder.Credential, *certorder.Order, error) {
+// readCredential reads a key, its member and the member's order, in one query.
+func (s *Store) readCredential(ctx context.Context, keyID string, orderID int64) (certorder.Credential, *certorder.Order, error) {
 	var c certorder.Credential
 	stmt, args := s.findCredentialOrder, []any{orderID, keyID}
 	if orderID == 0 {

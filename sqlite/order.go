@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 
 	"github.com/certorder/certorder"
@@ -194,9 +195,9 @@ func orderRow(o *certorder.Order, memberID, renewedBy int64, stamp string) []any
 // and the sync (sync.go) both write through it: an order is stored in one
 // place.
 type orderTx struct {
-	tx                      *sql.Tx
-	link, fromOther, upsert *sql.Stmt
-	stamp                   string
+	tx                                   *sql.Tx
+	link, fromOther, upsert, upsertBatch *sql.Stmt
+	stamp                                string
 }
 
 func newOrderTx(ctx context.Context, tx *sql.Tx) (*orderTx, error) {
@@ -214,11 +215,15 @@ func newOrderTx(ctx context.Context, tx *sql.Tx) (*orderTx, error) {
 		t.close()
 		return nil, err
 	}
+	if t.upsertBatch, err = tx.PrepareContext(ctx, upsertOrders(upsertBatchRows)); err != nil {
+		t.close()
+		return nil, err
+	}
 	return t, nil
 }
 
 func (t *orderTx) close() {
-	for _, st := range []*sql.Stmt{t.link, t.fromOther, t.upsert} {
+	for _, st := range []*sql.Stmt{t.link, t.fromOther, t.upsert, t.upsertBatch} {
 		if st != nil {
 			st.Close()
 		}
@@ -246,7 +251,9 @@ func (t *orderTx) save(ctx context.Context, memberID int64, o *certorder.Order, 
 	return err
 }
 
-// ImportOrders stores orders for a member, all or none.
+// ImportOrders stores orders for a member, all or none, in batches
+// (certorder.ImportInBatches: the rules of CheckImport, a few statements a
+// thousand orders).
 func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq2[*certorder.Order, error]) (int, error) {
 	n := 0
 	err := inTx(ctx, s.write, func(tx *sql.Tx) error {
@@ -259,24 +266,119 @@ func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq
 			return err
 		}
 		defer ot.close()
-		renewedFromOther := func(ctx context.Context, id int64) (int64, error) { return ot.RenewedFromOther(ctx, id, mid) }
-		for o, err := range orders {
-			if err != nil {
-				return err
-			}
-			renewedBy, err := certorder.CheckImport(ctx, mid, o, ot.Link, renewedFromOther)
-			if err != nil {
-				return err
-			}
-			if err := ot.save(ctx, mid, o, renewedBy); err != nil {
-				return err
-			}
-			n++
-		}
-		return nil
+		n, err = certorder.ImportInBatches(ctx, mid, orders, ot)
+		return err
 	})
 	if err != nil {
 		return 0, s.wrap("import orders", err)
 	}
 	return n, nil
+}
+
+var _ certorder.BatchWriter = (*orderTx)(nil)
+
+// Links reads the owner and renewal of those of ids that are stored.
+func (t *orderTx) Links(ctx context.Context, ids []int64) (map[int64]certorder.OrderLink, error) {
+	links := make(map[int64]certorder.OrderLink, len(ids))
+	for chunk := range slices.Chunk(ids, maxVariables) {
+		rows, err := t.tx.QueryContext(ctx, `SELECT id, member_id, COALESCE(renewed_by, 0) FROM orders WHERE id IN (`+
+			placeholders(len(chunk))+`)`, int64Args(chunk)...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var id int64
+			var l certorder.OrderLink
+			if err := rows.Scan(&id, &l.MemberID, &l.RenewedBy); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			links[id] = l
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return links, nil
+}
+
+// RenewedFromOthers returns, for those of ids an order of another member
+// names as its renewal, the lowest such order.
+func (t *orderTx) RenewedFromOthers(ctx context.Context, ids []int64, memberID int64) (map[int64]int64, error) {
+	from := map[int64]int64{}
+	for chunk := range slices.Chunk(ids, maxVariables-1) {
+		rows, err := t.tx.QueryContext(ctx, `SELECT renewed_by, MIN(id) FROM orders WHERE renewed_by IN (`+
+			placeholders(len(chunk))+`) AND member_id <> ? GROUP BY renewed_by`, append(int64Args(chunk), memberID)...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var id, other int64
+			if err := rows.Scan(&id, &other); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			from[id] = other
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return from, nil
+}
+
+// SaveOrders writes checked orders, a multi-row upsert per
+// upsertBatchRows of them.
+func (t *orderTx) SaveOrders(ctx context.Context, memberID int64, orders []certorder.CheckedOrder) error {
+	for chunk := range slices.Chunk(orders, upsertBatchRows) {
+		stmt := t.upsertBatch
+		if len(chunk) != upsertBatchRows {
+			var err error
+			if stmt, err = t.tx.PrepareContext(ctx, upsertOrders(len(chunk))); err != nil {
+				return err
+			}
+			defer stmt.Close()
+		}
+		args := make([]any, 0, len(chunk)*orderFields)
+		for _, c := range chunk {
+			args = append(args, orderRow(c.Order, memberID, c.RenewedBy, t.stamp)...)
+		}
+		if _, err := stmt.ExecContext(ctx, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Bounds of the batch statements: SQLite takes at most 32766 variables.
+const (
+	maxVariables    = 2000
+	orderFields     = 11 // the columns of insertOrder
+	upsertBatchRows = 500
+)
+
+// upsertOrders is upsertOrder for n rows.
+func upsertOrders(n int) string { return multiRow(upsertOrder, n) }
+
+// multiRow is an INSERT statement of one row of values made one of n rows.
+func multiRow(stmt string, n int) string {
+	i := strings.Index(stmt, "VALUES (") + len("VALUES ")
+	j := i + strings.Index(stmt[i:], ")") + 1
+	row := stmt[i:j]
+	return stmt[:i] + strings.Repeat(row+",", n-1) + row + stmt[j:]
+}
+
+// placeholders is n question marks, comma-separated.
+func placeholders(n int) string {
+	return strings.Repeat("?,", n-1) + "?"
+}
+
+func int64Args(ids []int64) []any {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	return args
 }

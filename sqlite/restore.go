@@ -20,13 +20,30 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record,
 		if n > 0 {
 			return fmt.Errorf("%w: the store is not empty", certorder.ErrConflict)
 		}
-		insert, err := tx.PrepareContext(ctx, insertOrder)
+		insert, err := tx.PrepareContext(ctx, multiRow(insertOrder, upsertBatchRows))
 		if err != nil {
 			return err
 		}
 		defer insert.Close()
 		stamp := now()
-		return certorder.Restorer{
+		// Orders are written upsertBatchRows at a time, in one statement.
+		var rows []any
+		flush := func() error {
+			if len(rows) == 0 {
+				return nil
+			}
+			stmt := insert
+			if n := len(rows) / orderFields; n != upsertBatchRows {
+				if stmt, err = tx.PrepareContext(ctx, multiRow(insertOrder, n)); err != nil {
+					return err
+				}
+				defer stmt.Close()
+			}
+			_, err := stmt.ExecContext(ctx, rows...)
+			rows = rows[:0]
+			return err
+		}
+		err = certorder.Restorer{
 			Member: func(m *certorder.Member) (int64, error) {
 				res, err := tx.ExecContext(ctx, `INSERT INTO members (name, disabled, created_at, self_service_keys_off) VALUES (?, ?, ?, ?)`,
 					m.Name, m.Disabled, stampOrNow(m.CreatedAt), m.SelfServiceKeysOff)
@@ -47,10 +64,16 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record,
 				return err
 			},
 			Order: func(o *certorder.Order, memberID int64) error {
-				_, err := insert.ExecContext(ctx, orderRow(o, memberID, o.RenewedBy, stamp)...)
-				return err
+				if rows = append(rows, orderRow(o, memberID, o.RenewedBy, stamp)...); len(rows) < upsertBatchRows*orderFields {
+					return nil
+				}
+				return flush()
 			},
 		}.Run(records)
+		if err != nil {
+			return err
+		}
+		return flush()
 	}))
 }
 

@@ -57,6 +57,7 @@ type Store struct {
 	sessions *sql.DB // the web sessions' file, one connection
 	path     string  // the database file, beside which the sync's lock file lies
 	closed   atomic.Bool
+	cache    atomic.Pointer[cache] // nil until StartCache
 
 	findOrder, findCredential, findCredentialOrder *sql.Stmt
 }
@@ -64,17 +65,19 @@ type Store struct {
 // timeLayout sorts as text in time order.
 const timeLayout = "2006-01-02T15:04:05.000000000Z"
 
+// dsn is the data source of the database file at path. PRAGMAs go in the
+// DSN so that every pooled connection gets them.
+func dsn(path string) string {
+	return "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)" +
+		"&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=mmap_size(268435456)"
+}
+
 // Open opens (creating if need be) the database file at path and applies
 // the migrations it has not seen yet. It refuses a database whose schema is
 // newer than this binary knows.
 func Open(ctx context.Context, path string) (*Store, error) {
 	if path == "" || strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("sqlite: bad database path %q", path)
-	}
-	// PRAGMAs go in the DSN so that every pooled connection gets them.
-	dsn := func(path string) string {
-		return "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)" +
-			"&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=mmap_size(268435456)"
 	}
 	write, err := openMigrated(ctx, dsn(path), migrationFiles, "migrations")
 	if err != nil {
@@ -179,6 +182,9 @@ func migrate(ctx context.Context, db *sql.DB, fsys embed.FS, dir string) error {
 func (s *Store) Close() error {
 	s.closed.Store(true)
 	var errs []error
+	if c := s.cache.Swap(nil); c != nil {
+		errs = append(errs, c.close())
+	}
 	for _, db := range []*sql.DB{s.read, s.sessions, s.audit, s.write} {
 		if db != nil {
 			errs = append(errs, db.Close())

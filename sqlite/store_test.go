@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -83,6 +84,78 @@ func BenchmarkImport(b *testing.B) {
 		}
 		b.StopTimer()
 		s.Close()
+		b.StartTimer()
+	}
+}
+
+// Audit rows written before segments are still read and pruned.
+func TestLegacyAudit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "test.db")
+	s, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	db, err := sql.Open("sqlite", sqlite.AuditPath(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	storetest.LegacyAudit(t, s, func(e certorder.AuditEntry) error {
+		_, err := db.Exec(`INSERT INTO audit_log (at, member, key_id, action, order_id, outcome, client_ip, count)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, e.Time.UTC().Format("2006-01-02T15:04:05.000000000Z"), e.Member, e.KeyID, e.Action,
+			e.OrderID, e.Outcome, e.ClientIP, e.Count)
+		return err
+	})
+}
+
+func TestCache(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "test.db")
+	open := func() certorder.Store {
+		s, err := sqlite.Open(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	storetest.Cache(t, open(), open())
+}
+
+// BenchmarkRestore restores an export of 10,000 orders into a new file per op.
+func BenchmarkRestore(b *testing.B) {
+	ctx := context.Background()
+	src, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "src.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer src.Close()
+	if _, err := src.AddMember(ctx, "alice"); err != nil {
+		b.Fatal(err)
+	}
+	docs := make([]string, 10000)
+	for i := range docs {
+		docs[i] = storetest.OrderJSON(int64(i+1), 0, "2030-01-01")
+	}
+	if _, err := src.ImportOrders(ctx, "alice", storetest.Orders(b, docs...)); err != nil {
+		b.Fatal(err)
+	}
+	var export strings.Builder
+	if err := certorder.Export(ctx, src, &export); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		b.StopTimer()
+		dst, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "dst.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if err := dst.Restore(ctx, certorder.ReadExport(strings.NewReader(export.String()))); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		dst.Close()
 		b.StartTimer()
 	}
 }

@@ -52,6 +52,8 @@ func Run(t *testing.T, open func(t *testing.T) certorder.Store) {
 	t.Run("CredentialWithOrder", func(t *testing.T) { testCredentialWithOrder(t, newStore(t)) })
 	t.Run("ImportIsAtomic", func(t *testing.T) { testImportAtomic(t, newStore(t)) })
 	t.Run("ImportOwnership", func(t *testing.T) { testImportOwnership(t, newStore(t)) })
+	t.Run("ImportBatches", func(t *testing.T) { testImportBatches(t, newStore(t)) })
+	t.Run("ExportRestoreLarge", func(t *testing.T) { testExportRestoreLarge(t, newStore(t), newStore(t)) })
 	t.Run("Renewals", func(t *testing.T) { testRenewals(t, newStore(t)) })
 	t.Run("ExportRestore", func(t *testing.T) { testExportRestore(t, newStore(t), newStore(t)) })
 	t.Run("RestoreRules", func(t *testing.T) { testRestoreRules(t, open) })
@@ -772,6 +774,41 @@ func testSessions(t *testing.T, s certorder.Store) {
 	wantErr(t, err, certorder.ErrNotFound)
 }
 
+// LegacyAudit checks that entries of the audit table of one row per entry,
+// written before segments, are still listed and pruned beside the new
+// ones. insert writes such a row directly.
+func LegacyAudit(t *testing.T, s certorder.Store, insert func(e certorder.AuditEntry) error) {
+	ctx := context.Background()
+	base := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	must(t, insert(certorder.AuditEntry{Time: base, Member: "alice", Action: "Auth", ClientIP: "192.0.2.1", Count: 1}))
+	must(t, insert(certorder.AuditEntry{Time: base.Add(2 * time.Hour), Member: "bob", Action: "Auth", OrderID: 7, Count: 1}))
+	must(t, s.AppendAudit(ctx, []certorder.AuditEntry{
+		{Time: base.Add(time.Hour), Member: "alice", Action: "OrderInfo", OrderID: 1},
+		{Time: base.Add(3 * time.Hour), Member: "bob", Action: "OrderInfo", OrderID: 2},
+	}))
+	all, err := s.Audit(ctx, certorder.AuditQuery{})
+	must(t, err)
+	var got []string
+	for _, e := range all {
+		got = append(got, fmt.Sprintf("%s:%d@%d", e.Member, e.OrderID, e.Time.Sub(base)/time.Hour))
+	}
+	if want := []string{"bob:2@3", "bob:7@2", "alice:1@1", "alice:0@0"}; !slices.Equal(got, want) {
+		t.Fatalf("Audit = %v, want %v", got, want)
+	}
+	alice, err := s.Audit(ctx, certorder.AuditQuery{Member: "alice", Limit: 1})
+	must(t, err)
+	if len(alice) != 1 || alice[0].OrderID != 1 {
+		t.Fatalf("alice, limit 1: %+v", alice)
+	}
+	n, err := s.PruneAudit(ctx, base.Add(150*time.Minute))
+	must(t, err)
+	rest, err := s.Audit(ctx, certorder.AuditQuery{})
+	must(t, err)
+	if n != 3 || len(rest) != 1 || rest[0].OrderID != 2 {
+		t.Fatalf("pruned %d, left %+v", n, rest)
+	}
+}
+
 // upstream makes an upstream order in the given division from OrderJSON,
 // with the order status given.
 func upstream(t *testing.T, id, renewedBy, container int64, status string) certorder.UpstreamOrder {
@@ -1045,4 +1082,114 @@ func testSyncLock(t *testing.T, s certorder.Store) {
 		t.Fatal("a released lock was not taken again")
 	}
 	lock.Release()
+}
+
+// An import larger than a batch (certorder.ImportBatchSize) keeps every
+// rule across the batches' boundaries, and stays all or nothing.
+func testImportBatches(t *testing.T, s certorder.Store) {
+	ctx := context.Background()
+	for _, name := range []string{"alice", "bob"} {
+		_, err := s.AddMember(ctx, name)
+		must(t, err)
+	}
+	const n = 2*certorder.ImportBatchSize + 500
+	docs := func(renewal func(id int64) int64, extra ...string) []string {
+		var ds []string
+		for id := int64(1); id <= n; id++ {
+			ds = append(ds, OrderJSON(id, renewal(id), "2030-01-01"))
+		}
+		return append(ds, extra...)
+	}
+	count := func() int {
+		m, err := s.FindMember(ctx, "alice")
+		must(t, err)
+		c, err := s.CountOrders(ctx, certorder.OrderQuery{MemberID: m.ID})
+		must(t, err)
+		return c
+	}
+	// A cycle closed by an order of the third batch: 500 -> 2200 -> 500.
+	cycle := func(id int64) int64 {
+		switch id {
+		case 500:
+			return 2200
+		case 2200:
+			return 500
+		}
+		return 0
+	}
+	_, err := s.ImportOrders(ctx, "alice", Orders(t, docs(cycle)...))
+	wantErr(t, err, certorder.ErrConflict)
+	// Renewal chains of ten across every boundary: 996 -> ... -> 1005.
+	chain := func(id int64) int64 {
+		if id < n && id%10 != 5 {
+			return id + 1
+		}
+		return 0
+	}
+	got, err := s.ImportOrders(ctx, "alice", Orders(t, docs(chain)...))
+	must(t, err)
+	if got != n || count() != n {
+		t.Fatalf("imported %d, stored %d, want %d", got, count(), n)
+	}
+	o, err := s.FindOrder(ctx, certorder.ImportBatchSize)
+	must(t, err)
+	if o.RenewedBy != certorder.ImportBatchSize+1 {
+		t.Fatalf("order %d renewed by %d", o.ID, o.RenewedBy)
+	}
+	// Re-imported without renewals, the orders keep them (an import adds
+	// renewal relations, never drops one); order 1005 may not renew order
+	// 996, a batch back: a cycle through what the import wrote before.
+	none := func(int64) int64 { return 0 }
+	_, err = s.ImportOrders(ctx, "alice", Orders(t, docs(func(id int64) int64 {
+		if id == 1005 {
+			return 996
+		}
+		return 0
+	})...))
+	wantErr(t, err, certorder.ErrConflict)
+	_, err = s.ImportOrders(ctx, "alice", Orders(t, docs(none)...))
+	must(t, err)
+	if o, err := s.FindOrder(ctx, 1); err != nil || o.RenewedBy != 2 {
+		t.Fatalf("order 1 after a re-import: %+v %v", o, err)
+	}
+	// Bob's import fails in its third batch (alice's order 2400): nothing of it is stored.
+	var bobs []string
+	for id := int64(10001); id < 10001+n-1; id++ {
+		bobs = append(bobs, OrderJSON(id, 0, "2030-01-01"))
+	}
+	_, err = s.ImportOrders(ctx, "bob", Orders(t, append(bobs, OrderJSON(2400, 0, "2030-01-01"))...))
+	wantErr(t, err, certorder.ErrConflict)
+	if _, err := s.FindOrder(ctx, 10001); !errors.Is(err, certorder.ErrNotFound) {
+		t.Fatalf("bob's first order stored by a failed import: %v", err)
+	}
+	if count() != n {
+		t.Fatalf("alice has %d orders", count())
+	}
+}
+
+// An export of more orders than a restore writes at once comes back whole.
+func testExportRestoreLarge(t *testing.T, src, dst certorder.Store) {
+	ctx := context.Background()
+	_, err := src.AddMember(ctx, "alice")
+	must(t, err)
+	var docs []string
+	for id := int64(1); id <= 1234; id++ {
+		renewedBy := int64(0)
+		if id%2 == 1 {
+			renewedBy = id + 1
+		}
+		docs = append(docs, OrderJSON(id, renewedBy, "2030-01-01"))
+	}
+	_, err = src.ImportOrders(ctx, "alice", Orders(t, docs...))
+	must(t, err)
+	var first, second bytes.Buffer
+	must(t, certorder.Export(ctx, src, &first))
+	must(t, dst.Restore(ctx, certorder.ReadExport(bytes.NewReader(first.Bytes()))))
+	must(t, certorder.Export(ctx, dst, &second))
+	if !bytes.Equal(first.Bytes(), second.Bytes()) {
+		t.Fatalf("the restored store exports differently (%d and %d bytes)", first.Len(), second.Len())
+	}
+	if o, err := dst.FindOrder(ctx, 1233); err != nil || o.RenewedBy != 1234 {
+		t.Fatalf("order 1233 restored as %+v, %v", o, err)
+	}
 }

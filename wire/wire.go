@@ -204,7 +204,8 @@ func ParseOrderID(raw []byte) (int64, bool) {
 }
 
 // Action is one action of section 4. Answer returns the success body or the
-// failure; ctx bounds any further store work by the request's store timeout.
+// failure; ctx is the request's (the order comes with the credentials;
+// reads through Call.Orders are each bounded by the store timeout).
 type Action struct {
 	NeedsOrder bool // the request names an order in orderId, read with the credentials
 	Answer     func(ctx context.Context, c *Call) ([]byte, *Failure)
@@ -216,8 +217,9 @@ type Call struct {
 	OrderID    int64            // 0 when orderId is absent or not a valid order number
 	Order      *certorder.Order // the member's order OrderID names; nil if the member has none
 	Now        time.Time
+	Buf        []byte // room an answer may be built in (the server pools it); nil: none
 	// Orders reads further, for an action that needs more than the order
-	// read with the credentials (under Answer's ctx, the store timeout).
+	// read with the credentials (each read within the store timeout).
 	// Every read must stay within Credential.MemberID's orders.
 	Orders certorder.OrderReader
 }
@@ -254,7 +256,10 @@ func answerOrderInfo(_ context.Context, c *Call) ([]byte, *Failure) {
 	if f != nil {
 		return nil, f
 	}
-	b := make([]byte, 0, len(o.Doc)+128)
+	b := c.Buf[:0]
+	if cap(b) < len(o.Doc)+128 {
+		b = make([]byte, 0, len(o.Doc)+128)
+	}
 	return append(AppendOrderInfo(b, o, c.Now), '\n'), nil
 }
 
@@ -267,7 +272,7 @@ func answerRenewCheck(_ context.Context, c *Call) ([]byte, *Failure) {
 	if o.RenewedBy == 0 {
 		return nil, Fail(NotRenewed)
 	}
-	b := append(make([]byte, 0, 64), `{"orderId":`...)
+	b := append(c.Buf[:0], `{"orderId":`...)
 	b = strconv.AppendInt(b, o.ID, 10)
 	b = append(b, `,"renewed_orderId":`...)
 	b = strconv.AppendInt(b, o.RenewedBy, 10)

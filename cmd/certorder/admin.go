@@ -217,7 +217,10 @@ func (e *env) memberSetDisabled(disabled bool) adminFunc {
 			state = "disabled"
 		}
 		fmt.Fprintf(e.stdout, "member %s %s\n", args[0], state)
-		return nil
+		if !disabled {
+			return nil
+		}
+		return e.awaitInstances(ctx, store, "member "+args[0]+" disabled")
 	}
 }
 
@@ -289,7 +292,7 @@ func (e *env) keyRevoke(ctx context.Context, store certorder.Store, args []strin
 		return err
 	}
 	fmt.Fprintf(e.stdout, "key %s revoked\n", id)
-	return nil
+	return e.awaitInstances(ctx, store, "key "+id+" revoked")
 }
 
 func (e *env) orderImport(fs *flag.FlagSet) adminFunc {

@@ -70,8 +70,8 @@ func TestExportRestoreAcrossStores(t *testing.T) {
 	back.ok("admin", "migrate")
 }
 
-// Two serve processes on one PostgreSQL: what the operator changes is seen
-// by both on the next request.
+// Two serve processes on one PostgreSQL: a key revoked or a member disabled
+// is refused by both on the next request, other changes are seen within moments.
 func TestTwoInstances(t *testing.T) {
 	dsn := testdb.Postgres(t)
 	admin := newCLI(t, dsn)
@@ -109,8 +109,19 @@ func TestTwoInstances(t *testing.T) {
 	both(request("alice", aliceKey, "Auth", ""), 200, "Authenticated")
 	both(request("alice", aliceKey, "RenewCheck", "1"), 404, "Error(132)")
 
+	// A change that takes no access away is seen within moments (the
+	// instances learn of it by notification); the commands that take access
+	// away wait until every instance has applied them (below).
 	admin.ok("admin", "order", "renew", "1", "2")
-	both(request("alice", aliceKey, "RenewCheck", "1"), 200, `{"orderId":1,"renewed_orderId":2}`)
+	eventually(t, 5*time.Second, func() bool {
+		for _, endpoint := range []string{a, b} {
+			if status, got := post(t, endpoint, request("alice", aliceKey, "RenewCheck", "1")); status != 200 ||
+				got != `{"orderId":1,"renewed_orderId":2}` {
+				return false
+			}
+		}
+		return true
+	})
 
 	admin.ok("admin", "key", "revoke", aliceKey[4:16])
 	both(request("alice", aliceKey, "Auth", ""), 401, "Error(111)")
@@ -226,6 +237,13 @@ func TestDatabaseOutage(t *testing.T) {
 	unavailable := `{"error_message":"Error(150) service is unavailable."}`
 	expectOutage := func(what string) {
 		t.Helper()
+		// The cache answers until the instance notices that its
+		// notification connection is gone: at once when it is cut, within
+		// the heartbeat's timeout when the database goes silent.
+		eventually(t, 5*time.Second, func() bool {
+			status, _ := post(t, endpoint, info)
+			return status == 503
+		})
 		for range 3 {
 			start := time.Now()
 			status, got := post(t, endpoint, info)
@@ -252,5 +270,15 @@ func TestDatabaseOutage(t *testing.T) {
 			t.Fatalf("no recovery after the database came back: %d %s", status, got)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// eventually polls cond every 10ms until it holds or d has passed.
+func eventually(t *testing.T, d time.Duration, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(d); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("not so after %v", d)
+		}
 	}
 }

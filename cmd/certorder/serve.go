@@ -27,6 +27,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/ccsync"
+	"github.com/certorder/certorder/internal/credcache"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/stores"
 	"github.com/certorder/certorder/webhook"
@@ -42,6 +43,7 @@ type serveConfig struct {
 	webhookTimeout                                                      time.Duration
 	readHeaderTimeout, readTimeout, writeTimeout, idleTimeout           time.Duration
 	limits                                                              server.Limits
+	cacheMB                                                             int
 	syncEvery                                                           time.Duration
 	upstream                                                            upstreamConfig
 }
@@ -88,6 +90,7 @@ func (c *serveConfig) options() []option {
 		{"member-keys", "CERTORDER_MEMBER_KEYS", "let members create and revoke their own API keys on the web page (admin member keys NAME off turns it off for one)", boolVar(&c.memberKeys, true)},
 		{"metrics-addr", "CERTORDER_METRICS_ADDR", "listen address for /metrics, /healthz and /readyz; empty: none", stringVar(&c.metricsAddr, "")},
 		{"pprof", "", "also serve /debug/pprof/ on the metrics listener (for profiling; keep that listener private)", boolVar(&c.pprof, false)},
+		{"cache-mb", "CERTORDER_CACHE_MB", "memory for the cache of credentials and orders, in MiB; 0 turns it off", intVar(&c.cacheMB, credcache.DefaultBytes>>20)},
 		{"audit-retention", "CERTORDER_AUDIT_RETENTION", "keep the audit trail this long; 0 turns it off", durationVar(&c.auditRetention, 90*24*time.Hour)},
 		{"tls-cert", "CERTORDER_TLS_CERT", "serve HTTPS with this certificate (PEM); SIGHUP reloads it", stringVar(&c.tlsCert, "")},
 		{"tls-key", "CERTORDER_TLS_KEY", "the certificate's private key (PEM)", stringVar(&c.tlsKey, "")},
@@ -175,19 +178,38 @@ func (e *env) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if c.cacheMB < 0 {
+		return usageError("serve: --cache-mb must not be negative")
+	}
 	if e.getenv("GOGC") == "" {
-		// The live heap is a few MB whatever the store holds, so collecting
-		// less often costs little memory and buys about a fifth more
-		// throughput (docs/PERFORMANCE.md). GOGC set in the environment wins.
+		// The live heap is the cache and a few MB, so collecting less often
+		// costs little memory and buys about a fifth more throughput
+		// (docs/PERFORMANCE.md); the memory limit below keeps the heap near
+		// the cache's size all the same. GOGC set in the environment wins.
 		debug.SetGCPercent(400)
+	}
+	if e.getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(int64(c.cacheMB+memoryHeadroomMB) << 20)
 	}
 	store, err := stores.Open(ctx, c.db)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	if cached, ok := store.(certorder.CredentialCache); ok && c.cacheMB > 0 {
+		host, _ := os.Hostname()
+		err := cached.StartCache(ctx, certorder.CacheConfig{Bytes: c.cacheMB << 20, Logger: logger,
+			Instance: fmt.Sprintf("%s pid %d %s", host, os.Getpid(), c.addr)})
+		if err != nil {
+			// Correct without it, only slower.
+			logger.Warn("cache: not started; every request reads the store", "err", err)
+		}
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if cached, ok := store.(certorder.CredentialCache); ok {
+		registerCacheMetrics(reg, cached)
+	}
 	handler, err := server.New(store, server.Config{
 		CASegment:          c.segment,
 		ErrorsAs200:        c.errorsAs200,
@@ -343,6 +365,28 @@ func (e *env) listen(ctx context.Context, c *serveConfig, logger *slog.Logger, s
 	logger.Info("stopped")
 	return nil
 }
+
+// registerCacheMetrics exposes the cache's counters.
+func registerCacheMetrics(reg *prometheus.Registry, c certorder.CredentialCache) {
+	stat := func(i int) func() float64 {
+		return func() float64 {
+			entries, hits, misses := c.CacheStats()
+			return float64([]int64{entries, hits, misses}[i])
+		}
+	}
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "certorder_cache_entries",
+			Help: "Entries in the cache of credentials and orders (of every generation, until evicted)."}, stat(0)),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "certorder_cache_hits_total",
+			Help: "API requests whose credential (and order) the cache answered."}, stat(1)),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "certorder_cache_misses_total",
+			Help: "API requests that read the store."}, stat(2)),
+	)
+}
+
+// memoryHeadroomMB is the Go heap allowed beyond the cache (GOMEMLIMIT's
+// default): the live heap outside the cache is a few MB.
+const memoryHeadroomMB = 48
 
 // drainQuiet is how long without a request ends the drain.
 const drainQuiet = 200 * time.Millisecond

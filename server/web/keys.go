@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -203,6 +204,7 @@ func (h *handler) revokeKey(w http.ResponseWriter, r *http.Request, s *certorder
 		return
 	}
 	h.audit(r, s.Member, "web KeyRevoke "+id)
+	h.awaitInstances(r, id)
 	if id == s.KeyID {
 		if err := h.store.DeleteSession(r.Context(), s.TokenHash); err != nil {
 			h.cfg.Logger.Warn("web: ending the session of a revoked key", "err", err) // FindSession refuses it anyway
@@ -212,4 +214,21 @@ func (h *handler) revokeKey(w http.ResponseWriter, r *http.Request, s *certorder
 		return
 	}
 	http.Redirect(w, r, "/keys?revoked="+id, http.StatusSeeOther)
+}
+
+// awaitInstances returns once every serving instance has applied the
+// revocation (PostgreSQL instances cache, and learn of changes by
+// notification), or after 15 s, logging those that did not confirm.
+func (h *handler) awaitInstances(r *http.Request, keyID string) {
+	w, ok := h.store.(certorder.InstanceAwaiter)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+	defer cancel()
+	unconfirmed, err := w.AwaitInstances(ctx)
+	if err != nil || len(unconfirmed) > 0 {
+		h.cfg.Logger.Warn("web: a key revocation not confirmed by every serving instance",
+			"key", keyID, "unconfirmed", unconfirmed, "err", err)
+	}
 }

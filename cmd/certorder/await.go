@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/certorder/certorder"
+)
+
+// awaitTimeout bounds how long a command that takes access away waits for
+// the instances to confirm. It is longer than the time after which a silent
+// instance no longer counts as live (10 s, postgres/cache.go), so that one
+// that died is not waited for in vain.
+const awaitTimeout = 15 * time.Second
+
+// awaitInstances returns once every live instance serving the store has
+// applied the change just committed (PostgreSQL instances cache, and learn
+// of changes by notification); an error names those that did not confirm
+// within awaitTimeout. With SQLite every request checks for changes
+// itself: there is nothing to wait for.
+func (e *env) awaitInstances(ctx context.Context, store certorder.Store, what string) error {
+	w, ok := store.(certorder.InstanceAwaiter)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, awaitTimeout)
+	defer cancel()
+	start := time.Now()
+	unconfirmed, err := w.AwaitInstances(ctx)
+	if err != nil {
+		return fmt.Errorf("%s, but whether every instance has applied it is unknown: %w", what, err)
+	}
+	if len(unconfirmed) > 0 {
+		return fmt.Errorf("%s, but %d instance(s) did not confirm within %v and may answer from their cache until they do: %s",
+			what, len(unconfirmed), awaitTimeout, strings.Join(unconfirmed, ", "))
+	}
+	fmt.Fprintf(e.stdout, "every serving instance has applied it (%v)\n", time.Since(start).Round(time.Millisecond))
+	return nil
+}

@@ -1,0 +1,134 @@
+package certorder
+
+import (
+	"context"
+	"iter"
+)
+
+// ImportBatchSize is how many orders ImportInBatches checks and writes at once.
+const ImportBatchSize = 1000
+
+// BatchWriter is what ImportInBatches needs of a store, inside the
+// import's one transaction: reads of many orders at once, and a write of
+// many.
+type BatchWriter interface {
+	// Links reads the owner and renewal of those of ids that are stored.
+	Links(ctx context.Context, ids []int64) (map[int64]OrderLink, error)
+	// RenewedFromOthers returns, for those of ids that an order of a
+	// member other than memberID names as its renewal, the lowest such
+	// order.
+	RenewedFromOthers(ctx context.Context, ids []int64, memberID int64) (map[int64]int64, error)
+	// SaveOrders writes checked orders of memberID (no ID twice),
+	// replacing those stored.
+	SaveOrders(ctx context.Context, memberID int64, orders []CheckedOrder) error
+}
+
+// CheckedOrder is an order CheckImport accepted, with the renewal to store.
+type CheckedOrder struct {
+	Order     *Order
+	RenewedBy int64
+}
+
+// ImportInBatches is ImportOrders' work, ImportBatchSize orders at a time,
+// with exactly the rules and the outcome of checking (CheckImport) and
+// writing them one by one: the orders of a batch, the orders they name as
+// renewals, and the orders of other members that name them are read in two
+// queries before it is checked; CheckImport then runs for each order in
+// turn against what was read, overlaid with the orders of the batch it has
+// accepted so far (reading the store only for an order a renewal chain
+// reaches beyond them); and the batch is written in one go, an order that
+// appears twice as its last occurrence. It returns how many orders it
+// stored (an order that appears twice counts twice, as one by one).
+func ImportInBatches(ctx context.Context, memberID int64, orders iter.Seq2[*Order, error], w BatchWriter) (int, error) {
+	n := 0
+	batch := make([]*Order, 0, ImportBatchSize)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		if err := importBatch(ctx, memberID, batch, w); err != nil {
+			return err
+		}
+		n += len(batch)
+		batch = batch[:0]
+		return nil
+	}
+	for o, err := range orders {
+		if err != nil {
+			return 0, err
+		}
+		if batch = append(batch, o); len(batch) == ImportBatchSize {
+			if err := flush(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+func importBatch(ctx context.Context, memberID int64, batch []*Order, w BatchWriter) error {
+	own := make([]int64, 0, len(batch))
+	ids := make([]int64, 0, 2*len(batch))
+	for _, o := range batch {
+		own = append(own, o.ID)
+		ids = append(ids, o.ID)
+		if o.RenewedBy != 0 {
+			ids = append(ids, o.RenewedBy)
+		}
+	}
+	stored, err := w.Links(ctx, ids)
+	if err != nil {
+		return err
+	}
+	others, err := w.RenewedFromOthers(ctx, own, memberID)
+	if err != nil {
+		return err
+	}
+	read := make(map[int64]bool, len(ids)) // asked of the store: absent from stored means not stored
+	for _, id := range ids {
+		read[id] = true
+	}
+	accepted := make(map[int64]OrderLink, len(batch)) // this batch's, as written so far
+	lookup := func(ctx context.Context, id int64) (OrderLink, error) {
+		if l, ok := accepted[id]; ok {
+			return l, nil
+		}
+		if l, ok := stored[id]; ok {
+			return l, nil
+		}
+		if !read[id] { // a renewal chain beyond what was read
+			m, err := w.Links(ctx, []int64{id})
+			if err != nil {
+				return OrderLink{}, err
+			}
+			read[id] = true
+			if l, ok := m[id]; ok {
+				stored[id] = l
+				return l, nil
+			}
+		}
+		return OrderLink{}, ErrNotFound
+	}
+	// Another member's orders are never written by an import, so what
+	// was read before the batch stays true throughout it.
+	renewedFromOther := func(_ context.Context, id int64) (int64, error) { return others[id], nil }
+	checked := make([]CheckedOrder, 0, len(batch))
+	at := make(map[int64]int, len(batch))
+	for _, o := range batch {
+		renewedBy, err := CheckImport(ctx, memberID, o, lookup, renewedFromOther)
+		if err != nil {
+			return err
+		}
+		accepted[o.ID] = OrderLink{MemberID: memberID, RenewedBy: renewedBy}
+		if i, twice := at[o.ID]; twice {
+			checked[i] = CheckedOrder{o, renewedBy}
+			continue
+		}
+		at[o.ID] = len(checked)
+		checked = append(checked, CheckedOrder{o, renewedBy})
+	}
+	return w.SaveOrders(ctx, memberID, checked)
+}

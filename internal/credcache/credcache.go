@@ -1,0 +1,257 @@
+// Package credcache is the cache in front of a store's FindCredential:
+// credentials by key ID and each member's orders by number (absent ones
+// too), bounded in bytes, in an otter cache (S3-FIFO eviction, lock-free
+// reads) whose entries are shared, never copied, on a hit.
+//
+// It knows nothing of invalidation. Every entry is stored under a
+// generation that the store gives: a number that changes whenever anything
+// the cache holds may have changed (sqlite: the WAL-index header; postgres:
+// a notification). A store reads the generation before it reads the
+// database, and fills under that generation; a look-up finds only entries
+// of the generation current when it looks. So an entry filled from a read
+// that a later commit made stale is never served, and emptying the cache is
+// moving to the next generation: old entries are never found again and are
+// evicted first (S3-FIFO evicts what is not read again).
+package credcache
+
+import (
+	"encoding/binary"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/maypok86/otter/v2"
+
+	"github.com/certorder/certorder"
+)
+
+// DefaultBytes is the cache's default bound: with the service's own
+// memory, under 150 MB of anonymous memory whatever the store holds
+// (docs/PERFORMANCE.md). About 40,000 orders of CertCentral's size.
+const DefaultBytes = 64 << 20
+
+// MinBytes is the smallest cache.
+const MinBytes = 512 << 10
+
+// entryOverhead is what an entry costs beyond its bytes, roughly: otter's
+// node and table slot, the key, the allocator's rounding. It counts in the
+// bound (measured: an order of 1,254 bytes took 2,064 as an Order with its
+// strings, 1,643 as one []byte: its 1,318 rounded up, and otter's node).
+const entryOverhead = 320
+
+// Cache holds credentials and orders. The zero value is not usable; use New.
+//
+// Credentials, few and asked for on every request, are kept in a map of
+// the current generation, up to a sixteenth of the bytes; beyond, and for
+// orders, in the otter cache.
+type Cache struct {
+	c            *otter.Cache[key, any]
+	maxEntry     int
+	creds        atomic.Pointer[credTable]
+	credMax      int64        // bytes the credential map may hold
+	hits, misses atomic.Int64 // of Find: requests answered from the cache, and not
+}
+
+// key is an entry's key: an order of a member, or a credential (member
+// and order 0, keyID set), of one generation.
+type key struct {
+	gen      uint64
+	memberID int64
+	orderID  int64
+	keyID    string
+}
+
+// credTable is the credentials of one generation.
+type credTable struct {
+	gen   uint64
+	m     sync.Map // key ID -> certorder.Credential
+	bytes atomic.Int64
+}
+
+// New returns a cache of at most bytes (at least MinBytes). An order
+// larger than a thousandth of it is not cached: it is read from the store
+// each time.
+func New(bytes int) *Cache {
+	bytes = max(bytes, MinBytes)
+	c := &Cache{maxEntry: bytes / 1024, credMax: int64(bytes / 16)}
+	c.c = otter.Must(&otter.Options[key, any]{
+		MaximumWeight: uint64(bytes - bytes/16),
+		Weigher:       weigh,
+	})
+	c.creds.Store(&credTable{})
+	return c
+}
+
+func weigh(k key, v any) uint32 {
+	n := entryOverhead + len(k.keyID)
+	switch v := v.(type) {
+	case []byte:
+		n += cap(v)
+	case certorder.Credential:
+		n += len(v.KeyHash) + len(v.Member) + 128 // the struct
+	}
+	return uint32(n)
+}
+
+// Close stops the cache's goroutines.
+func (c *Cache) Close() { c.c.StopAllGoroutines() }
+
+// Find returns the credential of keyID and, when orderID is not 0, its
+// member's order orderID (nil when the member has none), as
+// FindCredential would, if the cache holds both for generation gen. Both
+// are shared: callers must not modify them.
+func (c *Cache) Find(gen uint64, keyID string, orderID int64) (certorder.Credential, *certorder.Order, bool) {
+	cred, ok := c.Credential(gen, keyID)
+	if !ok {
+		c.misses.Add(1)
+		return certorder.Credential{}, nil, false
+	}
+	if orderID == 0 {
+		c.hits.Add(1)
+		return cred, nil, true
+	}
+	o, ok := c.Order(gen, cred.MemberID, orderID)
+	if !ok {
+		c.misses.Add(1)
+		return certorder.Credential{}, nil, false
+	}
+	c.hits.Add(1)
+	return cred, o, true
+}
+
+// Order returns the member's order orderID if the cache holds it for
+// generation gen (nil: the member has no such order). It is shared:
+// callers must not modify it.
+func (c *Cache) Order(gen uint64, memberID, orderID int64) (*certorder.Order, bool) {
+	v, ok := c.c.GetIfPresent(key{gen: gen, memberID: memberID, orderID: orderID})
+	if !ok {
+		return nil, false
+	}
+	return decodeOrder(v.([]byte), memberID)
+}
+
+// An order is kept as one []byte, which the garbage collector need not
+// scan (a cache of tens of thousands of Orders, each with its strings,
+// made collection a seventh of the service's CPU at 1M orders): a presence
+// byte (0: the member has no such order), the order number, the renewal
+// and the certificate's end, the lengths of valid_till, common name,
+// status and member name, those texts, and the document. A hit makes an
+// Order whose texts and document point into it: it is never written again.
+func encodeOrder(o *certorder.Order) []byte {
+	if o == nil {
+		return []byte{0}
+	}
+	texts := []string{o.ValidTill, o.CommonName, o.Status, o.Member}
+	n := 1 + 3*8 + 4*4 + len(o.Doc)
+	for _, t := range texts {
+		n += len(t)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, 1)
+	b = binary.LittleEndian.AppendUint64(b, uint64(o.ID))
+	b = binary.LittleEndian.AppendUint64(b, uint64(o.RenewedBy))
+	b = binary.LittleEndian.AppendUint64(b, uint64(o.CertEnd))
+	for _, t := range texts {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(t)))
+	}
+	for _, t := range texts {
+		b = append(b, t...)
+	}
+	return append(b, o.Doc...)
+}
+
+func decodeOrder(b []byte, memberID int64) (*certorder.Order, bool) {
+	if len(b) == 1 && b[0] == 0 {
+		return nil, true
+	}
+	const head = 1 + 3*8 + 4*4
+	if len(b) < head || b[0] != 1 {
+		return nil, false
+	}
+	o := &certorder.Order{
+		ID:        int64(binary.LittleEndian.Uint64(b[1:])),
+		RenewedBy: int64(binary.LittleEndian.Uint64(b[9:])),
+		CertEnd:   int(binary.LittleEndian.Uint64(b[17:])),
+		MemberID:  memberID,
+	}
+	at := head
+	text := func(i int) string {
+		n := int(binary.LittleEndian.Uint32(b[25+4*i:]))
+		if n > len(b)-at {
+			return ""
+		}
+		t := unsafe.String(unsafe.SliceData(b[at:]), n) // b is never written once cached
+		at += n
+		return t
+	}
+	o.ValidTill, o.CommonName, o.Status, o.Member = text(0), text(1), text(2), text(3)
+	o.Doc = b[at:len(b):len(b)]
+	if o.CertEnd <= 0 || o.CertEnd >= len(o.Doc) {
+		return nil, false
+	}
+	return o, true
+}
+
+// Credential looks keyID up in the map, then in otter.
+func (c *Cache) Credential(gen uint64, keyID string) (certorder.Credential, bool) {
+	if t := c.creds.Load(); t.gen == gen {
+		if v, ok := t.m.Load(keyID); ok {
+			return v.(certorder.Credential), true
+		}
+	}
+	v, ok := c.c.GetIfPresent(key{gen: gen, keyID: keyID})
+	if !ok {
+		return certorder.Credential{}, false
+	}
+	return v.(certorder.Credential), true
+}
+
+// Fill stores what FindCredential read for keyID and orderID (o nil: the
+// member has no such order), under gen, the generation read before the
+// database was.
+func (c *Cache) Fill(gen uint64, cred certorder.Credential, orderID int64, o *certorder.Order) {
+	if len(cred.KeyID) > 64 {
+		return // not a key ID this service makes
+	}
+	c.fillCredential(gen, cred)
+	if orderID != 0 {
+		c.FillOrder(gen, cred.MemberID, orderID, o)
+	}
+}
+
+// FillOrder stores the member's order orderID (o nil: the member has
+// none) read under gen.
+func (c *Cache) FillOrder(gen uint64, memberID, orderID int64, o *certorder.Order) {
+	if o != nil && len(o.Doc) > c.maxEntry {
+		return
+	}
+	c.c.Set(key{gen: gen, memberID: memberID, orderID: orderID}, encodeOrder(o))
+}
+
+// fillCredential stores a credential read under gen: in the map of gen
+// while it has room, else in otter. A fill of an older generation than
+// the map's is dropped from the map; a newer one starts a new map.
+func (c *Cache) fillCredential(gen uint64, cred certorder.Credential) {
+	t := c.creds.Load()
+	for ; t.gen < gen; t = c.creds.Load() {
+		c.creds.CompareAndSwap(t, &credTable{gen: gen})
+	}
+	if t.gen == gen {
+		size := int64(len(cred.KeyID) + len(cred.KeyHash) + len(cred.Member) + entryOverhead)
+		if t.bytes.Add(size) <= c.credMax {
+			t.m.Store(cred.KeyID, cred)
+			return
+		}
+		t.bytes.Add(-size)
+	}
+	c.c.Set(key{gen: gen, keyID: cred.KeyID}, cred)
+}
+
+// Stats says how many entries the cache holds, and how many calls of Find
+// it answered and did not (a request's look-up: FindCredential's own do
+// not count).
+func (c *Cache) Stats() (entries, hits, misses int64) {
+	n := int64(0)
+	c.creds.Load().m.Range(func(any, any) bool { n++; return true })
+	return int64(c.c.EstimatedSize()) + n, c.hits.Load(), c.misses.Load()
+}

@@ -1,0 +1,135 @@
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/certorder/certorder"
+)
+
+// Cache checks a store's cache of credentials and orders: server is a
+// store on which the cache is turned on, admin another store on the same
+// database (another process, as far as the database can tell). Every
+// change admin commits is seen by server's next look-up, once
+// AwaitInstances has returned where the store has it; server's own
+// changes too; and what is in the cache is what FindCredential reads.
+func Cache(t *testing.T, server, admin certorder.Store) {
+	ctx := context.Background()
+	cached, ok := server.(certorder.CredentialCache)
+	if !ok {
+		t.Fatalf("%T has no cache", server)
+	}
+	must(t, cached.StartCache(ctx, certorder.CacheConfig{Bytes: 1 << 20, Instance: "test server"}))
+	for _, name := range []string{"alice", "bob"} {
+		_, err := admin.AddMember(ctx, name)
+		must(t, err)
+	}
+	_, k, err := certorder.NewKey("")
+	must(t, err)
+	must(t, admin.AddKey(ctx, "alice", k))
+	_, err = admin.ImportOrders(ctx, "alice", Orders(t, OrderJSON(1, 0, "2030-01-01"), OrderJSON(2, 0, "2030-01-01")))
+	must(t, err)
+	_, err = admin.ImportOrders(ctx, "bob", Orders(t, OrderJSON(9, 0, "2030-01-01")))
+	must(t, err)
+	settle := func() {
+		t.Helper()
+		if w, ok := admin.(certorder.InstanceAwaiter); ok {
+			wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			defer cancel()
+			unconfirmed, err := w.AwaitInstances(wctx)
+			must(t, err)
+			if len(unconfirmed) > 0 {
+				t.Fatalf("instances did not confirm: %v", unconfirmed)
+			}
+		}
+	}
+	settle()
+
+	// find reads through the cache, then checks that the cache alone now
+	// answers the same.
+	find := func(orderID int64) (certorder.Credential, *certorder.Order) {
+		t.Helper()
+		c, o, err := server.FindCredential(ctx, k.ID, orderID)
+		must(t, err)
+		c2, o2, hit := cached.CachedCredential(k.ID, orderID)
+		if !hit {
+			t.Fatalf("order %d: not in the cache right after a read", orderID)
+		}
+		if c2.KeyID != c.KeyID || !bytes.Equal(c2.KeyHash, c.KeyHash) || c2.KeyRevoked != c.KeyRevoked ||
+			c2.MemberID != c.MemberID || c2.Member != c.Member || c2.MemberDisabled != c.MemberDisabled {
+			t.Fatalf("cached credential %+v, read %+v", c2, c)
+		}
+		if (o == nil) != (o2 == nil) || o != nil && (o.ID != o2.ID || o.MemberID != o2.MemberID || o.Member != o2.Member ||
+			o.CommonName != o2.CommonName || o.Status != o2.Status || o.ValidTill != o2.ValidTill ||
+			o.RenewedBy != o2.RenewedBy || o.CertEnd != o2.CertEnd || !bytes.Equal(o.Doc, o2.Doc)) {
+			t.Fatalf("cached order %+v, read %+v", o2, o)
+		}
+		return c, o
+	}
+	if _, o := find(1); o == nil || o.ID != 1 || o.RenewedBy != 0 {
+		t.Fatalf("order 1: %+v", o)
+	}
+	// The credential cached, the order read alone: the member's own, and
+	// another member's (never read: it reads as missing).
+	if _, o := find(2); o == nil || o.ID != 2 || o.Member != "alice" {
+		t.Fatalf("order 2: %+v", o)
+	}
+	if _, o := find(9); o != nil {
+		t.Fatalf("bob's order 9 read for alice: %+v", o)
+	}
+	if _, o := find(0); o != nil {
+		t.Fatal("an order without asking")
+	}
+
+	// Each change by the other store is seen on the next look-up.
+	must(t, admin.RecordRenewal(ctx, 1, 2))
+	settle()
+	if _, o := find(1); o == nil || o.RenewedBy != 2 {
+		t.Fatalf("renewal not seen: %+v", o)
+	}
+	_, err = admin.ImportOrders(ctx, "alice", Orders(t, strings.Replace(OrderJSON(1, 2, "2031-06-30"), `"issued"`, `"revoked"`, 1)))
+	must(t, err)
+	settle()
+	if _, o := find(1); o == nil || o.ValidTill != "2031-06-30" || !bytes.Contains(o.Doc, []byte(`"revoked"`)) {
+		t.Fatalf("re-imported order not seen: %+v", o)
+	}
+	must(t, admin.SetMemberDisabled(ctx, "alice", true))
+	settle()
+	if c, _ := find(1); !c.MemberDisabled {
+		t.Fatal("disabled member not seen")
+	}
+	must(t, admin.SetMemberDisabled(ctx, "alice", false))
+	settle()
+	if c, _ := find(1); c.MemberDisabled {
+		t.Fatal("enabled member not seen")
+	}
+	must(t, admin.RevokeKey(ctx, k.ID))
+	settle()
+	if c, _ := find(1); !c.KeyRevoked {
+		t.Fatal("revoked key not seen")
+	}
+	// The store's own changes too.
+	_, k2, err := certorder.NewKey("")
+	must(t, err)
+	must(t, server.AddKey(ctx, "alice", k2))
+	if _, _, err := server.FindCredential(ctx, k2.ID, 2); err != nil {
+		t.Fatal(err)
+	}
+	must(t, server.SetMemberDisabled(ctx, "alice", true))
+	if w, ok := server.(certorder.InstanceAwaiter); ok {
+		wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		if unconfirmed, err := w.AwaitInstances(wctx); err != nil || len(unconfirmed) > 0 {
+			t.Fatalf("AwaitInstances: %v %v", unconfirmed, err)
+		}
+	}
+	if c, _, err := server.FindCredential(ctx, k2.ID, 2); err != nil || !c.MemberDisabled {
+		t.Fatalf("own change not seen: %+v, %v", c, err)
+	}
+	if entries, hits, _ := cached.CacheStats(); entries == 0 || hits == 0 {
+		t.Fatalf("cache stats: %d entries, %d hits", entries, hits)
+	}
+}
