@@ -149,6 +149,30 @@ type WebhookStore interface {
 	// PruneWebhooks deletes the events fanned out and the deliveries
 	// finished before before.
 	PruneWebhooks(ctx context.Context, before time.Time) error
+
+	// The member's own calls, for the web page: each is scoped to memberID
+	// in the store's query, so that another member's endpoint or delivery
+	// is ErrNotFound, exactly like a missing one, and no request of one
+	// member can read or change another's. (An ID checked first and used
+	// after would not do: SQLite may give a deleted endpoint's ID to the
+	// next one.)
+
+	// MemberEndpoint returns the member's endpoint id.
+	MemberEndpoint(ctx context.Context, memberID, id int64) (Endpoint, error)
+	// SetMemberEndpointEnabled is SetEndpointEnabled for the member's endpoint id.
+	SetMemberEndpointEnabled(ctx context.Context, memberID, id int64, enabled bool, reason string) error
+	// DeleteMemberEndpoint deletes the member's endpoint id and its deliveries.
+	DeleteMemberEndpoint(ctx context.Context, memberID, id int64) error
+	// MemberDeliveries lists the latest deliveries of the member's endpoint,
+	// newest first; none if the endpoint is not the member's.
+	MemberDeliveries(ctx context.Context, memberID, endpointID int64, limit int) ([]Delivery, error)
+	// QueueMemberDelivery is QueueDelivery to the member's endpoint.
+	QueueMemberDelivery(ctx context.Context, memberID, endpointID int64, eventType, msgID string, body []byte) (int64, error)
+	// RedeliverMemberDelivery queues a finished delivery of the member's
+	// endpoint again, at once, with the same message ID; ErrConflict if it
+	// is still pending (it may be in flight: sending it again now could
+	// deliver it twice at once).
+	RedeliverMemberDelivery(ctx context.Context, memberID, endpointID, deliveryID int64) error
 }
 
 // ParseThresholds reads a comma-separated list of days ("30,7,1"), as the

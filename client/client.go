@@ -159,6 +159,11 @@ func (c *Client) Current(ctx context.Context, orderID int64) (*CurrentOrder, err
 		id = next
 	}
 	o, err := c.OrderInfo(ctx, id)
+	if errors.Is(err, ErrNoSuchOrder) && len(chain) > 1 {
+		// The chain names an order the service does not give this member.
+		return nil, fmt.Errorf("client: order %d was renewed by order %d, which is missing: %w",
+			chain[len(chain)-2], id, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -233,6 +238,7 @@ func (c *Client) try(ctx context.Context, body []byte) (json.RawMessage, time.Du
 	}
 	if msg, ok := fields["error_message"]; ok {
 		e := parseAPIError(msg, resp.StatusCode)
+		e.RetryAfter = max(retry, 0)
 		if e.temporary() && retry < 0 {
 			retry = 0 // a busy or rate-limited answer inside a 200
 		}

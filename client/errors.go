@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/certorder/certorder/wire"
 )
@@ -26,6 +27,9 @@ type APIError struct {
 	Text    string // the text after the number
 	Message string // error_message as sent
 	Status  int    // the HTTP status it came with
+	// RetryAfter is how long the service asked the caller to wait (its
+	// Retry-After header, on a 429 or 5xx answer); 0 when it did not say.
+	RetryAfter time.Duration
 }
 
 func (e *APIError) Error() string {

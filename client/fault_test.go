@@ -298,3 +298,41 @@ func TestCurrentStops(t *testing.T) {
 		t.Fatalf("%d requests for a chain limit of 5", n)
 	}
 }
+
+// The wait the service asked for travels with the error, for the caller to
+// tell its user; without a Retry-After it is 0.
+func TestRetryAfterInError(t *testing.T) {
+	for header, want := range map[string]time.Duration{"900": 15 * time.Minute, "": 0} {
+		srv := newFaultServer(t, jsonAnswer(429, `{"error_message":"Error(140) rate limit is exceeded."}`, "Retry-After", header))
+		c, _ := newTestClient(t, srv.URL, WithRetries(0))
+		err := c.Auth(context.Background())
+		var apiErr *APIError
+		if !errors.As(err, &apiErr) || !errors.Is(err, ErrRateLimited) || apiErr.RetryAfter != want {
+			t.Errorf("Retry-After %q: err %v, want an APIError with RetryAfter %v", header, err, want)
+		}
+	}
+}
+
+// A chain that names an order the service does not find says which one.
+func TestCurrentMissingNext(t *testing.T) {
+	srv := newFaultServer(t, func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Action  string `json:"action"`
+			OrderID int64  `json:"orderId"`
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case req.Action == "RenewCheck" && req.OrderID == 1:
+			io.WriteString(w, `{"orderId":1,"renewed_orderId":2}`)
+		default: // order 2 is not there at all
+			w.WriteHeader(404)
+			io.WriteString(w, `{"error_message":"Error(131) orderId is failed."}`)
+		}
+	})
+	c, _ := newTestClient(t, srv.URL)
+	_, err := c.Current(context.Background(), 1)
+	if !errors.Is(err, ErrNoSuchOrder) || !strings.Contains(err.Error(), "order 1 was renewed by order 2, which is missing") {
+		t.Fatalf("Current: %v", err)
+	}
+}

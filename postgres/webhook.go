@@ -276,3 +276,74 @@ func (s *Store) PruneWebhooks(ctx context.Context, before time.Time) error {
 		return err
 	}))
 }
+
+// The member's own calls: every statement names the member, so another
+// member's endpoint or delivery matches no row.
+
+// MemberEndpoint returns one of the member's endpoints.
+func (s *Store) MemberEndpoint(ctx context.Context, memberID, id int64) (certorder.Endpoint, error) {
+	e, err := scanEndpoint(s.pool.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints e
+		JOIN members m ON m.id = e.member_id WHERE e.id = $1 AND e.member_id = $2`, id, memberID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = fmt.Errorf("%w: endpoint %d", certorder.ErrNotFound, id)
+	}
+	return e, s.wrap("find endpoint", err)
+}
+
+// SetMemberEndpointEnabled enables or disables one of the member's endpoints.
+func (s *Store) SetMemberEndpointEnabled(ctx context.Context, memberID, id int64, enabled bool, reason string) error {
+	if enabled {
+		reason = ""
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE webhook_endpoints SET enabled = $1, disabled_reason = $2,
+		failing_since = CASE WHEN $1 THEN NULL ELSE failing_since END WHERE id = $3 AND member_id = $4`, enabled, reason, id, memberID)
+	return s.wrap("set endpoint", oneRow(tag, err, fmt.Sprintf("endpoint %d", id)))
+}
+
+// DeleteMemberEndpoint deletes one of the member's endpoints and its deliveries.
+func (s *Store) DeleteMemberEndpoint(ctx context.Context, memberID, id int64) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM webhook_endpoints WHERE id = $1 AND member_id = $2`, id, memberID)
+	return s.wrap("delete endpoint", oneRow(tag, err, fmt.Sprintf("endpoint %d", id)))
+}
+
+// MemberDeliveries lists the latest deliveries of one of the member's endpoints.
+func (s *Store) MemberDeliveries(ctx context.Context, memberID, endpointID int64, limit int) ([]certorder.Delivery, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d
+		JOIN webhook_endpoints e ON e.id = d.endpoint_id
+		WHERE d.endpoint_id = $1 AND e.member_id = $2 ORDER BY d.id DESC LIMIT $3`, endpointID, memberID, limit)
+	ds, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.Delivery, error) { return scanDelivery(row) })
+	return ds, s.wrap("list deliveries", err)
+}
+
+// QueueMemberDelivery queues a message to one of the member's endpoints.
+func (s *Store) QueueMemberDelivery(ctx context.Context, memberID, endpointID int64, eventType, msgID string, body []byte) (int64, error) {
+	var id int64
+	err := s.pool.QueryRow(ctx, `INSERT INTO webhook_deliveries (endpoint_id, event_type, msg_id, body, state, next_attempt, created_at)
+		SELECT id, $3, $4, $5, 'pending', now(), now() FROM webhook_endpoints WHERE id = $1 AND member_id = $2
+		RETURNING id`, endpointID, memberID, eventType, msgID, body).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = fmt.Errorf("%w: endpoint %d", certorder.ErrNotFound, endpointID)
+	}
+	return id, s.wrap("queue delivery", err)
+}
+
+// RedeliverMemberDelivery queues a finished delivery of one of the
+// member's endpoints again at once.
+func (s *Store) RedeliverMemberDelivery(ctx context.Context, memberID, endpointID, deliveryID int64) error {
+	return s.wrap("redeliver", s.inTx(ctx, func(tx pgx.Tx) error {
+		var state string
+		err := tx.QueryRow(ctx, `SELECT d.state FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+			WHERE d.id = $1 AND d.endpoint_id = $2 AND e.member_id = $3 FOR UPDATE OF d`, deliveryID, endpointID, memberID).Scan(&state)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("%w: delivery %d", certorder.ErrNotFound, deliveryID)
+		case err != nil:
+			return err
+		case state == certorder.DeliveryPending:
+			return fmt.Errorf("%w: delivery %d is pending already", certorder.ErrConflict, deliveryID)
+		}
+		_, err = tx.Exec(ctx, `UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_attempt = now()
+			WHERE id = $1`, deliveryID)
+		return err
+	}))
+}

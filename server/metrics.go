@@ -3,12 +3,12 @@ package server
 import (
 	"maps"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/certorder/certorder/internal/buildinfo"
 	"github.com/certorder/certorder/wire"
 )
 
@@ -76,13 +76,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}
 		m.byAction[action] = am
 	}
-	version := "(devel)"
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		version = bi.Main.Version
-	}
+	bi := buildinfo.Get()
 	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "certorder_build_info", Help: "Always 1; the labels say which build runs.",
-		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version()},
+		ConstLabels: prometheus.Labels{"version": bi.Version, "commit": bi.Commit, "date": bi.Date, "goversion": runtime.Version()},
 	})
 	buildInfo.Set(1)
 	if reg != nil {

@@ -43,6 +43,9 @@ type Config struct {
 	// SelfServiceKeysOff forbids every member to create or revoke its own
 	// keys on the web page (serve --member-keys=false).
 	SelfServiceKeysOff bool
+	// PrivateWebhooks lets members add webhook endpoints on plain http
+	// and private addresses on the web page (serve --webhook-allow-private).
+	PrivateWebhooks bool
 }
 
 // DefaultMaxBodyBytes bounds a request body. A real request is well under 1 KiB.
@@ -138,7 +141,7 @@ func New(store Store, cfg Config) (*Server, error) {
 	if cfg.Web {
 		wc := web.Config{SignIn: s.signIn, Secure: s.secure, Now: cfg.Now, Logger: cfg.Logger, StoreTimeout: cfg.StoreTimeout,
 			ClientIP:           func(r *http.Request) string { return clientIP(r, cfg.Limits.TrustedProxies) },
-			SelfServiceKeysOff: cfg.SelfServiceKeysOff}
+			SelfServiceKeysOff: cfg.SelfServiceKeysOff, PrivateWebhooks: cfg.PrivateWebhooks}
 		if s.audit != nil {
 			wc.Audit = s.audit.record // sign-ins and key changes, beside the API's calls
 		}

@@ -356,3 +356,87 @@ func (s *Store) PruneWebhooks(ctx context.Context, before time.Time) error {
 		return err
 	}))
 }
+
+// The member's own calls: every statement names the member, so another
+// member's endpoint or delivery matches no row.
+
+// MemberEndpoint returns one of the member's endpoints.
+func (s *Store) MemberEndpoint(ctx context.Context, memberID, id int64) (certorder.Endpoint, error) {
+	e, err := scanEndpoint(s.read.QueryRowContext(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints e
+		JOIN members m ON m.id = e.member_id WHERE e.id = ? AND e.member_id = ?`, id, memberID))
+	if errors.Is(err, sql.ErrNoRows) {
+		err = fmt.Errorf("%w: endpoint %d", certorder.ErrNotFound, id)
+	}
+	return e, s.wrap("find endpoint", err)
+}
+
+// SetMemberEndpointEnabled enables or disables one of the member's endpoints.
+func (s *Store) SetMemberEndpointEnabled(ctx context.Context, memberID, id int64, enabled bool, reason string) error {
+	if enabled {
+		reason = ""
+	}
+	res, err := s.write.ExecContext(ctx, `UPDATE webhook_endpoints SET enabled = ?, disabled_reason = ?,
+		failing_since = CASE WHEN ? THEN NULL ELSE failing_since END WHERE id = ? AND member_id = ?`,
+		enabled, reason, enabled, id, memberID)
+	return s.wrap("set endpoint", oneRow(res, err, fmt.Sprintf("endpoint %d", id)))
+}
+
+// DeleteMemberEndpoint deletes one of the member's endpoints and its deliveries.
+func (s *Store) DeleteMemberEndpoint(ctx context.Context, memberID, id int64) error {
+	res, err := s.write.ExecContext(ctx, `DELETE FROM webhook_endpoints WHERE id = ? AND member_id = ?`, id, memberID)
+	return s.wrap("delete endpoint", oneRow(res, err, fmt.Sprintf("endpoint %d", id)))
+}
+
+// MemberDeliveries lists the latest deliveries of one of the member's endpoints.
+func (s *Store) MemberDeliveries(ctx context.Context, memberID, endpointID int64, limit int) ([]certorder.Delivery, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d
+		JOIN webhook_endpoints e ON e.id = d.endpoint_id
+		WHERE d.endpoint_id = ? AND e.member_id = ? ORDER BY d.id DESC LIMIT ?`, endpointID, memberID, limit)
+	if err != nil {
+		return nil, s.wrap("list deliveries", err)
+	}
+	defer rows.Close()
+	var ds []certorder.Delivery
+	for rows.Next() {
+		d, err := scanDelivery(rows)
+		if err != nil {
+			return nil, s.wrap("list deliveries", err)
+		}
+		ds = append(ds, d)
+	}
+	return ds, s.wrap("list deliveries", rows.Err())
+}
+
+// QueueMemberDelivery queues a message to one of the member's endpoints.
+func (s *Store) QueueMemberDelivery(ctx context.Context, memberID, endpointID int64, eventType, msgID string, body []byte) (int64, error) {
+	stamp := now()
+	res, err := s.write.ExecContext(ctx, `INSERT INTO webhook_deliveries (endpoint_id, event_type, msg_id, body, state, next_attempt, created_at)
+		SELECT id, ?, ?, ?, 'pending', ?, ? FROM webhook_endpoints WHERE id = ? AND member_id = ?`,
+		eventType, msgID, body, stamp, stamp, endpointID, memberID)
+	if err = oneRow(res, err, fmt.Sprintf("endpoint %d", endpointID)); err != nil {
+		return 0, s.wrap("queue delivery", err)
+	}
+	id, err := res.LastInsertId()
+	return id, s.wrap("queue delivery", err)
+}
+
+// RedeliverMemberDelivery queues a finished delivery of one of the
+// member's endpoints again at once.
+func (s *Store) RedeliverMemberDelivery(ctx context.Context, memberID, endpointID, deliveryID int64) error {
+	return s.wrap("redeliver", inTx(ctx, s.write, func(tx *sql.Tx) error {
+		var state string
+		err := tx.QueryRowContext(ctx, `SELECT d.state FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+			WHERE d.id = ? AND d.endpoint_id = ? AND e.member_id = ?`, deliveryID, endpointID, memberID).Scan(&state)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("%w: delivery %d", certorder.ErrNotFound, deliveryID)
+		case err != nil:
+			return err
+		case state == certorder.DeliveryPending:
+			return fmt.Errorf("%w: delivery %d is pending already", certorder.ErrConflict, deliveryID)
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_attempt = ?
+			WHERE id = ?`, now(), deliveryID)
+		return err
+	}))
+}

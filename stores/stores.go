@@ -3,23 +3,122 @@ package stores
 
 import (
 	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/postgres"
 	"github.com/certorder/certorder/sqlite"
 )
 
+// ErrNoStore is the error OpenExisting wraps when the DSN names no store:
+// a SQLite file or directory that is not there, or a database without the
+// certorder schema.
+var ErrNoStore = errors.New("no certorder store")
+
 // IsPostgres reports whether dsn names a PostgreSQL database.
 func IsPostgres(dsn string) bool {
 	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
 }
 
+// SQLitePath is the file a non-PostgreSQL DSN names (an optional sqlite:
+// prefix is dropped).
+func SQLitePath(dsn string) string { return strings.TrimPrefix(dsn, "sqlite:") }
+
 // Open opens a postgres:// or postgresql:// URL with the PostgreSQL store,
-// and anything else as a SQLite file path (an optional sqlite: prefix is dropped).
+// and anything else as a SQLite file path (an optional sqlite: prefix is
+// dropped). It creates the store if it does not exist yet.
 func Open(ctx context.Context, dsn string) (certorder.Store, error) {
 	if IsPostgres(dsn) {
 		return postgres.Open(ctx, dsn)
 	}
-	return sqlite.Open(ctx, strings.TrimPrefix(dsn, "sqlite:"))
+	return sqlite.Open(ctx, SQLitePath(dsn))
+}
+
+// OpenExisting is Open for a store that must already exist, so that a
+// mistyped DSN is an error rather than a new, empty store. It refuses a
+// SQLite path that does not exist (naming it, or the missing directory) and
+// a database that lacks the certorder schema; the error wraps ErrNoStore.
+// An existing store of an older schema is migrated, as Open does.
+func OpenExisting(ctx context.Context, dsn string) (certorder.Store, error) {
+	var err error
+	if IsPostgres(dsn) {
+		err = postgresExists(ctx, dsn)
+	} else {
+		err = sqliteExists(ctx, SQLitePath(dsn))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return Open(ctx, dsn)
+}
+
+func sqliteExists(ctx context.Context, path string) error {
+	if path == "" || strings.ContainsAny(path, "?#") {
+		return nil // sqlite.Open says what is wrong with the path
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		dir := filepath.Dir(path)
+		if _, derr := os.Stat(dir); errors.Is(derr, fs.ErrNotExist) {
+			return fmt.Errorf("%w at %s: the directory %s does not exist", ErrNoStore, path, dir)
+		}
+		return fmt.Errorf("%w at %s: the file does not exist", ErrNoStore, path)
+	case err != nil:
+		return fmt.Errorf("store %s: %w", path, err)
+	case fi.IsDir():
+		return fmt.Errorf("%w at %s: it is a directory, not a SQLite file", ErrNoStore, path)
+	}
+	// A plain connection: it reads the schema and writes nothing.
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		return fmt.Errorf("store %s: %w", path, err)
+	}
+	defer db.Close()
+	// Two tables, because other tools name a table schema_migrations too.
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
+		WHERE type = 'table' AND name IN ('schema_migrations', 'members')`).Scan(&n); err != nil {
+		return fmt.Errorf("store %s cannot be read as a SQLite database: %w", path, err)
+	}
+	if n != 2 {
+		return fmt.Errorf("%w at %s: the file is not a certorder store (it lacks the certorder tables)", ErrNoStore, path)
+	}
+	return nil
+}
+
+func postgresExists(ctx context.Context, dsn string) error {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return fmt.Errorf("postgres: %w", err) // pgx's message leaves the password out
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = 5 * time.Second // as postgres.Open
+	}
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	defer pool.Close()
+	// to_regclass looks in the search_path, where the store's tables are made.
+	var ok bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL
+		AND to_regclass('members') IS NOT NULL`).Scan(&ok); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	if !ok {
+		return fmt.Errorf("%w in PostgreSQL database %q on %s: it lacks the certorder tables (schema_migrations, members) in its search_path",
+			ErrNoStore, cfg.ConnConfig.Database, cfg.ConnConfig.Host)
+	}
+	return nil
 }

@@ -64,6 +64,7 @@ func Run(t *testing.T, open func(t *testing.T) certorder.Store) {
 	t.Run("ApplyUpstream", func(t *testing.T) { testApplyUpstream(t, newStore(t)) })
 	t.Run("SyncState", func(t *testing.T) { testSyncState(t, newStore(t)) })
 	t.Run("SyncLock", func(t *testing.T) { testSyncLock(t, newStore(t)) })
+	t.Run("MemberWebhooks", func(t *testing.T) { testMemberWebhooks(t, newStore(t)) })
 	t.Run("Ping", func(t *testing.T) {
 		if err := newStore(t).Ping(context.Background()); err != nil {
 			t.Fatal(err)

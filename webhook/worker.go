@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -263,8 +264,10 @@ func (w *Worker) deliver(ctx context.Context, d certorder.Delivery) error {
 	a.Status, a.Class, a.Latency = res.Status, string(res.Class), res.Latency
 	if res.Err != nil {
 		a.Error = res.Err.Error()
-	} else if !res.Delivered() {
-		a.Error = res.Answer
+	}
+	if answer := strings.TrimSpace(res.Answer); answer != "" && !res.Delivered() {
+		// The receiver's own words say best why it refused: the member sees them.
+		a.Error = strings.TrimPrefix(a.Error+": "+answer, ": ")
 	}
 	switch attempt := d.Attempts + 1; {
 	case res.Delivered():

@@ -4,130 +4,178 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/client"
+	"github.com/certorder/certorder/sqlite"
 	"github.com/certorder/certorder/stores"
 	"github.com/certorder/certorder/wire"
 )
 
-const adminUsage = `usage: certorder admin <command> [--db DSN] [arguments]
-
-  member add NAME              create a member (NAME is its AccessName)
-  member list                  list members
-  member disable NAME          refuse the member's requests from the next one on
-  member enable NAME           accept them again
-  member keys NAME on|off      let the member create and revoke its own keys on the web page, or not
-  member link NAME --container ID
-                               give the member the orders of a CertCentral division (certorder sync)
-  member unlink NAME --container ID
-                               stop that; the member keeps the orders it has
-  key create NAME [--label T]  create an API key; printed once, on the last line
-  key list NAME                list a member's keys (never the secrets)
-  key revoke KEYID             refuse the key from the next request on
-  order import --member NAME FILE|-
-                               import one order object or an array of them, all or none
-  order renew OLD NEW          record that order NEW renewed order OLD
-  order list NAME              list a member's orders
-  order show ID                show an order as OrderInfo answers it
-  audit [--member NAME] [--since TIME] [--limit N]
-                               list API calls, newest first (TIME: RFC 3339, YYYY-MM-DD, or a duration ago: 24h)
-  webhook add MEMBER URL [--events TYPES]
-                               add a webhook endpoint; its signing secret alone on the last line
-  webhook list MEMBER          list a member's endpoints
-  webhook remove ID            remove an endpoint and its deliveries
-  webhook rotate ID            new signing secret; the old one signs too for 24 hours
-  sync status                  the CertCentral sync's cursor, last runs, links and unassigned orders
-  migrate                      apply the store's schema migrations, and nothing else
-  export                       write every member, key hash, order and renewal as JSON lines
-  restore FILE|-               load an export into an empty store, all or nothing
-`
-
 // adminFunc does one operator command on an open store.
 type adminFunc func(ctx context.Context, store certorder.Store, args []string) error
 
-// adminCommand is one operator command: its positional arguments, and setup,
-// which declares its flags and returns what it does.
+// adminCommand is one operator command: its name, positional arguments and
+// summary for the usage, and setup, which declares its flags and returns
+// what it does.
 type adminCommand struct {
-	args  string // usage of the positional arguments
-	nargs int
-	setup func(fs *flag.FlagSet) adminFunc
+	name    string // one word (migrate) or two (member add)
+	args    string // usage of the positional arguments and flags
+	summary string
+	nargs   int
+	// creates: the command makes the store if there is none. Every other
+	// command refuses a store that does not exist, so that a mistyped --db
+	// is an error, not a new empty store.
+	creates bool
+	setup   func(fs *flag.FlagSet) adminFunc
 }
 
 func noFlags(f adminFunc) func(*flag.FlagSet) adminFunc {
 	return func(*flag.FlagSet) adminFunc { return f }
 }
 
-// adminCommands lists every operator command.
-func (e *env) adminCommands() map[string]adminCommand {
-	return map[string]adminCommand{
-		"member add":     {"NAME", 1, noFlags(e.memberAdd)},
-		"member list":    {"", 0, noFlags(e.memberList)},
-		"member disable": {"NAME", 1, noFlags(e.memberSetDisabled(true))},
-		"member enable":  {"NAME", 1, noFlags(e.memberSetDisabled(false))},
-		"member keys":    {"NAME on|off", 2, noFlags(e.memberKeys)},
-		"member link":    {"NAME --container ID", 1, e.memberLink(true)},
-		"member unlink":  {"NAME --container ID", 1, e.memberLink(false)},
-		"sync status":    {"", 0, noFlags(e.syncStatus)},
-		"key create":     {"NAME [--label TEXT]", 1, e.keyCreate},
-		"key list":       {"NAME", 1, noFlags(e.keyList)},
-		"key revoke":     {"KEYID", 1, noFlags(e.keyRevoke)},
-		"order import":   {"--member NAME FILE|-", 1, e.orderImport},
-		"order renew":    {"OLD NEW", 2, noFlags(e.orderRenew)},
-		"order list":     {"NAME", 1, noFlags(e.orderList)},
-		"order show":     {"ID", 1, noFlags(e.orderShow)},
-		"audit":          {"[--member NAME] [--since TIME] [--limit N]", 0, e.audit},
-		"webhook add":    {"MEMBER URL [--events TYPES]", 2, e.webhookAdd},
-		"webhook list":   {"MEMBER", 1, noFlags(e.webhookList)},
-		"webhook remove": {"ID", 1, noFlags(e.webhookRemove)},
-		"webhook rotate": {"ID", 1, noFlags(e.webhookRotate)},
-		"migrate":        {"", 0, noFlags(e.migrate)},
-		"export":         {"", 0, noFlags(e.export)},
-		"restore":        {"FILE|-", 1, noFlags(e.restore)},
+// adminCommands lists every operator command, in the usage's order.
+func (e *env) adminCommands() []adminCommand {
+	return []adminCommand{
+		{"member add", "NAME", "create a member (NAME is its AccessName)", 1, false, noFlags(e.memberAdd)},
+		{"member list", "", "list members", 0, false, noFlags(e.memberList)},
+		{"member disable", "NAME", "refuse the member's requests from the next one on", 1, false, noFlags(e.memberSetDisabled(true))},
+		{"member enable", "NAME", "accept them again", 1, false, noFlags(e.memberSetDisabled(false))},
+		{"member keys", "NAME on|off", "let the member create and revoke its own keys on the web page, or not", 2, false, noFlags(e.memberKeys)},
+		{"member link", "NAME --container ID", "give the member the orders of a CertCentral division (certorder sync)", 1, false, e.memberLink(true)},
+		{"member unlink", "NAME --container ID", "stop that; the member keeps the orders it has", 1, false, e.memberLink(false)},
+		{"key create", "NAME [--label TEXT]", "create an API key; printed once, on the last line", 1, false, e.keyCreate},
+		{"key list", "NAME", "list a member's keys (never the secrets)", 1, false, noFlags(e.keyList)},
+		{"key revoke", "KEYID|KEY", "refuse the key from the next request on", 1, false, noFlags(e.keyRevoke)},
+		{"order import", "--member NAME FILE|-", "import one order object or an array of them, all or none", 1, false, e.orderImport},
+		{"order renew", "OLD NEW", "record that order NEW renewed order OLD", 2, false, noFlags(e.orderRenew)},
+		{"order list", "NAME", "list a member's orders", 1, false, noFlags(e.orderList)},
+		{"order show", "ID [--summary]", "print an order as OrderInfo answers it", 1, false, e.orderShow},
+		{"audit", "[--member NAME] [--since TIME] [--limit N]",
+			"list API calls, newest first (TIME: RFC 3339, YYYY-MM-DD, or a duration ago: 24h)", 0, false, e.audit},
+		{"webhook add", "MEMBER URL [--events TYPES]", "add a webhook endpoint; its signing secret alone on the last line", 2, false, e.webhookAdd},
+		{"webhook list", "MEMBER", "list a member's endpoints", 1, false, noFlags(e.webhookList)},
+		{"webhook remove", "ID", "remove an endpoint and its deliveries", 1, false, noFlags(e.webhookRemove)},
+		{"webhook rotate", "ID", "new signing secret; the old one signs too for 24 hours", 1, false, noFlags(e.webhookRotate)},
+		{"sync status", "", "the CertCentral sync's cursor, last runs, links and unassigned orders", 0, false, noFlags(e.syncStatus)},
+		{"migrate", "", "create the store, or apply its schema migrations; nothing else", 0, true, noFlags(e.migrate)},
+		{"export", "", "write every member, key hash, order and renewal as JSON lines", 0, false, noFlags(e.export)},
+		{"restore", "FILE|-", "load an export into an empty store (created if need be), all or nothing", 1, true, noFlags(e.restore)},
+		{"backup", "FILE [--audit]", "copy a live SQLite store to the new FILE (PostgreSQL: pg_dump)", 1, false, e.backup},
 	}
 }
 
+// isAdminGroup reports whether word is the first word of two-word
+// commands (member, key, ...), from the table.
+func (e *env) isAdminGroup(word string) bool {
+	return slices.ContainsFunc(e.adminCommands(), func(c adminCommand) bool { return strings.HasPrefix(c.name, word+" ") })
+}
+
+// adminUsage lists the operator commands whose name starts with prefix
+// ("" for all).
+func (e *env) adminUsage(prefix string) string {
+	var b strings.Builder
+	b.WriteString("usage: certorder admin <command> [--db DSN] [arguments]\n\n")
+	for _, c := range e.adminCommands() {
+		if strings.HasPrefix(c.name+" ", prefix) {
+			writeUsageLine(&b, c.name, c.args, c.summary)
+		}
+	}
+	b.WriteString("\nThe store is --db, or CERTORDER_DB, or ./certorder.db: a SQLite file path or a\n" +
+		"postgres:// URL. Only migrate and restore create a store that does not exist;\n" +
+		"the others refuse it. Run 'certorder admin <command> --help' for its flags.\n")
+	return b.String()
+}
+
+func isHelpFlag(s string) bool {
+	return s == "-h" || s == "-help" || s == "--help" || s == "--h" || s == "help"
+}
+
 func (e *env) admin(ctx context.Context, args []string) error {
-	commands := e.adminCommands()
+	if len(args) == 0 {
+		fmt.Fprint(e.stderr, e.adminUsage(""))
+		return usageError("admin: no command given")
+	}
+	if isHelpFlag(args[0]) {
+		return &helpShown{usage: e.adminUsage("")}
+	}
 	// A command is one word (migrate) or two (member add).
-	var name string
 	var cmd adminCommand
-	ok := false
-	for n := 1; n <= min(2, len(args)) && !ok; n++ {
-		name = strings.Join(args[:n], " ")
-		cmd, ok = commands[name]
+	words := 0
+	for _, c := range e.adminCommands() {
+		n := len(strings.Fields(c.name))
+		if n <= len(args) && c.name == strings.Join(args[:n], " ") {
+			cmd, words = c, n
+			break
+		}
 	}
-	if !ok {
-		fmt.Fprint(e.stderr, adminUsage)
-		return usageError("admin: unknown command %q", strings.Join(args, " "))
+	if words == 0 {
+		if e.isAdminGroup(args[0]) {
+			switch {
+			case len(args) > 1 && isHelpFlag(args[1]):
+				return &helpShown{usage: e.adminUsage(args[0] + " ")}
+			case len(args) == 1:
+				fmt.Fprint(e.stderr, e.adminUsage(args[0]+" "))
+				return usageError("admin %s: which one? see the list above", args[0])
+			}
+		}
+		fmt.Fprint(e.stderr, e.adminUsage(""))
+		return usageError("admin: unknown command %q", strings.Join(args[:min(2, len(args))], " "))
 	}
-	fs := e.newFlags("admin "+name, cmd.args)
+	fs := e.commandFlags("admin "+cmd.name, cmd.args+" [--db DSN]", cmd.summary)
 	db := e.dbFlag(fs)
 	do := cmd.setup(fs)
-	pos, err := parse(fs, args[len(strings.Fields(name)):], cmd.nargs)
+	pos, err := parse(fs, args[words:], cmd.nargs)
 	if err != nil {
 		return err
 	}
 	if err := e.applyEnv(fs, dbEnv); err != nil {
 		return err
 	}
-	store, err := stores.Open(ctx, *db)
+	if cmd.name == "backup" && stores.IsPostgres(*db) {
+		return usageError(backupPostgres)
+	}
+	open := stores.OpenExisting
+	if cmd.creates {
+		open = stores.Open
+	}
+	store, err := open(ctx, *db)
+	if errors.Is(err, stores.ErrNoStore) {
+		return &exitErr{code: exitUsage, err: fmt.Errorf("admin %s: %w\n"+
+			"Check --db (or CERTORDER_DB); to create a new store there, run: certorder admin migrate --db %s",
+			cmd.name, err, shellQuote(redactDSN(*db)))}
+	}
 	if err != nil {
-		return err
+		return fmt.Errorf("admin %s: opening the store %s: %w", cmd.name, redactDSN(*db), err)
 	}
 	defer store.Close()
 	return do(ctx, store, pos)
 }
 
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-:@+=,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 func (e *env) memberAdd(ctx context.Context, store certorder.Store, args []string) error {
-	if _, err := store.AddMember(ctx, args[0]); err != nil {
+	if _, err := store.AddMember(ctx, args[0]); errors.Is(err, certorder.ErrConflict) {
+		return fmt.Errorf("member %s already exists", args[0])
+	} else if err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "member %s added\n", args[0])
@@ -226,12 +274,25 @@ func (e *env) keyList(ctx context.Context, store certorder.Store, args []string)
 	return tw.Flush()
 }
 
+// keyRevoke takes a key ID or a whole key; a whole key is revoked by its
+// ID, and no message repeats what was given, which may hold a secret.
 func (e *env) keyRevoke(ctx context.Context, store certorder.Store, args []string) error {
-	if err := store.RevokeKey(ctx, args[0]); err != nil {
+	id := args[0]
+	if strings.HasPrefix(id, certorder.KeyPrefix) {
+		var ok bool
+		if id, ok = certorder.KeyID(args[0]); !ok {
+			return usageError("key revoke: the argument starts like an API key but is not one; give the key ID (12 hex digits, see admin key list) or the whole key")
+		}
+	} else if _, ok := certorder.KeyID(certorder.KeyPrefix + id + "_x"); !ok {
+		return usageError("key revoke: the argument is not a key ID (12 hex digits, see admin key list) or a whole key")
+	}
+	if err := store.RevokeKey(ctx, id); errors.Is(err, certorder.ErrNotFound) {
+		return fmt.Errorf("key revoke: no key with ID %s", id)
+	} else if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "key %s revoked\n", args[0])
-	return e.awaitInstances(ctx, store, "key "+args[0]+" revoked")
+	fmt.Fprintf(e.stdout, "key %s revoked\n", id)
+	return e.awaitInstances(ctx, store, "key "+id+" revoked")
 }
 
 func (e *env) orderImport(fs *flag.FlagSet) adminFunc {
@@ -301,28 +362,66 @@ func (e *env) orderList(ctx context.Context, store certorder.Store, args []strin
 	return tw.Flush()
 }
 
-func (e *env) orderShow(ctx context.Context, store certorder.Store, args []string) error {
-	id, err := orderIDArg(args[0])
-	if err != nil {
-		return err
+// orderShow prints the OrderInfo answer alone, for jq; --summary prints
+// the member's summary (as `certorder info` does) with the owner first.
+func (e *env) orderShow(fs *flag.FlagSet) adminFunc {
+	summary := fs.Bool("summary", false, "print a readable summary with the owning member instead of the JSON")
+	return func(ctx context.Context, store certorder.Store, args []string) error {
+		id, err := orderIDArg(args[0])
+		if err != nil {
+			return err
+		}
+		o, err := store.FindOrder(ctx, id)
+		if errors.Is(err, certorder.ErrNotFound) {
+			return fmt.Errorf("order show: no order %d in the store", id)
+		} else if err != nil {
+			return err
+		}
+		answer := wire.AppendOrderInfo(nil, o, time.Now())
+		if *summary {
+			var co client.Order
+			if err := json.Unmarshal(answer, &co); err != nil {
+				return err
+			}
+			return e.printOrder(&co, nil, o.Member)
+		}
+		var out bytes.Buffer
+		if err := json.Indent(&out, answer, "", "  "); err != nil {
+			return err
+		}
+		fmt.Fprintln(e.stdout, strings.TrimSpace(out.String()))
+		return nil
 	}
-	o, err := store.FindOrder(ctx, id)
-	if err != nil {
-		return err
-	}
-	var out bytes.Buffer
-	if err := json.Indent(&out, wire.AppendOrderInfo(nil, o, time.Now()), "", "  "); err != nil {
-		return err
-	}
-	fmt.Fprintf(e.stdout, "member: %s\n%s\n", o.Member, strings.TrimSpace(out.String()))
-	return nil
 }
 
 func (e *env) migrate(context.Context, certorder.Store, []string) error {
-	// Opening the store applied the migrations.
+	// Opening the store created it or applied the migrations.
 	fmt.Fprintln(e.stdout, "schema is up to date")
 	return nil
 }
+
+// backup copies a SQLite store while it is in use (sqlite.Store.Backup);
+// admin refuses a PostgreSQL DSN before connecting.
+func (e *env) backup(fs *flag.FlagSet) adminFunc {
+	withAudit := fs.Bool("audit", false, "also copy the audit trail, to FILE-audit")
+	return func(ctx context.Context, store certorder.Store, args []string) error {
+		s, ok := store.(*sqlite.Store)
+		if !ok {
+			return usageError(backupPostgres)
+		}
+		if err := s.Backup(ctx, args[0], *withAudit); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "store copied to %s\n", args[0])
+		if *withAudit {
+			fmt.Fprintf(e.stdout, "audit trail copied to %s\n", sqlite.AuditPath(args[0]))
+		}
+		return nil
+	}
+}
+
+const backupPostgres = "admin backup copies a SQLite store; back up PostgreSQL with pg_dump " +
+	"(pg_dump --format=custom --file=certorder.dump \"$CERTORDER_DB\"; see docs/OPERATIONS.md, Backups)"
 
 func (e *env) export(ctx context.Context, store certorder.Store, _ []string) error {
 	return certorder.Export(ctx, store, e.stdout)
@@ -356,7 +455,11 @@ func (e *env) audit(fs *flag.FlagSet) adminFunc {
 	return func(ctx context.Context, store certorder.Store, _ []string) error {
 		from, err := parseSince(*since, time.Now())
 		if err != nil {
-			return usageError("audit: --since %q: %v", *since, err)
+			return usageError("audit: --since %q is not a time: give RFC 3339 (2026-11-21T08:00:00Z), "+
+				"a date (2026-11-21, UTC) or a duration ago (24h, 90m)", *since)
+		}
+		if *limit < 0 {
+			return usageError("audit: --limit %d: give 0 for all entries, or a positive number", *limit)
 		}
 		entries, err := store.Audit(ctx, certorder.AuditQuery{Member: *member, Since: from, Limit: *limit})
 		if err != nil {
@@ -384,6 +487,9 @@ func (e *env) audit(fs *flag.FlagSet) adminFunc {
 // parseSince reads a point in time: RFC 3339, YYYY-MM-DD (UTC), or a duration before now.
 func parseSince(s string, now time.Time) (time.Time, error) {
 	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("a negative duration %s", s)
+		}
 		return now.Add(-d), nil
 	}
 	if t, err := time.Parse(time.RFC3339, s); err == nil {

@@ -110,18 +110,19 @@ func timelineOrders(now time.Time) string {
 
 // A member signs in, finds the current order of a renewal chain, rotates
 // their key (creates one, signs out, signs in with it, revokes the old
-// one), views the timeline at desktop and phone widths, and switches to
-// Japanese, in headless Chromium; axe-core audits every page.
+// one), adds a webhook endpoint and sees a test event delivered to a real
+// receiver, views the timeline at desktop and phone widths, and switches
+// to Japanese, in headless Chromium; axe-core audits every page.
 func TestBrowser(t *testing.T) {
 	exe := chromium(t)
 	axe := axeSource(t)
 	out := artifacts(t)
-	c := newCLI(t, testdb.SQLite(t))
+	c := newStoreCLI(t, testdb.SQLite(t))
 	c.ok("admin", "member", "add", "demo")
 	if _, errOut, err := c.run(timelineOrders(time.Now()), "admin", "order", "import", "--member", "demo", "-"); err != nil {
 		t.Fatalf("import: %v\n%s", err, errOut)
 	}
-	endpoint, stdout := startServe(t, c, "--demo")
+	endpoint, stdout := startServe(t, c, "--demo", "--webhook-allow-private") // the receiver below is on loopback
 	base := strings.TrimSuffix(endpoint, "api/digicert/")
 	oldKey := regexp.MustCompile(`AccessKey:\s+(\S+)`).FindStringSubmatch(stdout.String())[1]
 	oldID, _ := certorder.KeyID(oldKey)
@@ -204,6 +205,7 @@ func TestBrowser(t *testing.T) {
 
 	// Rotate the key: create one, sign out, sign in with it, revoke the old one.
 	var newKey, keysText, location string
+	var overflowHooks bool
 	err = chromedp.Run(ctx,
 		chromedp.Click(`nav.sections a[href="/keys"]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`table.keys`, chromedp.ByQuery),
@@ -250,6 +252,101 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("the new key: %v", err)
 	}
 
+	// Webhooks: add an endpoint (its secret shown once), send a test event,
+	// which a loopback receiver verifies with the Standard Webhooks
+	// reference library, and see it delivered on the endpoint's page.
+	rc := newReceiver(t)
+	hookURL := rc.srv.URL + "/certorder"
+	var secret, createdText string
+	err = chromedp.Run(ctx,
+		chromedp.Click(`nav.sections a[href="/webhooks"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`form.create-webhook`, chromedp.ByQuery),
+		check("webhooks, none yet"),
+		chromedp.SendKeys(`#url`, hookURL, chromedp.ByQuery),
+		chromedp.Click(`#event-0`, chromedp.ByQuery), // order.renewed
+		chromedp.Click(`#event-1`, chromedp.ByQuery), // order.status_changed
+		chromedp.Click(`form.create-webhook button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#new-secret`, chromedp.ByQuery),
+		chromedp.Text(`#new-secret`, &secret, chromedp.ByQuery),
+		chromedp.Text(`main`, &createdText, chromedp.ByQuery),
+		check("new webhook endpoint"), shot("webhook-created.png"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret = strings.TrimSpace(secret)
+	if !strings.HasPrefix(secret, "whsec_") || !strings.Contains(createdText, hookURL) ||
+		!strings.Contains(createdText, "order.renewed, order.status_changed") {
+		t.Fatalf("the new endpoint's page (secret of %d characters):\n%s", len(secret), strings.ReplaceAll(createdText, secret, "(secret)"))
+	}
+	rc.mu.Lock()
+	rc.secret = secret
+	rc.mu.Unlock()
+	var notice, endpointHTML, deliveries string
+	err = chromedp.Run(ctx,
+		chromedp.Click(`form.actions button[type=submit]`, chromedp.ByQuery), // send a test event
+		chromedp.WaitVisible(`table.deliveries`, chromedp.ByQuery),           // the endpoint's page, with the queued event
+		chromedp.Text(`p.ok`, &notice, chromedp.ByQuery),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(notice, "test event is queued") {
+		t.Errorf("after sending a test event: %q", notice)
+	}
+	var test *received
+	for n := 1; test == nil && n <= 5; n++ { // the test event; nothing else is due, but tolerate the demo's renewals
+		got := rc.wait(n)
+		if got[n-1].typ == "webhook.test" {
+			test = &got[n-1]
+		}
+	}
+	if test == nil || test.data["message"] == nil {
+		t.Fatalf("the receiver got no test event: %+v", test)
+	}
+	// The page shows the delivery once the worker has recorded it: reload until then.
+	for i := 0; ; i++ {
+		err = chromedp.Run(ctx, chromedp.Reload(), chromedp.WaitVisible(`table.deliveries`, chromedp.ByQuery),
+			chromedp.Text(`table.deliveries`, &deliveries, chromedp.ByQuery))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(deliveries, "Delivered") || i == 40 {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if !strings.Contains(deliveries, "webhook.test") || !strings.Contains(deliveries, "Delivered") || !strings.Contains(deliveries, "204") {
+		t.Fatalf("the endpoint's deliveries: %q", deliveries)
+	}
+	err = chromedp.Run(ctx,
+		check("webhook endpoint"), shot("webhook.png"),
+		chromedp.OuterHTML(`html`, &endpointHTML, chromedp.ByQuery),
+		chromedp.Click(`a.delete`, chromedp.ByQuery),
+		chromedp.WaitVisible(`form.confirm`, chromedp.ByQuery),
+		check("webhook delete confirmation"),
+		chromedp.Click(`form.confirm a`, chromedp.ByQuery), // cancel
+		chromedp.WaitVisible(`table.deliveries`, chromedp.ByQuery),
+		chromedp.Click(`nav.sections a[href="/webhooks"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`table.webhooks`, chromedp.ByQuery),
+		check("webhooks"), shot("webhooks.png"),
+		chromedp.EmulateViewport(390, 844),
+		chromedp.Navigate(base+"webhooks/1"),
+		chromedp.WaitVisible(`table.deliveries`, chromedp.ByQuery),
+		chromedp.Evaluate(`document.documentElement.scrollWidth > window.innerWidth`, &overflowHooks),
+		check("webhook endpoint on a phone"),
+		chromedp.EmulateViewport(1280, 900),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(endpointHTML, strings.TrimPrefix(secret, "whsec_")) {
+		t.Error("the endpoint's page shows the secret again")
+	}
+	if overflowHooks {
+		t.Error("the endpoint's page scrolls sideways on a phone")
+	}
+
 	// The timeline, at desktop and phone widths: no sideways scrolling on a phone.
 	var bars int
 	var overflow bool
@@ -279,7 +376,7 @@ func TestBrowser(t *testing.T) {
 	}
 
 	// Japanese, remembered across pages; then sign out.
-	var lang, title, timelineLang string
+	var lang, title, timelineLang, deliveriesJa string
 	err = chromedp.Run(ctx,
 		chromedp.Click(`nav.languages a[lang="ja"]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`html[lang="ja"] table.orders`, chromedp.ByQuery),
@@ -292,6 +389,10 @@ func TestBrowser(t *testing.T) {
 		chromedp.Navigate(base+"keys"),
 		chromedp.WaitVisible(`table.keys`, chromedp.ByQuery),
 		check("keys in Japanese"),
+		chromedp.Navigate(base+"webhooks/1"),
+		chromedp.WaitVisible(`table.deliveries`, chromedp.ByQuery),
+		chromedp.Text(`table.deliveries`, &deliveriesJa, chromedp.ByQuery),
+		check("webhook endpoint in Japanese"),
 		chromedp.Click(`form[action="/signout"] button`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#name`, chromedp.ByQuery),
 		chromedp.AttributeValue(`html`, "lang", &lang, nil, chromedp.ByQuery),
@@ -301,8 +402,8 @@ func TestBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if title != "注文一覧" || timelineLang != "ja" || lang != "ja" {
-		t.Errorf("Japanese: heading %q, timeline lang %q, sign-in lang %q", title, timelineLang, lang)
+	if title != "注文一覧" || timelineLang != "ja" || lang != "ja" || !strings.Contains(deliveriesJa, "配信済み") {
+		t.Errorf("Japanese: heading %q, timeline lang %q, sign-in lang %q, deliveries %q", title, timelineLang, lang, deliveriesJa)
 	}
 	if !strings.HasSuffix(location, "/signin") {
 		t.Errorf("after sign-out the browser is at %s", location)

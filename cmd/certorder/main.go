@@ -1,9 +1,10 @@
 // Command certorder is the certificate-order lookup service, its operator
 // commands and its member commands, in one binary. Run it without arguments
-// for the list of commands.
+// (or with --help) for the list of commands.
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -27,26 +28,69 @@ func main() {
 	}
 }
 
-const usage = `usage: certorder <command> [arguments]
+// topCommand is one command of the first word, for the usage and completion.
+type topCommand struct {
+	name    string
+	args    string
+	summary string
+	group   string // the heading it is listed under
+}
 
-The service:
-  serve                      run the lookup service (--demo for demo data)
+// topCommands lists every first word but admin's, whose commands come from
+// adminCommands. The order is the usage's.
+var topCommands = []topCommand{
+	{"serve", "[flags]", "run the lookup service (--demo for demo data)", groupService},
+	{"sync", "[flags]", "fetch orders from DigiCert CertCentral once (--dry-run, --full)", groupService},
+	{"auth", "[flags]", "check that your credentials are accepted", groupMember},
+	{"info", "ID [flags]", "show an order", groupMember},
+	{"renew-check", "ID [flags]", "show the order that renewed an order", groupMember},
+	{"current", "ID [flags]", "follow renewals to the newest order", groupMember},
+	{"version", "", "print the version, commit and build date (also --version)", groupOther},
+	{"completion", "bash|zsh|fish", "print a shell completion script", groupOther},
+	{"help", "[COMMAND]", "print this, or a command's usage", groupOther},
+}
 
-Operator commands (on the store named by --db or CERTORDER_DB):
-  admin member add|list|disable|enable|link|unlink ...
-  admin key create|list|revoke ...
-  admin order import|renew|list|show ...
-  admin sync status
-  sync                       fetch orders from DigiCert CertCentral once (--dry-run, --full)
+const (
+	groupService = "The service:"
+	groupAdmin   = "Operator commands (on the store named by --db or CERTORDER_DB):"
+	groupMember  = "Member commands (on the endpoint named by --url or CERTORDER_URL):"
+	groupOther   = "Other:"
+)
 
-Member commands (on the endpoint named by --url or CERTORDER_URL):
-  auth                       check that your credentials are accepted
-  info ID                    show an order
-  renew-check ID             show the order that renewed an order
-  current ID                 follow renewals to the newest order
+// usage is the top-level usage: every command, the operator's included.
+func (e *env) usage() string {
+	var b strings.Builder
+	b.WriteString("usage: certorder <command> [arguments]\n")
+	for _, group := range []string{groupService, groupAdmin, groupMember, groupOther} {
+		fmt.Fprintf(&b, "\n%s\n", group)
+		if group == groupAdmin {
+			for _, c := range e.adminCommands() {
+				writeUsageLine(&b, "admin "+c.name, c.args, c.summary)
+			}
+			continue
+		}
+		for _, c := range topCommands {
+			if c.group == group {
+				writeUsageLine(&b, c.name, c.args, c.summary)
+			}
+		}
+	}
+	b.WriteString("\nRun 'certorder <command> --help' for a command's flags. Exit codes: 0 success,\n" +
+		"1 failure, 2 wrong arguments or configuration; the member commands add 3 to 6.\n")
+	return b.String()
+}
 
-Run 'certorder <command> -h' for a command's flags.
-`
+// writeUsageLine writes one command of a usage list, its summary aligned,
+// or on the next line when the command is too long.
+func writeUsageLine(b *strings.Builder, name, args, summary string) {
+	cmd := strings.TrimSpace(name + " " + args)
+	const width = 36
+	if len(cmd) < width-1 {
+		fmt.Fprintf(b, "  %-*s %s\n", width-3, cmd, summary)
+		return
+	}
+	fmt.Fprintf(b, "  %s\n  %-*s %s\n", cmd, width-3, "", summary)
+}
 
 // env is what every command gets from run.
 type env struct {
@@ -60,8 +104,18 @@ type env struct {
 func run(ctx context.Context, args []string, getenv func(string) string,
 	stdin io.Reader, stdout, stderr io.Writer) error {
 	e := &env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
+	err := e.dispatch(ctx, args)
+	// --help anywhere: the usage it asked for on stdout, and success.
+	if h := (*helpShown)(nil); errors.As(err, &h) {
+		fmt.Fprint(stdout, h.usage)
+		return nil
+	}
+	return err
+}
+
+func (e *env) dispatch(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(e.stderr, e.usage())
 		return usageError("no command given")
 	}
 	cmd, rest := args[0], args[1:]
@@ -74,13 +128,31 @@ func run(ctx context.Context, args []string, getenv func(string) string,
 		return e.sync(ctx, rest)
 	case "auth", "info", "renew-check", "current":
 		return e.member(ctx, cmd, rest)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
+	case "version", "--version", "-version":
+		return e.version(rest)
+	case "completion":
+		return e.completion(rest)
+	case completeCommand:
+		return e.complete(ctx, rest)
+	case "help", "-h", "-help", "--help":
+		if cmd == "help" && len(rest) > 0 {
+			return e.dispatch(ctx, append(rest, "--help"))
+		}
+		fmt.Fprint(e.stdout, e.usage())
 		return nil
 	}
-	fmt.Fprint(stderr, usage)
+	fmt.Fprint(e.stderr, e.usage())
 	return usageError("unknown command %q", cmd)
 }
+
+// helpShown is what asking for a command's usage (-h, --help) returns:
+// run prints the usage on stdout and succeeds.
+type helpShown struct{ usage string }
+
+func (h *helpShown) Error() string { return "help requested" }
+
+// Is lets callers treat it as flag.ErrHelp.
+func (h *helpShown) Is(target error) bool { return target == flag.ErrHelp }
 
 // exitErr carries a process exit code with an error.
 type exitErr struct {
@@ -107,31 +179,60 @@ func exitCode(err error) int {
 		return e.code
 	}
 	if errors.Is(err, flag.ErrHelp) {
-		return exitUsage
+		return 0
 	}
 	return exitFailure
 }
 
 // newFlags makes a flag set that reports errors to stderr, not to the process.
+// Its usage carries the command's summary from topCommands.
 func (e *env) newFlags(name, argsUsage string) *flag.FlagSet {
+	summary := ""
+	for _, c := range topCommands {
+		if c.name == name {
+			summary = c.summary
+		}
+	}
+	return e.commandFlags(name, argsUsage, summary)
+}
+
+// commandFlags is newFlags with the summary given.
+func (e *env) commandFlags(name, argsUsage, summary string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "usage: certorder %s %s\n", name, argsUsage)
-		fs.PrintDefaults()
+		w := fs.Output()
+		fmt.Fprintf(w, "usage: certorder %s\n", strings.TrimSpace(name+" "+argsUsage))
+		if summary != "" {
+			fmt.Fprintf(w, "\n%s\n", summary)
+		}
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 {
+			fmt.Fprintln(w, "\nFlags:")
+			fs.PrintDefaults()
+		}
 	}
 	return fs
 }
 
 // parse parses flags that may stand before, between or after the
 // positional arguments, and checks the number of positional arguments.
+// -h or --help returns *helpShown with the command's usage.
 func parse(fs *flag.FlagSet, args []string, want int) ([]string, error) {
+	// The flag package prints the usage itself, on -h and on a bad flag:
+	// catch it, for stdout or stderr.
+	out := fs.Output()
+	var buf bytes.Buffer
+	fs.SetOutput(&buf)
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			fs.SetOutput(out)
 			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
+				return nil, &helpShown{usage: buf.String()}
 			}
+			out.Write(buf.Bytes())
 			return nil, usageError("%v", err)
 		}
 		args = fs.Args()
@@ -141,6 +242,7 @@ func parse(fs *flag.FlagSet, args []string, want int) ([]string, error) {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+	fs.SetOutput(out)
 	if len(pos) != want {
 		fs.Usage()
 		return nil, usageError("%s: want %d argument(s), got %d", fs.Name(), want, len(pos))

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -24,6 +25,14 @@ type cli struct {
 
 func newCLI(t *testing.T, dsn string) *cli {
 	return &cli{t: t, env: map[string]string{"CERTORDER_DB": dsn}}
+}
+
+// newStoreCLI is newCLI on a new, empty store (admin commands refuse a
+// store that does not exist).
+func newStoreCLI(t *testing.T, dsn string) *cli {
+	c := newCLI(t, dsn)
+	c.ok("admin", "migrate")
+	return c
 }
 
 // run runs certorder with args and stdin; it returns stdout, stderr and the error.
@@ -63,9 +72,16 @@ func TestAdminCommands(t *testing.T) { testdb.Each(t, testAdminCommands) }
 
 func testAdminCommands(t *testing.T, dsn string) {
 	c := newCLI(t, dsn)
+	// No store yet: only migrate makes one (TestMistypedDB has the rest).
+	if msg := c.fails(exitUsage, "admin", "member", "add", "alice"); !strings.Contains(msg, "certorder admin migrate --db") {
+		t.Fatalf("member add on no store: %s", msg)
+	}
+	c.ok("admin", "migrate")
 	c.ok("admin", "member", "add", "alice")
 	c.ok("admin", "member", "add", "bob")
-	c.fails(exitFailure, "admin", "member", "add", "alice")
+	if msg := c.fails(exitFailure, "admin", "member", "add", "alice"); !strings.Contains(msg, "member alice already exists") {
+		t.Fatalf("member add twice: %s", msg)
+	}
 	c.fails(exitFailure, "admin", "member", "add", "not valid")
 	c.ok("admin", "member", "disable", "bob")
 	if out := c.ok("admin", "member", "list"); !regexp.MustCompile(`alice\s+enabled`).MatchString(out) ||
@@ -123,16 +139,49 @@ func testAdminCommands(t *testing.T, dsn string) {
 	if strings.Contains(list, "host4") {
 		t.Fatal("the failed import left order 4 behind")
 	}
+	// order show prints the OrderInfo answer alone, for jq.
 	show := c.ok("admin", "order", "show", "1")
-	if !strings.Contains(show, "member: alice") || !strings.Contains(show, `"was_renewed_by_order_id": 2`) {
-		t.Fatalf("order show:\n%s", show)
+	var answer map[string]any
+	if err := json.Unmarshal([]byte(show), &answer); err != nil || answer["was_renewed_by_order_id"] != 2.0 {
+		t.Fatalf("order show is not the OrderInfo answer alone (%v):\n%s", err, show)
 	}
-	c.fails(exitFailure, "admin", "order", "show", "99")
+	summary := c.ok("admin", "order", "show", "1", "--summary")
+	for _, re := range []string{`Member:\s+alice`, `Order:\s+1\n`, `Renewal:\s+renewed by order 2`} {
+		if !regexp.MustCompile(re).MatchString(summary) {
+			t.Errorf("order show --summary lacks %s:\n%s", re, summary)
+		}
+	}
+	if msg := c.fails(exitFailure, "admin", "order", "show", "99"); !strings.Contains(msg, "no order 99") {
+		t.Fatalf("order show 99: %s", msg)
+	}
 
-	c.ok("admin", "key", "revoke", id)
+	// key revoke takes the whole key too, and never repeats its secret.
+	out, errOut, err = c.run("", "admin", "key", "revoke", key)
+	if err != nil || !strings.HasPrefix(out, "key "+id+" revoked\n") || strings.Contains(out+errOut, key[17:]) {
+		t.Fatalf("key revoke with the whole key: %v %q %q", err, out, errOut)
+	}
 	if list := c.ok("admin", "key", "list", "alice"); !strings.Contains(list, "revoked") {
 		t.Fatalf("key list after revoke:\n%s", list)
 	}
+	c.ok("admin", "key", "revoke", id) // again, by ID: already revoked is fine
+	for _, bad := range []string{"cok_xyz_" + key[17:], key[17:]} {
+		if msg := c.fails(exitUsage, "admin", "key", "revoke", bad); strings.Contains(msg, key[17:25]) {
+			t.Errorf("key revoke %q repeats the secret: %s", bad, msg)
+		}
+	}
+	if msg := c.fails(exitFailure, "admin", "key", "revoke", "0123456789ab"); !strings.Contains(msg, "no key with ID 0123456789ab") {
+		t.Errorf("key revoke of a missing key: %s", msg)
+	}
+
+	// audit: what is wrong with an argument is said, with what would do.
+	if msg := c.fails(exitUsage, "admin", "audit", "--limit", "-1"); !strings.Contains(msg, "--limit -1") {
+		t.Errorf("audit --limit -1: %s", msg)
+	}
+	if msg := c.fails(exitUsage, "admin", "audit", "--since", "yesterday"); !strings.Contains(msg, `"yesterday" is not a time`) ||
+		!strings.Contains(msg, "RFC 3339") || !strings.Contains(msg, "24h") {
+		t.Errorf("audit --since yesterday: %s", msg)
+	}
+	c.ok("admin", "audit", "--since", "2026-01-02", "--limit", "0")
 	c.fails(exitUsage, "admin", "nothing", "here")
 	c.fails(exitUsage, "admin", "member")
 	c.fails(exitUsage, "frobnicate")

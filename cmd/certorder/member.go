@@ -82,7 +82,7 @@ func (e *env) member(ctx context.Context, cmd string, args []string) error {
 	case "current":
 		err = e.currentCmd(ctx, c, id, *asJSON, *idOnly)
 	}
-	return memberExit(err)
+	return memberExit(err, cmd, id, *endpoint, *name)
 }
 
 func (e *env) authCmd(ctx context.Context, c *client.Client, asJSON bool) error {
@@ -105,7 +105,7 @@ func (e *env) infoCmd(ctx context.Context, c *client.Client, id int64, asJSON bo
 	if asJSON {
 		return e.printRaw(o.Raw)
 	}
-	return e.printOrder(o, nil)
+	return e.printOrder(o, nil, "")
 }
 
 func (e *env) renewCheckCmd(ctx context.Context, c *client.Client, id int64, asJSON bool) error {
@@ -131,7 +131,7 @@ func (e *env) currentCmd(ctx context.Context, c *client.Client, id int64, asJSON
 	case asJSON:
 		return e.printRaw(cur.Order.Raw)
 	}
-	return e.printOrder(cur.Order, cur.Chain)
+	return e.printOrder(cur.Order, cur.Chain, "")
 }
 
 func (e *env) printRaw(raw []byte) error {
@@ -139,9 +139,13 @@ func (e *env) printRaw(raw []byte) error {
 	return err
 }
 
-// printOrder is the readable summary of an order, with its renewal chain if known.
-func (e *env) printOrder(o *client.Order, chain []int64) error {
+// printOrder is the readable summary of an order, with its renewal chain if
+// known and, when member is not empty, the member who owns it.
+func (e *env) printOrder(o *client.Order, chain []int64, member string) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	if member != "" {
+		fmt.Fprintf(tw, "Member:\t%s\n", member)
+	}
 	if len(chain) > 0 {
 		ids := make([]string, len(chain))
 		for i, id := range chain {
@@ -175,28 +179,69 @@ func (e *env) printOrder(o *client.Order, chain []int64) error {
 	return tw.Flush()
 }
 
-// memberExit gives a client error its documented exit code.
-func memberExit(err error) error {
+// memberExit gives a client error its documented exit code, and says in
+// words what it means for the command that met it.
+func memberExit(err error, cmd string, id int64, endpoint, name string) error {
 	if err == nil {
 		return nil
 	}
 	var apiErr *client.APIError
-	code := exitFailure
+	var httpErr *client.HTTPError
+	errors.As(err, &apiErr)
+	errors.As(err, &httpErr)
+	wait := "try again later"
+	if apiErr != nil && apiErr.RetryAfter > 0 {
+		wait = fmt.Sprintf("the service asks to wait %s before trying again", apiErr.RetryAfter)
+	}
+	_, bare := err.(*client.APIError)
+	code, msg := exitFailure, err
 	switch {
+	case wrongEndpoint(apiErr, httpErr):
+		code = exitUsage
+		msg = fmt.Errorf("%s does not answer as the service's endpoint: the URL probably lacks /api/<segment>/ "+
+			"(for example https://host/api/digicert/); check --url or CERTORDER_URL (%w)", endpoint, err)
 	case errors.Is(err, client.ErrCredentialsRejected):
 		code = exitCredentials
+		msg = fmt.Errorf("credentials rejected for AccessName %s: a wrong name or key, a revoked key or a disabled member (%w)", name, err)
 	case errors.Is(err, client.ErrNotRenewed):
 		code = exitNotRenewed
+		msg = fmt.Errorf("order %d has not been renewed (%w)", id, err)
 	case errors.Is(err, client.ErrNoSuchOrder):
 		code = exitNoSuchOrder
-	case errors.Is(err, client.ErrRateLimited), errors.Is(err, client.ErrUnavailable):
+		msg = fmt.Errorf("no such order: %d is not an order of member %s (%w)", id, name, err)
+		if cmd == "current" && !bare {
+			// The chain led to an order that is missing; the error names it.
+			msg = fmt.Errorf("following the renewals of order %d: %w", id, err)
+		}
+	case errors.Is(err, client.ErrRateLimited):
 		code = exitUnreachable
-	case errors.As(err, &apiErr):
+		msg = fmt.Errorf("too many requests or failed sign-ins: %s (%w)", wait, err)
+	case errors.Is(err, client.ErrUnavailable):
+		code = exitUnreachable
+		msg = fmt.Errorf("the service is unavailable for now: %s (%w)", wait, err)
+	case apiErr != nil:
 		if apiErr.Status >= 500 {
 			code = exitUnreachable
 		}
 	default: // not an answer of the service: network, HTTP or time-out trouble
 		code = exitUnreachable
 	}
-	return &exitErr{code: code, err: err}
+	return &exitErr{code: code, err: msg}
+}
+
+// wrongEndpoint reports whether an answer says the URL is not the
+// endpoint: the service's "path is failed", or a 404, 405 or HTML page
+// (a web site's, or certorder's own member page at the base URL). A 5xx
+// HTML page is a proxy's trouble, not a wrong URL.
+func wrongEndpoint(apiErr *client.APIError, httpErr *client.HTTPError) bool {
+	const numPath = 102 // certorder's "path is failed." (docs/API.md)
+	if apiErr != nil {
+		return apiErr.Number == numPath
+	}
+	if httpErr == nil || httpErr.Status >= 500 {
+		return false
+	}
+	body := strings.ToLower(strings.TrimSpace(httpErr.Body))
+	return httpErr.Status == 404 || httpErr.Status == 405 ||
+		strings.HasPrefix(body, "<!doctype html") || strings.HasPrefix(body, "<html")
 }

@@ -17,7 +17,7 @@ import (
 // admin member keys NAME on|off sets the member's self-service switch.
 func TestAdminMemberKeys(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dsn string) {
-		c := newCLI(t, dsn)
+		c := newStoreCLI(t, dsn)
 		c.ok("admin", "member", "add", "alice")
 		if out := c.ok("admin", "member", "keys", "alice", "off"); !strings.Contains(out, "alice: self-service keys on the web page off") {
 			t.Errorf("off: %s", out)
@@ -50,7 +50,7 @@ func TestAdminMemberKeys(t *testing.T) {
 // CERTORDER_MEMBER_KEYS=false (--member-keys=false) reaches the web page:
 // the keys page refuses changes.
 func TestServeMemberKeysOff(t *testing.T) {
-	c := newCLI(t, testdb.SQLite(t))
+	c := newStoreCLI(t, testdb.SQLite(t))
 	c.ok("admin", "member", "add", "alice")
 	key := lastLine(c.ok("admin", "key", "create", "alice"))
 	c.env["CERTORDER_MEMBER_KEYS"] = "false"

@@ -25,7 +25,7 @@ import (
 func TestRevocationUnderLoad(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dsn string) {
 		bin := buildBinary(t)
-		admin := newCLI(t, dsn)
+		admin := newStoreCLI(t, dsn)
 		admin.ok("admin", "member", "add", "alice")
 		admin.ok("admin", "member", "add", "bob")
 		aliceKey := lastLine(admin.ok("admin", "key", "create", "alice"))

@@ -218,6 +218,7 @@ func (e *env) serve(ctx context.Context, args []string) error {
 		NoAccessLog:        !c.accessLog,
 		Web:                c.web,
 		SelfServiceKeysOff: !c.memberKeys,
+		PrivateWebhooks:    c.webhookAllowPrivate,
 		Limits:             c.limits,
 		AuditRetention:     c.auditRetention,
 		Metrics:            reg,

@@ -68,7 +68,7 @@ func (u *upstream) requests() int {
 
 // syncCLI is a cli whose environment points the sync at u, limits off.
 func syncCLI(t *testing.T, dsn string, u *upstream) *cli {
-	c := newCLI(t, dsn)
+	c := newStoreCLI(t, dsn)
 	c.env["CERTORDER_DIGICERT_URL"] = u.url
 	c.env["CERTORDER_DIGICERT_API_KEY"] = simKey
 	c.env["CERTORDER_DIGICERT_LIMITS"] = "off"
@@ -599,7 +599,7 @@ func TestReadyWithoutDigiCert(t *testing.T) {
 	ts := httptest.NewServer(http.NotFoundHandler())
 	dead := ts.URL + digicerttest.BasePath
 	ts.Close()
-	c := newCLI(t, testdb.SQLite(t))
+	c := newStoreCLI(t, testdb.SQLite(t))
 	c.env["CERTORDER_DIGICERT_API_KEY"] = simKey
 	log := &syncBuffer{}
 	endpoint, _ := startServeWith(t, c, log, "--sync-every", "1h", "--digicert-url", dead)
@@ -608,7 +608,7 @@ func TestReadyWithoutDigiCert(t *testing.T) {
 	ready(endpoint)
 
 	u := newUpstream(t, digicerttest.Options{NoLimits: true})
-	c2 := newCLI(t, testdb.SQLite(t))
+	c2 := newStoreCLI(t, testdb.SQLite(t))
 	c2.env["CERTORDER_DIGICERT_API_KEY"] = "refused-key-91ab"
 	log2 := &syncBuffer{}
 	endpoint2, _ := startServeWith(t, c2, log2, "--sync-every", "1h", "--digicert-url", u.url)

@@ -22,7 +22,7 @@ func (e *env) webhookAdd(fs *flag.FlagSet) adminFunc {
 		if !*allowPrivate {
 			*allowPrivate, _ = strconv.ParseBool(e.getenv("CERTORDER_WEBHOOK_ALLOW_PRIVATE"))
 		}
-		ep, err := newEndpoint(args[1], *events, *allowPrivate)
+		ep, err := webhook.NewEndpoint(args[1], strings.Split(*events, ","), *allowPrivate)
 		if err != nil {
 			return usageError("webhook add: %v", err)
 		}
@@ -34,25 +34,6 @@ func (e *env) webhookAdd(fs *flag.FlagSet) adminFunc {
 			ep.ID, ep.Member, eventsText(ep.EventTypes), ep.Secret)
 		return nil
 	}
-}
-
-// newEndpoint checks an endpoint's URL and event types and gives it a secret.
-func newEndpoint(url, events string, allowPrivate bool) (certorder.Endpoint, error) {
-	if err := webhook.CheckURL(url, allowPrivate); err != nil {
-		return certorder.Endpoint{}, err
-	}
-	var types []string
-	for _, t := range strings.Split(events, ",") {
-		if t = strings.TrimSpace(t); t == "" {
-			continue
-		}
-		if !webhook.KnownEventType(t) {
-			return certorder.Endpoint{}, fmt.Errorf("unknown event type %q; the types are %s", t, strings.Join(webhook.EventTypes(), ", "))
-		}
-		types = append(types, t)
-	}
-	secret, err := webhook.NewSecret()
-	return certorder.Endpoint{URL: url, EventTypes: types, Secret: secret}, err
 }
 
 func eventsText(types []string) string {

@@ -133,7 +133,7 @@ func webhookOrder(id int, status, validTill string) string {
 // verifies it; bob's endpoint never hears of alice's orders; a 503 is
 // retried with the same webhook-id and then no more; 410 disables.
 func TestWebhookEvents(t *testing.T) {
-	c := newCLI(t, testdb.SQLite(t))
+	c := newStoreCLI(t, testdb.SQLite(t))
 	for _, m := range []string{"alice", "bob"} {
 		c.ok("admin", "member", "add", m)
 	}
@@ -216,7 +216,7 @@ func TestWebhookEvents(t *testing.T) {
 // Without --webhook-allow-private, an endpoint on loopback is never
 // connected to: the address is checked on every connection.
 func TestWebhookNoPrivateAddresses(t *testing.T) {
-	c := newCLI(t, testdb.SQLite(t))
+	c := newStoreCLI(t, testdb.SQLite(t))
 	c.ok("admin", "member", "add", "alice")
 	rc := newReceiver(t)
 	id := rc.addEndpoint(c, "alice") // the operator allowed it; serve does not
@@ -242,7 +242,7 @@ func TestWebhookNoPrivateAddresses(t *testing.T) {
 // delivered, with the same webhook-id.
 func TestWebhookSurvivesKill(t *testing.T) {
 	db := testdb.SQLite(t)
-	c := newCLI(t, db)
+	c := newStoreCLI(t, db)
 	c.ok("admin", "member", "add", "alice")
 	rc := newReceiver(t)
 	rc.addEndpoint(c, "alice")
@@ -292,7 +292,7 @@ func TestWebhookSurvivesKill(t *testing.T) {
 // Two serve instances on one PostgreSQL deliver every event exactly once.
 func TestWebhookTwoInstances(t *testing.T) {
 	dsn := testdb.Postgres(t)
-	c := newCLI(t, dsn)
+	c := newStoreCLI(t, dsn)
 	c.ok("admin", "member", "add", "alice")
 	rc := newReceiver(t)
 	rc.addEndpoint(c, "alice", "--events", "order.status_changed")

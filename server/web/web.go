@@ -1,7 +1,7 @@
 // Package web is the member's web page: sign in with the API credentials,
 // see every order with its expiry and which order of a renewal chain is
-// current, a timeline of what runs out when, download the list as CSV, and
-// manage one's own API keys; in English or Japanese. Server-rendered
+// current, a timeline of what runs out when, download the list as CSV,
+// manage one's own API keys and webhook endpoints; in English or Japanese. Server-rendered
 // html/template, embedded assets, no JavaScript.
 package web
 
@@ -38,9 +38,11 @@ type ThrottledError struct{ Wait time.Duration }
 func (e *ThrottledError) Error() string { return fmt.Sprintf("throttled for %v", e.Wait) }
 
 // Store is what the web page needs of the store: sessions, reading the
-// signed-in member's orders, and the member's own keys. Keys are revoked
-// only through RevokeMemberKey, scoped to the member in the store's query,
-// so no request of one member can touch another's key.
+// signed-in member's orders, the member's own keys and webhook endpoints.
+// Keys are revoked only through RevokeMemberKey, and an endpoint or its
+// deliveries reached only through the Member... calls, each scoped to the
+// member in the store's query, so no request of one member can touch
+// another's key or endpoint.
 type Store interface {
 	certorder.SessionStore
 	certorder.OrderReader
@@ -48,6 +50,15 @@ type Store interface {
 	AddKey(ctx context.Context, member string, k certorder.Key) error
 	RevokeMemberKey(ctx context.Context, memberID int64, id string) error
 	KeysLastUsed(ctx context.Context, keyIDs []string) (map[string]time.Time, error)
+
+	Endpoints(ctx context.Context, member string) ([]certorder.Endpoint, error)
+	AddEndpoint(ctx context.Context, member string, e certorder.Endpoint) (certorder.Endpoint, error)
+	MemberEndpoint(ctx context.Context, memberID, id int64) (certorder.Endpoint, error)
+	SetMemberEndpointEnabled(ctx context.Context, memberID, id int64, enabled bool, reason string) error
+	DeleteMemberEndpoint(ctx context.Context, memberID, id int64) error
+	MemberDeliveries(ctx context.Context, memberID, endpointID int64, limit int) ([]certorder.Delivery, error)
+	QueueMemberDelivery(ctx context.Context, memberID, endpointID int64, eventType, msgID string, body []byte) (int64, error)
+	RedeliverMemberDelivery(ctx context.Context, memberID, endpointID, deliveryID int64) error
 }
 
 // Config is what New needs besides the store.
@@ -66,6 +77,10 @@ type Config struct {
 	// SelfServiceKeysOff forbids every member to create or revoke keys here
 	// (serve --member-keys=false); the store's per-member switch adds to it.
 	SelfServiceKeysOff bool
+	// PrivateWebhooks accepts webhook endpoints on plain http and on
+	// loopback, private or link-local addresses, as the deliveries do
+	// (serve --webhook-allow-private).
+	PrivateWebhooks bool
 
 	Now          func() time.Time
 	Logger       *slog.Logger
@@ -96,7 +111,8 @@ type handler struct {
 }
 
 // pageNames are the templates besides the layout.
-var pageNames = []string{"signin", "orders", "order", "timeline", "keys", "keycreated", "keyrevoke", "notfound", "error"}
+var pageNames = []string{"signin", "orders", "order", "timeline", "keys", "keycreated", "keyrevoke",
+	"webhooks", "webhookcreated", "webhook", "webhookdelete", "notfound", "error"}
 
 // New returns the web page's handler, meant to be mounted at "/".
 func New(store Store, cfg Config) (http.Handler, error) {
@@ -154,6 +170,15 @@ func New(store Store, cfg Config) (http.Handler, error) {
 	mux.Handle("POST /keys", timed(h.withSession(h.createKey)))
 	mux.Handle("GET /keys/{id}/revoke", timed(h.withSession(h.revokeKeyPage)))
 	mux.Handle("POST /keys/{id}/revoke", timed(h.withSession(h.revokeKey)))
+	mux.Handle("GET /webhooks", timed(h.withSession(h.webhooks)))
+	mux.Handle("POST /webhooks", timed(h.withSession(h.addWebhook)))
+	mux.Handle("GET /webhooks/{id}", timed(h.withSession(h.webhookEndpoint)))
+	mux.Handle("POST /webhooks/{id}/test", timed(h.withSession(h.testWebhook)))
+	mux.Handle("POST /webhooks/{id}/disable", timed(h.withSession(h.setWebhookEnabled(false))))
+	mux.Handle("POST /webhooks/{id}/enable", timed(h.withSession(h.setWebhookEnabled(true))))
+	mux.Handle("GET /webhooks/{id}/delete", timed(h.withSession(h.deleteWebhookPage)))
+	mux.Handle("POST /webhooks/{id}/delete", timed(h.withSession(h.deleteWebhook)))
+	mux.Handle("POST /webhooks/{id}/deliveries/{delivery}/redeliver", timed(h.withSession(h.redeliver)))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { h.notFound(w, r, nil) })
 
 	// Forms carry tokens; on top of them, a browser's cross-origin POST
@@ -219,7 +244,7 @@ type view struct {
 	Lang      string
 	Member    string // empty when signed out
 	CSRF      string
-	Section   string // the header's current section: orders, timeline, keys
+	Section   string // the header's current section: orders, timeline, keys, webhooks
 	Languages []langLink
 	Data      any
 }

@@ -119,7 +119,7 @@ func TestCatalogues(t *testing.T) {
 		for _, m := range goKey.FindAllStringSubmatch(string(b), -1) {
 			used[m[1]] = true
 		}
-		for _, m := range regexp.MustCompile(`"((?:sort|error|keys)\.[a-z0-9_.]+)"`).FindAllStringSubmatch(string(b), -1) {
+		for _, m := range regexp.MustCompile(`"((?:sort|error|keys|webhooks?)\.[a-z0-9_.]+)"`).FindAllStringSubmatch(string(b), -1) {
 			used[m[1]] = true
 		}
 	}

@@ -1,0 +1,105 @@
+package stores_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/certorder/certorder/internal/testdb"
+	"github.com/certorder/certorder/stores"
+)
+
+// OpenExisting refuses what is not a store, names it, and creates nothing.
+func TestOpenExistingSQLite(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	foreign := filepath.Join(dir, "foreign.db") // a SQLite file of something else
+	db, err := sql.Open("sqlite", foreign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE schema_migrations (version INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	text := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(text, []byte("not a database, but long enough to have a header of some sort.............................................................................................................."), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path, want string
+		noStore    bool
+	}{
+		{filepath.Join(dir, "typo.db"), "typo.db: the file does not exist", true},
+		{filepath.Join(dir, "nodir", "c.db"), "the directory " + filepath.Join(dir, "nodir") + " does not exist", true},
+		{dir, "it is a directory", true},
+		{foreign, "foreign.db: the file is not a certorder store", true},
+		{text, "notes.txt cannot be read as a SQLite database", false},
+	} {
+		s, err := stores.OpenExisting(ctx, tc.path)
+		if err == nil {
+			s.Close()
+			t.Errorf("OpenExisting(%s) succeeded", tc.path)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) || errors.Is(err, stores.ErrNoStore) != tc.noStore {
+			t.Errorf("OpenExisting(%s) = %v, want %q (ErrNoStore %v)", tc.path, err, tc.want, tc.noStore)
+		}
+	}
+	for _, p := range []string{filepath.Join(dir, "typo.db"), filepath.Join(dir, "typo.db-audit"), filepath.Join(dir, "nodir")} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s was created", p)
+		}
+	}
+
+	// A store made by Open is found, with or without the sqlite: prefix.
+	path := filepath.Join(dir, "real.db")
+	s, err := stores.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	for _, dsn := range []string{path, "sqlite:" + path} {
+		s, err := stores.OpenExisting(ctx, dsn)
+		if err != nil {
+			t.Fatalf("OpenExisting(%s): %v", dsn, err)
+		}
+		s.Close()
+	}
+}
+
+func TestOpenExistingPostgres(t *testing.T) {
+	ctx := context.Background()
+	dsn := testdb.Postgres(t) // an empty schema of its own
+	if s, err := stores.OpenExisting(ctx, dsn); err == nil {
+		s.Close()
+		t.Fatal("OpenExisting accepted a database without the certorder tables")
+	} else if !errors.Is(err, stores.ErrNoStore) || !strings.Contains(err.Error(), "lacks the certorder tables") {
+		t.Fatalf("OpenExisting: %v", err)
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var tables int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()`).Scan(&tables); err != nil || tables != 0 {
+		t.Fatalf("after the refusal the schema holds %d tables (%v)", tables, err)
+	}
+	s, err := stores.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = stores.OpenExisting(ctx, dsn)
+	if err != nil {
+		t.Fatalf("OpenExisting after Open: %v", err)
+	}
+	s.Close()
+}
