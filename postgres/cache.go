@@ -41,7 +41,7 @@ const listenerName = "certorder cache listener"
 
 // cache is the store's cache of credentials and orders, and the listener
 // that keeps it exact: every committed change to members, keys or orders
-// notifies (a trigger, migration 0009), and each notification moves the
+// notifies (a trigger, migration 0008_perf), and each notification moves the
 // cache to a new generation; while the listening connection is down, the
 // cache is not used at all.
 type cache struct {
