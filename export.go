@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"runtime"
-	"sync"
 	"time"
 )
 
@@ -134,80 +132,36 @@ func ReadExport(r io.Reader) iter.Seq2[Record, error] {
 			err     error
 			scanErr bool // err is the reader's, not a line's
 		}
-		workers := min(4, max(1, runtime.GOMAXPROCS(0)))
-		in, out := make([]chan item, workers), make([]chan item, workers)
-		done := make(chan struct{})
-		var wg sync.WaitGroup
-		send := func(ch chan item, it item) bool {
-			select {
-			case ch <- it:
-				return true
-			case <-done:
-				return false
-			}
-		}
-		for w := range workers {
-			in[w], out[w] = make(chan item, 64), make(chan item, 64)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer close(out[w])
-				for it := range in[w] {
-					if !it.scanErr {
-						it.rec, it.err = parseExportLine(it.line)
-						it.line = nil
-					}
-					if !send(out[w], it) {
-						return
-					}
-				}
-			}()
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() {
-				for _, ch := range in {
-					close(ch)
-				}
-			}()
+		n := 0
+		inOrder(func(emit func(item) bool) {
 			sc := bufio.NewScanner(r)
 			sc.Buffer(make([]byte, 64<<10), 64<<20)
-			n := 0
-			for ; sc.Scan(); n++ {
-				if !send(in[n%workers], item{line: bytes.Clone(sc.Bytes())}) {
+			for sc.Scan() {
+				if !emit(item{line: bytes.Clone(sc.Bytes())}) {
 					return
 				}
 			}
 			if err := sc.Err(); err != nil {
-				send(in[n%workers], item{err: err, scanErr: true})
+				emit(item{err: err, scanErr: true})
 			}
-		}()
-		defer func() {
-			close(done)
-			for _, ch := range out {
-				for range ch {
-				}
+		}, func(it item) item {
+			if !it.scanErr {
+				it.rec, it.err = parseExportLine(it.line)
+				it.line = nil
 			}
-			wg.Wait()
-		}()
-		for n := 0; ; n++ {
-			it, ok := <-out[n%workers]
-			if !ok {
-				return
-			}
-			if it.scanErr {
+			return it
+		}, func(it item) bool {
+			n++
+			switch {
+			case it.scanErr:
 				yield(Record{}, fmt.Errorf("%w: %v", ErrInvalid, it.err))
-				return
+				return false
+			case it.err != nil:
+				yield(Record{}, fmt.Errorf("%w: line %d: %v", ErrInvalid, n, it.err))
+				return false
 			}
-			if it.err != nil {
-				yield(Record{}, fmt.Errorf("%w: line %d: %v", ErrInvalid, n+1, it.err))
-				return
-			}
-			if !yield(it.rec, nil) {
-				return
-			}
-		}
+			return yield(it.rec, nil)
+		})
 	}
 }
 

@@ -9,9 +9,7 @@ import (
 	"io"
 	"iter"
 	"math"
-	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/certorder/certorder/internal/jsonscan"
@@ -400,70 +398,23 @@ func DecodeOrders(r io.Reader) iter.Seq2[*Order, error] {
 			o     *Order
 			err   error // with raw: what is wrong if the document is right
 		}
-		workers := min(4, max(1, runtime.GOMAXPROCS(0)))
-		in := make([]chan item, workers)
-		out := make([]chan item, workers)
-		done := make(chan struct{})
-		var wg sync.WaitGroup
-		send := func(ch chan item, it item) bool {
-			select {
-			case ch <- it:
-				return true
-			case <-done:
-				return false
-			}
-		}
-		for w := range workers {
-			in[w], out[w] = make(chan item, 64), make(chan item, 64)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer close(out[w])
-				for it := range in[w] {
-					if it.raw != nil {
-						o, err := parseOrder(it.raw, it.place == 0) // an array's orders are not checked yet
-						if err != nil {
-							it.err = err
-						} else if it.err == nil {
-							it.o = o
-						}
-						it.raw = nil
-					}
-					if !send(out[w], it) {
-						return
-					}
-				}
-			}()
-		}
-		wg.Add(1)
-		go func() { // the reader deals the documents to the workers in turn
-			defer wg.Done()
-			defer func() {
-				for _, ch := range in {
-					close(ch)
-				}
-			}()
-			n := 0
-			splitOrders(r, func(place int, raw []byte, err error) bool {
-				ok := send(in[n%workers], item{place: place, raw: raw, err: err})
-				n++
-				return ok
-			})
-		}()
-		defer func() {
-			close(done)
-			for _, ch := range out { // let the workers and the reader finish
-				for range ch {
-				}
-			}
-			wg.Wait()
-		}()
 		seen := map[int64]int{} // OrderId -> place in the file
-		for n := 0; ; n++ {
-			it, ok := <-out[n%workers]
-			if !ok {
-				return
+		inOrder(func(emit func(item) bool) {
+			splitOrders(r, func(place int, raw []byte, err error) bool {
+				return emit(item{place: place, raw: raw, err: err})
+			})
+		}, func(it item) item {
+			if it.raw != nil {
+				o, err := parseOrder(it.raw, it.place == 0) // an array's orders are not checked yet
+				if err != nil {
+					it.err = err
+				} else if it.err == nil {
+					it.o = o
+				}
+				it.raw = nil
 			}
+			return it
+		}, func(it item) bool {
 			err := it.err
 			if err == nil && seen[it.o.ID] != 0 {
 				err = fmt.Errorf("OrderId %d appears twice (also order %d)", it.o.ID, seen[it.o.ID])
@@ -477,13 +428,11 @@ func DecodeOrders(r io.Reader) iter.Seq2[*Order, error] {
 					err = fmt.Errorf("%w: order %d: %v", ErrInvalid, it.place, err)
 				}
 				yield(nil, err)
-				return
+				return false
 			}
 			seen[it.o.ID] = it.place
-			if !yield(it.o, nil) {
-				return
-			}
-		}
+			return yield(it.o, nil)
+		})
 	}
 }
 

@@ -1,0 +1,67 @@
+package certorder
+
+import (
+	"runtime"
+	"sync"
+)
+
+// inOrder runs work on what produce emits, on a few goroutines (as many as
+// there are CPUs, up to 4), and hands the results to consume in the order
+// produce emitted them, until consume returns false or all are consumed.
+// produce runs in a goroutine of its own and stops when emit returns
+// false. The reading of an import file and of an export share it: parsing
+// and checking each document is most of their work.
+func inOrder[In, Out any](produce func(emit func(In) bool), work func(In) Out, consume func(Out) bool) {
+	workers := min(4, max(1, runtime.GOMAXPROCS(0)))
+	in, out := make([]chan In, workers), make([]chan Out, workers)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range workers {
+		in[w], out[w] = make(chan In, 64), make(chan Out, 64)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(out[w])
+			for it := range in[w] {
+				select {
+				case out[w] <- work(it):
+				case <-done:
+					return
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() { // the producer deals the items to the workers in turn
+		defer wg.Done()
+		defer func() {
+			for _, ch := range in {
+				close(ch)
+			}
+		}()
+		n := 0
+		produce(func(it In) bool {
+			select {
+			case in[n%workers] <- it:
+				n++
+				return true
+			case <-done:
+				return false
+			}
+		})
+	}()
+	defer func() {
+		close(done)
+		for _, ch := range out { // let the workers and the producer finish
+			for range ch {
+			}
+		}
+		wg.Wait()
+	}()
+	for n := 0; ; n++ {
+		r, ok := <-out[n%workers]
+		if !ok || !consume(r) {
+			return
+		}
+	}
+}
