@@ -316,3 +316,31 @@ func AuditSegmentBounds(seg []byte) (oldest, newest time.Time, err error) {
 	}
 	return oldest, newest, err
 }
+
+// Rows is what a store's query result offers (database/sql's *Rows and
+// pgx's Rows both do).
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// SegmentData yields the one column, a segment's data, of each row, for
+// AuditSegments.
+func SegmentData(rows Rows) iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
+		for rows.Next() {
+			var data []byte
+			if err := rows.Scan(&data); err != nil {
+				yield(nil, err)
+				return
+			}
+			if !yield(data, nil) {
+				return
+			}
+		}
+		if err := rows.Err(); err != nil {
+			yield(nil, err)
+		}
+	}
+}

@@ -64,21 +64,7 @@ func (s *Store) Audit(ctx context.Context, q certorder.AuditQuery) ([]certorder.
 	}
 	rows, _ = s.pool.Query(ctx, `SELECT data FROM audit_segments WHERE last_at >= $1 ORDER BY id`, certorder.CeilMicro(q.Since))
 	defer rows.Close()
-	es, err := certorder.AuditSegments(q, legacy, func(yield func([]byte, error) bool) {
-		for rows.Next() {
-			var data []byte
-			if err := rows.Scan(&data); err != nil {
-				yield(nil, err)
-				return
-			}
-			if !yield(data, nil) {
-				return
-			}
-		}
-		if err := rows.Err(); err != nil {
-			yield(nil, err)
-		}
-	})
+	es, err := certorder.AuditSegments(q, legacy, certorder.SegmentData(rows))
 	return es, s.wrap("audit", err)
 }
 
