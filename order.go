@@ -33,7 +33,7 @@ type Order struct {
 	CommonName string   // certificate.common_name
 	DNSNames   []string // certificate.dns_names; filled in by ParseOrder only
 	Status     string   // order status, an open set of strings
-	ValidTill  string   // certificate.valid_till, YYYY-MM-DD
+	ValidTill  string   // certificate.valid_till, YYYY-MM-DD; "" while the order is not issued
 	RenewedBy  int64    // the order that renewed this one; 0 if none
 	Renews     int64    // filled in by ListOrders only: the lowest-numbered order this one renewed; 0 if none
 	Doc        []byte
@@ -195,7 +195,8 @@ func readObject(data []byte, checked bool) ([]field, error) {
 
 // ParseOrder checks one order document in the OrderInfo answer's shape and
 // makes the Order to store. It needs a positive integer OrderId and a
-// certificate object with valid_till as YYYY-MM-DD; every field the spec
+// certificate object, with valid_till as YYYY-MM-DD unless the status says
+// the certificate is not issued yet (CertificateIssued); every field the spec
 // types must have its type, in the variations the spec allows (see
 // schema.go); fields the spec does not know are kept whatever they hold.
 // Every value is kept as it is, so that it comes back as the CA wrote it.
@@ -282,6 +283,12 @@ func (o *Order) build(top []field) error {
 	switch {
 	case o.CertEnd == 0:
 		return errors.New("certificate object is missing")
+	case o.ValidTill == "" && o.Status == "":
+		// A certificate's dates are never invented: an order without them
+		// must say it is not issued (pending and its kin).
+		return errors.New("certificate.valid_till is missing, and no status says the order is not issued yet")
+	case o.ValidTill == "" && CertificateIssued(o.Status):
+		return fmt.Errorf("certificate.valid_till is missing, but status %q says the certificate was issued", o.Status)
 	case isRenewed != (o.RenewedBy != 0):
 		return errors.New("is_renewed and was_renewed_by_order_id disagree")
 	case o.RenewedBy == o.ID:
@@ -322,9 +329,6 @@ func (o *Order) writeCertificate(doc *bytes.Buffer, value json.RawMessage) error
 		if err := compact(doc, f.value); err != nil {
 			return err
 		}
-	}
-	if o.ValidTill == "" {
-		return errors.New("certificate.valid_till is missing")
 	}
 	o.CertEnd = doc.Len()
 	doc.WriteByte('}')

@@ -128,8 +128,11 @@ type CurrentOrder struct {
 }
 
 // Current follows RenewCheck from orderID to its newest renewal and returns
-// the chain and the newest order. It stops at a cycle or after the chain
-// limit (WithMaxChain) with an error, never looping.
+// the chain and the newest order, which may be pending: a renewal is an
+// order before it has a certificate (Order.Issued tells). A newest order
+// that is canceled or rejected is an *EndedError (ErrOrderEnded). It stops
+// at a cycle or after the chain limit (WithMaxChain) with an error, never
+// looping.
 func (c *Client) Current(ctx context.Context, orderID int64) (*CurrentOrder, error) {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
@@ -166,6 +169,9 @@ func (c *Client) Current(ctx context.Context, orderID int64) (*CurrentOrder, err
 	}
 	if err != nil {
 		return nil, err
+	}
+	if o.Ended() {
+		return nil, &EndedError{Chain: chain, Order: o}
 	}
 	return &CurrentOrder{Chain: chain, Order: o}, nil
 }

@@ -21,6 +21,27 @@ var (
 	ErrUnavailable         = wire.ErrUnavailable
 )
 
+// ErrOrderEnded is Current's answer when the newest order of a chain is
+// canceled or rejected: it will never have a certificate, and automation
+// must not use it. The error is an *EndedError.
+var ErrOrderEnded = errors.New("client: the newest order of the renewal chain is canceled or rejected")
+
+// EndedError says where a chain ended in a canceled or rejected order.
+type EndedError struct {
+	Chain []int64 // from the order asked about to the ended one
+	Order *Order  // the ended order
+}
+
+func (e *EndedError) Error() string {
+	if len(e.Chain) > 1 {
+		return fmt.Sprintf("client: order %d was renewed by order %d, which is %s", e.Chain[len(e.Chain)-2], e.Order.OrderID, e.Order.Status)
+	}
+	return fmt.Sprintf("client: order %d is %s", e.Order.OrderID, e.Order.Status)
+}
+
+// Is matches ErrOrderEnded.
+func (e *EndedError) Is(target error) bool { return target == ErrOrderEnded }
+
 // APIError is a failure answer of the service: {"error_message": "Error(<number>) <text>"}.
 type APIError struct {
 	Number  int    // the number; 0 if the message had none

@@ -282,17 +282,22 @@ func answerRenewCheck(_ context.Context, c *Call) ([]byte, *Failure) {
 // AppendOrderInfo appends the order object of section 2.2: the stored
 // document (see certorder.Order) with the derived fields spliced in as
 // bytes, not re-encoded: certificate.days_remaining for now (UTC) at the
-// end of the certificate object, and is_renewed (with
+// end of the certificate object when it has a valid_till (an order not yet
+// issued has none, and no days_remaining), and is_renewed (with
 // was_renewed_by_order_id only when true) at the end of the order.
 func AppendOrderInfo(b []byte, o *certorder.Order, now time.Time) []byte {
 	doc, end := o.Doc, o.CertEnd
-	b = append(b, doc[:end]...)
-	if doc[end-1] != '{' {
-		b = append(b, ',')
+	if o.ValidTill == "" {
+		b = append(b, doc[:len(doc)-1]...)
+	} else {
+		b = append(b, doc[:end]...)
+		if doc[end-1] != '{' {
+			b = append(b, ',')
+		}
+		b = append(b, `"days_remaining":`...)
+		b = strconv.AppendInt(b, int64(certorder.DaysRemaining(o.ValidTill, now)), 10)
+		b = append(b, doc[end:len(doc)-1]...)
 	}
-	b = append(b, `"days_remaining":`...)
-	b = strconv.AppendInt(b, int64(certorder.DaysRemaining(o.ValidTill, now)), 10)
-	b = append(b, doc[end:len(doc)-1]...)
 	if o.RenewedBy != 0 {
 		b = append(b, `,"is_renewed":true,"was_renewed_by_order_id":`...)
 		b = strconv.AppendInt(b, o.RenewedBy, 10)

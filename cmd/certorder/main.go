@@ -76,7 +76,7 @@ func (e *env) usage() string {
 		}
 	}
 	b.WriteString("\nRun 'certorder <command> --help' for a command's flags. Exit codes: 0 success,\n" +
-		"1 failure, 2 wrong arguments or configuration; the member commands add 3 to 6.\n")
+		"1 failure, 2 wrong arguments or configuration; the member commands add 3 to 7.\n")
 	return b.String()
 }
 

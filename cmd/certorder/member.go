@@ -19,6 +19,7 @@ const (
 	exitNoSuchOrder = 4 // no such order
 	exitNotRenewed  = 5 // renew-check: the order has not been renewed
 	exitUnreachable = 6 // network, server or rate-limit trouble: try again later
+	exitOrderEnded  = 7 // current: the newest order of the chain is canceled or rejected
 )
 
 // member runs auth, info, renew-check and current.
@@ -162,15 +163,26 @@ func (e *env) printOrder(o *client.Order, chain []int64, member string) error {
 		fmt.Fprintf(tw, "DNS names:\t%s\n", strings.Join(cert.DNSNames, ", "))
 	}
 	fmt.Fprintf(tw, "Product:\t%s\n", o.Product.Name)
-	fmt.Fprintf(tw, "Status:\t%s (certificate %s)\n", o.Status, cert.Status)
-	days := ""
-	if cert.DaysRemaining.Valid {
-		days = fmt.Sprintf(" (%d days remaining)", cert.DaysRemaining.Value)
-		if cert.DaysRemaining.Value < 0 {
-			days = fmt.Sprintf(" (expired %d days ago)", -cert.DaysRemaining.Value)
-		}
+	if cert.Status != "" {
+		fmt.Fprintf(tw, "Status:\t%s (certificate %s)\n", o.Status, cert.Status)
+	} else {
+		fmt.Fprintf(tw, "Status:\t%s\n", o.Status)
 	}
-	fmt.Fprintf(tw, "Valid till:\t%s%s\n", cert.ValidTill.Raw, days)
+	switch {
+	case o.Issued():
+		days := ""
+		if cert.DaysRemaining.Valid {
+			days = fmt.Sprintf(" (%d days remaining)", cert.DaysRemaining.Value)
+			if cert.DaysRemaining.Value < 0 {
+				days = fmt.Sprintf(" (expired %d days ago)", -cert.DaysRemaining.Value)
+			}
+		}
+		fmt.Fprintf(tw, "Valid till:\t%s%s\n", cert.ValidTill.Raw, days)
+	case o.Ended():
+		fmt.Fprintf(tw, "Valid till:\tnever issued (%s)\n", o.Status)
+	default:
+		fmt.Fprintf(tw, "Valid till:\tnot issued yet (awaiting issuance)\n")
+	}
 	renewed := "not renewed"
 	if o.IsRenewed {
 		renewed = fmt.Sprintf("renewed by order %d", o.WasRenewedByOrderID.Value)
@@ -213,6 +225,9 @@ func memberExit(err error, cmd string, id int64, endpoint, name string) error {
 			// The chain led to an order that is missing; the error names it.
 			msg = fmt.Errorf("following the renewals of order %d: %w", id, err)
 		}
+	case errors.Is(err, client.ErrOrderEnded):
+		code = exitOrderEnded
+		msg = fmt.Errorf("%w: it will never be issued; do not point automation at it", err)
 	case errors.Is(err, client.ErrRateLimited):
 		code = exitUnreachable
 		msg = fmt.Errorf("too many requests or failed sign-ins: %s (%w)", wait, err)

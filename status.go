@@ -1,0 +1,44 @@
+package certorder
+
+// Order statuses are an open set of strings, stored as CertCentral writes
+// them (its Glossary lists pending, needs_approval, processing,
+// waiting_pickup, reissue_pending, issued, rejected, canceled, revoked,
+// expired). Two questions about them matter to the rules here.
+
+// Statuses named by the rules.
+const (
+	StatusPending  = "pending"
+	StatusIssued   = "issued"
+	StatusRevoked  = "revoked"
+	StatusExpired  = "expired"
+	StatusCanceled = "canceled"
+	StatusRejected = "rejected"
+)
+
+// CertificateIssued reports whether an order of this status has had its
+// certificate issued, so that its document must carry
+// certificate.valid_till: issued, revoked and expired. Every other status,
+// including one not known yet, is an order whose certificate may not exist
+// (pending and its kin): its certificate dates are stored only if
+// CertCentral gave them, never invented.
+func CertificateIssued(status string) bool {
+	switch status {
+	case StatusIssued, StatusRevoked, StatusExpired:
+		return true
+	}
+	return false
+}
+
+// OrderEnded reports whether an order of this status will never have a
+// certificate (canceled or rejected): a renewal chain that ends in one
+// must not be used by automation.
+func OrderEnded(status string) bool {
+	return status == StatusCanceled || status == StatusRejected
+}
+
+// Issued reports whether the order object carries a certificate's
+// valid_till: false for an order still awaiting issuance.
+func (o *OrderInfo) Issued() bool { return o.Certificate.ValidTill.Raw != "" }
+
+// Ended reports whether the order is canceled or rejected (OrderEnded).
+func (o *OrderInfo) Ended() bool { return OrderEnded(o.Status) }
