@@ -90,22 +90,22 @@ type SyncResult struct {
 
 // SyncSummary counts what one sync run did; it is stored with the run.
 type SyncSummary struct {
-	Full           bool          `json:"full"`
-	DryRun         bool          `json:"dry_run,omitempty"`
-	Listed         int           `json:"listed"`          // orders in List orders answers
-	StatusChanges  int           `json:"status_changes"`  // orders in status change answers
-	Fetched        int           `json:"fetched"`         // Order info answers
-	New            int           `json:"new"`             // orders a member gained
-	Changed        int           `json:"changed"`         // members' orders that changed
-	StatusChanged  int           `json:"status_changed"`  // of those, changes of status
-	Renewals       int           `json:"renewals"`        // renewal relations recorded
-	Unassigned     int           `json:"unassigned"`      // orders unassigned after the run
-	NotIssued      int           `json:"not_issued"`      // skipped: no certificate yet
-	Conflicts      int           `json:"conflicts"`       // see SyncConflict
-	UpstreamErrors int           `json:"upstream_errors"` // calls that failed, answers that did not map
-	Requests       int64         `json:"requests"`        // HTTP requests to the CA, retries included
-	Retries        int64         `json:"retries"`
-	LimiterWait    time.Duration `json:"limiter_wait"` // time spent waiting on the client's rate limiter
+	Full           bool           `json:"full"`
+	DryRun         bool           `json:"dry_run,omitempty"`
+	Listed         int            `json:"listed"`              // orders in List orders answers
+	StatusChanges  int            `json:"status_changes"`      // orders in status change answers
+	Fetched        int            `json:"fetched"`             // Order info answers
+	New            int            `json:"new"`                 // orders a member gained
+	Changed        int            `json:"changed"`             // members' orders that changed
+	StatusChanged  int            `json:"status_changed"`      // of those, changes of status
+	Renewals       int            `json:"renewals"`            // renewal relations recorded
+	Unassigned     int            `json:"unassigned"`          // orders unassigned after the run
+	ByStatus       map[string]int `json:"by_status,omitempty"` // orders fetched and mapped, by their status upstream
+	Conflicts      int            `json:"conflicts"`           // see SyncConflict
+	UpstreamErrors int            `json:"upstream_errors"`     // calls that failed, answers that did not map
+	Requests       int64          `json:"requests"`            // HTTP requests to the CA, retries included
+	Retries        int64          `json:"retries"`
+	LimiterWait    time.Duration  `json:"limiter_wait"` // time spent waiting on the client's rate limiter
 }
 
 // SyncRun is one run of the sync as the store keeps it.

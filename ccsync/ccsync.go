@@ -72,7 +72,7 @@ type Options struct {
 	// DryRun fetches what a run would and reports what it would change,
 	// writing nothing: no order, no audit entry, no run, no cursor.
 	DryRun bool
-	// Full lists every order again and fetches every issued one, instead
+	// Full lists every order again and fetches every one, instead
 	// of the incremental window.
 	Full bool
 	// Progress, if set, is called as the run goes.
@@ -349,10 +349,9 @@ func listIDs(orders []digicert.OrderSummary) []int64 {
 	return ids
 }
 
-// changedInList picks the listed orders to fetch: issued ones (an order
-// without valid_till is not issued: it is taken up when its issuance shows
-// as a status change) that the store does not hold as listed, or all
-// issued ones with all.
+// changedInList picks the listed orders to fetch, whatever their status
+// (a renewal is pending when it appears): those the store does not hold as
+// listed, or all of them with all.
 func (r *run) changedInList(ctx context.Context, orders []digicert.OrderSummary, all bool) ([]int64, error) {
 	known, err := r.cfg.Store.KnownOrders(ctx, listIDs(orders))
 	if err != nil {
@@ -360,10 +359,6 @@ func (r *run) changedInList(ctx context.Context, orders []digicert.OrderSummary,
 	}
 	var ids []int64
 	for _, o := range orders {
-		if o.Certificate.ValidTill == "" {
-			r.rep.NotIssued++
-			continue
-		}
 		if k, ok := known[o.ID]; ok && !all && k.Status == o.Status && k.ValidTill == o.Certificate.ValidTill &&
 			(k.RenewedBy != 0) == o.IsRenewed && (k.MemberID != 0 || k.Container == o.Container.ID) {
 			continue
@@ -402,7 +397,7 @@ func (r *run) fetchAndStore(ctx context.Context, ids []int64) error {
 }
 
 // fetch fetches one order and maps it. It returns nil for an order to skip
-// (gone, not issued, not mappable), counted; an error ends the run.
+// (gone, not mappable), counted; an error ends the run.
 func (r *run) fetch(ctx context.Context, id int64) (*certorder.UpstreamOrder, error) {
 	o, err := r.cfg.Client.OrderInfo(ctx, id)
 	if errors.Is(err, digicert.ErrNotFound) {
@@ -416,13 +411,13 @@ func (r *run) fetch(ctx context.Context, id int64) (*certorder.UpstreamOrder, er
 	r.rep.Fetched++
 	r.progress.Fetched++
 	doc, err := digicert.SpecOrder(o)
-	if errors.Is(err, digicert.ErrNotIssued) {
-		r.rep.NotIssued++
-		return nil, nil
-	}
 	if err == nil {
 		var parsed *certorder.Order
 		if parsed, err = certorder.ParseOrder(doc); err == nil {
+			if r.rep.ByStatus == nil {
+				r.rep.ByStatus = map[string]int{}
+			}
+			r.rep.ByStatus[parsed.Status]++
 			return &certorder.UpstreamOrder{Order: parsed, Container: o.Container.ID}, nil
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,9 +34,19 @@ func (r Report) Line(failed bool) string {
 	if r.Full {
 		mode = "full"
 	}
-	fmt.Fprintf(&b, " (%s, %s): listed %d, fetched %d, new %d, changed %d, renewals linked %d, unassigned %d, "+
-		"not issued %d, conflicts %d, upstream errors %d, requests %d", mode, r.Took.Round(time.Millisecond),
-		r.Listed, r.Fetched, r.New, r.Changed, r.Renewals, r.Unassigned, r.NotIssued, r.Conflicts, r.UpstreamErrors, r.Requests)
+	fmt.Fprintf(&b, " (%s, %s): listed %d, fetched %d", mode, r.Took.Round(time.Millisecond), r.Listed, r.Fetched)
+	if len(r.ByStatus) > 0 {
+		b.WriteString(" (")
+		for i, st := range slices.Sorted(maps.Keys(r.ByStatus)) {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%s %d", st, r.ByStatus[st])
+		}
+		b.WriteString(")")
+	}
+	fmt.Fprintf(&b, ", new %d, changed %d, renewals linked %d, unassigned %d, conflicts %d, upstream errors %d, requests %d",
+		r.New, r.Changed, r.Renewals, r.Unassigned, r.Conflicts, r.UpstreamErrors, r.Requests)
 	if r.Retries > 0 {
 		fmt.Fprintf(&b, " (%d retried)", r.Retries)
 	}

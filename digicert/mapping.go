@@ -9,17 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/certorder/certorder"
 )
 
-// Errors SpecOrder returns, matched with errors.Is.
-var (
-	// ErrUnmappable: the Order info answer cannot become a spec order. Every
-	// SpecOrder error matches it.
-	ErrUnmappable = errors.New("digicert: the order cannot be mapped to the spec's order object")
-	// ErrNotIssued: the order has no certificate.valid_till yet, which
-	// certorder requires. It also matches ErrUnmappable.
-	ErrNotIssued = errors.New("the certificate has no valid_till (not issued yet)")
-)
+// ErrUnmappable: the Order info answer cannot become a spec order. Every
+// SpecOrder error matches it, matched with errors.Is.
+var ErrUnmappable = errors.New("digicert: the order cannot be mapped to the spec's order object")
 
 // kind is what a spec field accepts from CertCentral. A value of another
 // type is an error rather than a guess.
@@ -114,9 +110,14 @@ var orderFieldsAfterRenewal = []field{
 // renewed_order_id (0 means none), and every other spec field from its
 // CertCentral source, values kept as sent. Nothing else reaches the output:
 // no contacts, user names, e-mails, phone numbers, notes, organization or
-// division names. An order without certificate.valid_till is refused with
-// ErrNotIssued: order_valid_till is the contract's end, not the
-// certificate's, and certorder would count days_remaining from it.
+// division names.
+//
+// Orders of every status map: one not issued yet (pending and its kin, or
+// a status not known yet) has no certificate dates, and gets none: a field
+// CertCentral does not give is left out, never filled in (order_valid_till
+// is the contract's end, not the certificate's). An order whose status says
+// its certificate was issued (certorder.CertificateIssued) but lacks
+// certificate.valid_till is refused: days_remaining is counted from it.
 func SpecOrder(o *Order) ([]byte, error) {
 	if o == nil || len(o.Raw) == 0 {
 		return nil, fmt.Errorf("%w: no Order info answer", ErrUnmappable)
@@ -132,14 +133,18 @@ func SpecOrder(o *Order) ([]byte, error) {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%w: order %d: %s", ErrUnmappable, id, fmt.Sprintf(format, args...))
 	}
-	if _, ok := object(top["certificate"]); !ok {
+	if _, ok := object(top["certificate"]); !ok && present(top["certificate"]) {
 		return nil, fail("certificate is not an object")
+	}
+	var status string
+	if err := json.Unmarshal(top["status"], &status); err != nil || status == "" {
+		return nil, fail("status is missing or not a string")
 	}
 	// Paths such as certificate.id all read the certificate object: parse
 	// each nested object once, not once a field.
 	nested := map[string]map[string]json.RawMessage{}
-	if raw, _ := lookup(top, []string{"certificate.valid_till"}, nested); !present(raw) {
-		return nil, fmt.Errorf("%w: order %d: %w", ErrUnmappable, id, ErrNotIssued)
+	if raw, _ := lookup(top, []string{"certificate.valid_till"}, nested); !present(raw) && certorder.CertificateIssued(status) {
+		return nil, fail("status is %q but certificate.valid_till is missing", status)
 	}
 
 	var b bytes.Buffer
@@ -152,11 +157,6 @@ func SpecOrder(o *Order) ([]byte, error) {
 	}
 	b.WriteString(`,"certificate":`)
 	b.Write(cert)
-
-	var status string
-	if err := json.Unmarshal(top["status"], &status); err != nil || status == "" {
-		return nil, fail("status is missing or not a string")
-	}
 	b.WriteString(`,"status":`)
 	b.Write(compact(top["status"]))
 
