@@ -76,7 +76,8 @@ const (
 // ChainLink is one order of a renewal chain.
 type ChainLink struct {
 	ID        int64
-	ValidTill string
+	Status    string // "" for an order named by a renewal but not stored
+	ValidTill string // "" until the order is issued, or when it is not stored
 	RenewedBy int64
 }
 

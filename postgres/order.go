@@ -132,8 +132,8 @@ func (s *Store) CountOrders(ctx context.Context, q certorder.OrderQuery) (int, e
 func (s *Store) RenewalChain(ctx context.Context, memberID, id int64) ([]certorder.ChainLink, error) {
 	chain, err := certorder.WalkChain(ctx, id, func(ctx context.Context, id int64) (certorder.ChainLink, error) {
 		l := certorder.ChainLink{ID: id}
-		err := s.pool.QueryRow(ctx, `SELECT valid_till, COALESCE(renewed_by, 0) FROM orders WHERE id = $1 AND member_id = $2`,
-			id, memberID).Scan(&l.ValidTill, &l.RenewedBy)
+		err := s.pool.QueryRow(ctx, `SELECT status, valid_till, COALESCE(renewed_by, 0) FROM orders WHERE id = $1 AND member_id = $2`,
+			id, memberID).Scan(&l.Status, &l.ValidTill, &l.RenewedBy)
 		if errors.Is(err, pgx.ErrNoRows) {
 			err = fmt.Errorf("%w: order %d", certorder.ErrNotFound, id)
 		}

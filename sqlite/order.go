@@ -131,8 +131,8 @@ func (s *Store) CountOrders(ctx context.Context, q certorder.OrderQuery) (int, e
 func (s *Store) RenewalChain(ctx context.Context, memberID, id int64) ([]certorder.ChainLink, error) {
 	chain, err := certorder.WalkChain(ctx, id, func(ctx context.Context, id int64) (certorder.ChainLink, error) {
 		l := certorder.ChainLink{ID: id}
-		err := s.read.QueryRowContext(ctx, `SELECT valid_till, COALESCE(renewed_by, 0) FROM orders WHERE id = ? AND member_id = ?`,
-			id, memberID).Scan(&l.ValidTill, &l.RenewedBy)
+		err := s.read.QueryRowContext(ctx, `SELECT status, valid_till, COALESCE(renewed_by, 0) FROM orders WHERE id = ? AND member_id = ?`,
+			id, memberID).Scan(&l.Status, &l.ValidTill, &l.RenewedBy)
 		if errors.Is(err, sql.ErrNoRows) {
 			err = fmt.Errorf("%w: order %d", certorder.ErrNotFound, id)
 		}

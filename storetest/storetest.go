@@ -31,6 +31,16 @@ func OrderJSON(id, renewedBy int64, validTill string) string {
 		id, id*10, id, id, validTill, renewal)
 }
 
+// PendingJSON is an import document for an order not issued yet: a
+// certificate without dates, serial or thumbprint, as CertCentral gives a
+// pending order.
+func PendingJSON(id int64, status string) string {
+	return fmt.Sprintf(`{"OrderId":%d,"certificate":{"common_name":"host%d.example.com","dns_names":["host%d.example.com"],`+
+		`"date_created":"2026-11-20T10:00:00+00:00","csr":"-----BEGIN CERTIFICATE REQUEST-----\nMIIC\n-----END CERTIFICATE REQUEST-----",`+
+		`"signature_hash":"sha256","key_size":2048},"status":%q,"date_created":"2026-11-20T10:00:00+00:00","validity_years":1,`+
+		`"product":{"name_id":"ssl_basic","name":"Basic","type":"ssl_certificate","csr_required":true}}`, id, id, id, status)
+}
+
 // Orders parses import documents into the sequence ImportOrders takes.
 func Orders(t testing.TB, docs ...string) iter.Seq2[*certorder.Order, error] {
 	t.Helper()
@@ -49,6 +59,7 @@ func Run(t *testing.T, open func(t *testing.T) certorder.Store) {
 	t.Run("ImportAndFind", func(t *testing.T) { testImportAndFind(t, newStore(t)) })
 	t.Run("ListOrders", func(t *testing.T) { testListOrders(t, newStore(t)) })
 	t.Run("RenewalChain", func(t *testing.T) { testRenewalChain(t, newStore(t)) })
+	t.Run("PendingOrders", func(t *testing.T) { testPendingOrders(t, newStore(t), newStore(t)) })
 	t.Run("Unavailable", func(t *testing.T) { testUnavailable(t, open) })
 	t.Run("CredentialWithOrder", func(t *testing.T) { testCredentialWithOrder(t, newStore(t)) })
 	t.Run("ImportIsAtomic", func(t *testing.T) { testImportAtomic(t, newStore(t)) })
@@ -338,16 +349,16 @@ func testRenewalChain(t *testing.T, s certorder.Store) {
 		id   int64
 		want string
 	}{
-		{4, "1:2024-01-01>3 3:2025-01-01>4 4:2026-01-01>5 5:>0"},
-		{1, "1:2024-01-01>3 3:2025-01-01>4 4:2026-01-01>5 5:>0"},
-		{2, "2:2024-02-01>3 3:2025-01-01>4 4:2026-01-01>5 5:>0"},
-		{6, "6:2027-01-01>0"},
+		{4, "1:issued2024-01-01>3 3:issued2025-01-01>4 4:issued2026-01-01>5 5:>0"},
+		{1, "1:issued2024-01-01>3 3:issued2025-01-01>4 4:issued2026-01-01>5 5:>0"},
+		{2, "2:issued2024-02-01>3 3:issued2025-01-01>4 4:issued2026-01-01>5 5:>0"},
+		{6, "6:issued2027-01-01>0"},
 	} {
 		chain, err := s.RenewalChain(ctx, alice.ID, tc.id)
 		must(t, err)
 		var got []string
 		for _, l := range chain {
-			got = append(got, fmt.Sprintf("%d:%s>%d", l.ID, l.ValidTill, l.RenewedBy))
+			got = append(got, fmt.Sprintf("%d:%s%s>%d", l.ID, l.Status, l.ValidTill, l.RenewedBy))
 		}
 		if strings.Join(got, " ") != tc.want {
 			t.Errorf("chain through %d = %s, want %s", tc.id, strings.Join(got, " "), tc.want)
@@ -357,6 +368,62 @@ func testRenewalChain(t *testing.T, s certorder.Store) {
 	wantErr(t, err, certorder.ErrNotFound)
 	_, err = s.RenewalChain(ctx, alice.ID, 9)
 	wantErr(t, err, certorder.ErrNotFound)
+}
+
+// An order not issued yet is stored as CertCentral gives it, without
+// certificate dates, through every door: import, find, list, the renewal
+// chain, export and restore, and its issuance later.
+func testPendingOrders(t *testing.T, s, dst certorder.Store) {
+	ctx := context.Background()
+	alice, err := s.AddMember(ctx, "alice")
+	must(t, err)
+	_, err = s.ImportOrders(ctx, "alice", Orders(t, OrderJSON(1, 2, "2026-12-01"), PendingJSON(2, "pending"),
+		PendingJSON(3, "needs_approval"), PendingJSON(4, "canceled"), OrderJSON(5, 0, "2027-01-01")))
+	must(t, err)
+	o, err := s.FindOrder(ctx, 2)
+	must(t, err)
+	if o.Status != "pending" || o.ValidTill != "" || o.CommonName != "host2.example.com" ||
+		bytes.Contains(o.Doc, []byte("valid_")) || !bytes.Contains(o.Doc, []byte(`"csr":"-----BEGIN`)) {
+		t.Fatalf("pending order 2 = %+v, doc %s", o, o.Doc)
+	}
+	chain, err := s.RenewalChain(ctx, alice.ID, 1)
+	must(t, err)
+	if len(chain) != 2 || chain[1] != (certorder.ChainLink{ID: 2, Status: "pending"}) {
+		t.Errorf("chain through 1 = %+v", chain)
+	}
+	// Orders without an expiry sort before every date.
+	if got := orderIDs(t, s, certorder.OrderQuery{MemberID: alice.ID, Sort: certorder.SortByExpiry}); !slices.Equal(got, []int64{2, 3, 4, 1, 5}) {
+		t.Errorf("by expiry: %v", got)
+	}
+
+	// An issued order without valid_till is refused, naming the order and
+	// the field; nothing of the import is stored.
+	noTill := strings.Replace(OrderJSON(7, 0, "2027-01-01"), `"valid_till":"2027-01-01",`, "", 1)
+	_, err = s.ImportOrders(ctx, "alice", Orders(t, PendingJSON(6, "pending"), noTill))
+	if err == nil || !strings.Contains(err.Error(), "7") || !strings.Contains(err.Error(), "certificate.valid_till") {
+		t.Errorf("an issued order without valid_till: %v", err)
+	}
+	if _, err := s.FindOrder(ctx, 6); !errors.Is(err, certorder.ErrNotFound) {
+		t.Errorf("order 6 of a refused import: %v", err)
+	}
+
+	var first, second bytes.Buffer
+	must(t, certorder.Export(ctx, s, &first))
+	must(t, dst.Restore(ctx, certorder.ReadExport(bytes.NewReader(first.Bytes()))))
+	must(t, certorder.Export(ctx, dst, &second))
+	if first.String() != second.String() || !strings.Contains(first.String(), `"status":"needs_approval"`) {
+		t.Fatalf("export after restore differs:\n%s\n---\n%s", first.String(), second.String())
+	}
+	if o, err := dst.FindOrder(ctx, 2); err != nil || o.ValidTill != "" || o.Status != "pending" {
+		t.Errorf("restored pending order = %+v, %v", o, err)
+	}
+
+	// Issued at last: the certificate's dates arrive with the new document.
+	_, err = s.ImportOrders(ctx, "alice", Orders(t, OrderJSON(2, 0, "2027-12-01")))
+	must(t, err)
+	if o, err := s.FindOrder(ctx, 2); err != nil || o.ValidTill != "2027-12-01" || o.Status != "issued" {
+		t.Errorf("issued order 2 = %+v, %v", o, err)
+	}
 }
 
 // A closed store and an expired deadline are ErrUnavailable (503), never
