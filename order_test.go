@@ -34,6 +34,22 @@ func TestDaysRemaining(t *testing.T) {
 	}
 }
 
+// An order whose status says it is not issued yet (any status but issued,
+// revoked and expired, known or not) needs no certificate dates.
+func TestParseOrderNotIssued(t *testing.T) {
+	for _, status := range []string{"pending", "needs_approval", "processing", "waiting_pickup", "reissue_pending",
+		"rejected", "canceled", "a_status_not_known_yet"} {
+		o, err := certorder.ParseOrder([]byte(`{"OrderId":5,"status":"` + status + `","certificate":{"common_name":"a.example"}}`))
+		if err != nil || o.ValidTill != "" || o.Status != status {
+			t.Errorf("%s: %+v, %v", status, o, err)
+		}
+	}
+	_, err := certorder.ParseOrder([]byte(`{"OrderId":5,"status":"issued","certificate":{}}`))
+	if err == nil || !strings.Contains(err.Error(), "OrderId 5") || !strings.Contains(err.Error(), "certificate.valid_till") {
+		t.Errorf("issued without valid_till: %v", err)
+	}
+}
+
 func TestParseOrderRefuses(t *testing.T) {
 	for name, doc := range map[string]string{
 		"not an object":      `[1]`,
@@ -43,6 +59,10 @@ func TestParseOrderRefuses(t *testing.T) {
 		"no certificate":     `{"OrderId":5}`,
 		"certificate array":  `{"OrderId":5,"certificate":[]}`,
 		"no valid_till":      `{"OrderId":5,"certificate":{}}`,
+		"issued, no till":    `{"OrderId":5,"status":"issued","certificate":{"valid_from":"2030-01-01"}}`,
+		"revoked, no till":   `{"OrderId":5,"status":"revoked","certificate":{}}`,
+		"pending, null till": `{"OrderId":5,"status":"pending","certificate":{"valid_till":null}}`,
+		"pending, '' till":   `{"OrderId":5,"status":"pending","certificate":{"valid_till":""}}`,
 		"bad valid_till":     `{"OrderId":5,"certificate":{"valid_till":"01/01/2030"}}`,
 		"dns_names a string": `{"OrderId":5,"certificate":{"valid_till":"2030-01-01","dns_names":"a.example"}}`,
 		"duplicate field":    `{"OrderId":5,"OrderId":6,"certificate":{"valid_till":"2030-01-01"}}`,

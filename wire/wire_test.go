@@ -104,6 +104,11 @@ func TestAppendOrderInfo(t *testing.T) {
 			`{"OrderId":5,"certificate":{"valid_till":"2030-01-11","days_remaining":10},"is_renewed":false}`},
 		{`{"certificate":{"valid_till":"2029-12-31", "days_remaining": 99},"OrderId":5,"is_renewed":true,"was_renewed_by_order_id":6, "x": [ 1, "2" ]}`,
 			`{"certificate":{"valid_till":"2029-12-31","days_remaining":-1},"OrderId":5,"x":[1,"2"],"is_renewed":true,"was_renewed_by_order_id":6}`},
+		// Not issued: no valid_till, so no days_remaining (one imported is dropped).
+		{`{"OrderId":5,"certificate":{},"status":"pending"}`,
+			`{"OrderId":5,"certificate":{},"status":"pending","is_renewed":false}`},
+		{`{"OrderId":5,"certificate":{"common_name":"a.example","days_remaining":3},"status":"needs_approval"}`,
+			`{"OrderId":5,"certificate":{"common_name":"a.example"},"status":"needs_approval","is_renewed":false}`},
 	} {
 		o, err := certorder.ParseOrder([]byte(tc.in))
 		if err != nil {
