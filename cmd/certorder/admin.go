@@ -356,8 +356,11 @@ func (e *env) orderList(ctx context.Context, store certorder.Store, args []strin
 		if o.RenewedBy != 0 {
 			renewed = strconv.FormatInt(o.RenewedBy, 10)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", o.ID, o.CommonName, o.Status, o.ValidTill,
-			certorder.DaysRemaining(o.ValidTill, now), renewed)
+		till, days := "-", "-" // not issued yet: no expiry
+		if o.ValidTill != "" {
+			till, days = o.ValidTill, strconv.Itoa(certorder.DaysRemaining(o.ValidTill, now))
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", o.ID, o.CommonName, o.Status, till, days, renewed)
 	}
 	return tw.Flush()
 }

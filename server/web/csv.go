@@ -47,7 +47,7 @@ func (h *handler) ordersCSV(w http.ResponseWriter, r *http.Request, s *certorder
 				return // the download ends short; the client sees a truncated file
 			}
 			days := ""
-			if rw.Expiry != Renewed {
+			if rw.Expiry != Renewed && rw.ValidTill != "" {
 				days = strconv.Itoa(rw.Days)
 			}
 			cw.Write(csvRow(strconv.FormatInt(rw.ID, 10), rw.CommonName, rw.Product, rw.Status, rw.ValidTill, days,

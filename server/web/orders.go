@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/wire"
@@ -27,25 +28,41 @@ const (
 	Expired  Expiry = "expired"  // past its end and not renewed
 	Expiring Expiry = "expiring" // within RenewalWindow days of its end and not renewed
 	Valid    Expiry = "valid"
+	Pending  Expiry = "pending" // not issued yet: no certificate, no end
+	Ended    Expiry = "ended"   // canceled or rejected before issuance: there will be no certificate
 )
 
-// expiryOf is the one rule for every page and the CSV: an order that has
-// been renewed is never flagged as expired or expiring, whatever its days.
-func expiryOf(days int, renewed bool) Expiry {
-	switch {
-	case renewed:
-		return Renewed
-	case days < 0:
-		return Expired
-	case days <= RenewalWindow:
-		return Expiring
+// expiryOf is the one rule for every page and the CSV, with the days
+// remaining (0 without a certificate): an order that has been renewed is
+// never flagged as expired or expiring, whatever its days; one without
+// certificate.valid_till has no end to count to.
+func expiryOf(o *certorder.Order, now time.Time) (Expiry, int) {
+	days := 0
+	if o.ValidTill != "" {
+		days = certorder.DaysRemaining(o.ValidTill, now)
 	}
-	return Valid
+	switch {
+	case o.RenewedBy != 0:
+		return Renewed, days
+	case o.ValidTill == "" && certorder.OrderEnded(o.Status):
+		return Ended, 0
+	case o.ValidTill == "":
+		return Pending, 0
+	case days < 0:
+		return Expired, days
+	case days <= RenewalWindow:
+		return Expiring, days
+	}
+	return Valid, days
 }
 
 // expiryText says an order's expiry in words, never colour alone.
 func expiryText(cat *catalogue, e Expiry, days int) string {
 	switch e {
+	case Pending:
+		return cat.S("expiry.pending")
+	case Ended:
+		return cat.S("expiry.ended")
 	case Renewed:
 		return cat.S("expiry.renewed")
 	case Expired:
@@ -80,7 +97,9 @@ func (h *handler) info(o *certorder.Order) (*certorder.OrderInfo, error) {
 	}
 	c.IsRenewed = o.RenewedBy != 0
 	c.WasRenewedByOrderID = certorder.Int{Value: o.RenewedBy, Valid: c.IsRenewed}
-	c.Certificate.DaysRemaining = certorder.Int{Value: int64(certorder.DaysRemaining(o.ValidTill, h.cfg.Now())), Valid: true}
+	if o.ValidTill != "" {
+		c.Certificate.DaysRemaining = certorder.Int{Value: int64(certorder.DaysRemaining(o.ValidTill, h.cfg.Now())), Valid: true}
+	}
 	return &c, nil
 }
 
@@ -92,8 +111,8 @@ func (h *handler) makeRow(cat *catalogue, o *certorder.Order) (row, error) {
 		return row{}, err
 	}
 	rw := row{ID: o.ID, CommonName: o.CommonName, Product: c.Product.Name, Status: o.Status, ValidTill: o.ValidTill,
-		Days: certorder.DaysRemaining(o.ValidTill, h.cfg.Now()), RenewedBy: o.RenewedBy, Renews: o.Renews}
-	rw.Expiry = expiryOf(rw.Days, o.RenewedBy != 0)
+		RenewedBy: o.RenewedBy, Renews: o.Renews}
+	rw.Expiry, rw.Days = expiryOf(o, h.cfg.Now())
 	rw.ExpiryText = expiryText(cat, rw.Expiry, rw.Days)
 	return rw, nil
 }
@@ -216,6 +235,7 @@ func (h *handler) orders(w http.ResponseWriter, r *http.Request, s *certorder.Se
 // link is one order of a renewal chain.
 type link struct {
 	ID        int64
+	Status    string // "" when the order is not stored
 	ValidTill string
 	This      bool // the order the page shows
 	Current   bool // the newest of the chain
@@ -261,11 +281,11 @@ func (h *handler) order(w http.ResponseWriter, r *http.Request, s *certorder.Ses
 	}
 	data := orderData{ID: id, Order: c, Current: chain[len(chain)-1].ID}
 	for i, l := range chain {
-		data.Chain = append(data.Chain, link{ID: l.ID, ValidTill: l.ValidTill, This: l.ID == id, Current: i == len(chain)-1})
+		data.Chain = append(data.Chain, link{ID: l.ID, Status: l.Status, ValidTill: l.ValidTill, This: l.ID == id, Current: i == len(chain)-1})
 	}
 	data.IsCurrent = data.Current == id
-	days := int(c.Certificate.DaysRemaining.Value)
-	data.Expiry = expiryOf(days, c.IsRenewed)
+	var days int
+	data.Expiry, days = expiryOf(o, h.cfg.Now())
 	data.ExpiryText = expiryText(cat, data.Expiry, days)
 	h.render(w, r, http.StatusOK, "order", signedIn(view{Title: cat.S("order.title", id), Section: "orders", Data: data}, s))
 }

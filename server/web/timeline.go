@@ -108,11 +108,13 @@ func (h *handler) timeline(w http.ResponseWriter, r *http.Request, s *certorder.
 	}
 	for _, o := range orders {
 		b := bar{ID: o.ID, CommonName: o.CommonName, ValidTill: o.ValidTill}
-		days := certorder.DaysRemaining(o.ValidTill, now)
-		b.Expiry = expiryOf(days, o.RenewedBy != 0)
+		var days int
+		b.Expiry, days = expiryOf(o, now)
 		b.ExpiryText = expiryText(cat, b.Expiry, days)
 		heading := cat.S("timeline.group.expired")
-		if till, err := time.Parse(certorder.DateLayout, o.ValidTill); err == nil && !till.Before(today) {
+		if o.ValidTill == "" {
+			heading = cat.S("timeline.group.pending")
+		} else if till, err := time.Parse(certorder.DateLayout, o.ValidTill); err == nil && !till.Before(today) {
 			x1, x2 := sc.x(today), sc.x(till.AddDate(0, 0, 1)) // to the end of its last day
 			b.HasBar, b.X, b.W = true, svgNum(x1), svgNum(max(x2-x1, 2))
 			wx1 := max(sc.x(till.AddDate(0, 0, -RenewalWindow)), x1)

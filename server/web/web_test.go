@@ -8,11 +8,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/certorder/certorder"
 )
 
 // The one rule behind every page and the CSV: a renewed order is never
-// expired or expiring, whatever its days.
+// expired or expiring, whatever its days; one without valid_till is
+// awaiting issuance, or will never be issued, and has no days.
 func TestRenewedNeverExpiring(t *testing.T) {
+	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		days    int
 		renewed bool
@@ -33,8 +37,28 @@ func TestRenewedNeverExpiring(t *testing.T) {
 		{RenewalWindow + 1, false, Valid},
 		{400, false, Valid},
 	} {
-		if got := expiryOf(tc.days, tc.renewed); got != tc.want {
-			t.Errorf("expiryOf(%d, renewed %v) = %s, want %s", tc.days, tc.renewed, got, tc.want)
+		o := &certorder.Order{Status: "issued", ValidTill: now.AddDate(0, 0, tc.days).Format(time.DateOnly)}
+		if tc.renewed {
+			o.RenewedBy = 9
+		}
+		if got, days := expiryOf(o, now); got != tc.want || days != tc.days {
+			t.Errorf("expiryOf(%d, renewed %v) = %s, %d days; want %s", tc.days, tc.renewed, got, days, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		status    string
+		renewedBy int64
+		want      Expiry
+	}{
+		{"pending", 0, Pending},
+		{"needs_approval", 0, Pending},
+		{"a_status_not_known_yet", 0, Pending},
+		{"canceled", 0, Ended},
+		{"rejected", 0, Ended},
+		{"pending", 9, Renewed},
+	} {
+		if got, days := expiryOf(&certorder.Order{Status: tc.status, RenewedBy: tc.renewedBy}, now); got != tc.want || days != 0 {
+			t.Errorf("expiryOf(%s without valid_till) = %s, %d days; want %s", tc.status, got, days, tc.want)
 		}
 	}
 }
