@@ -414,3 +414,71 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return http.DefaultTransport.RoundTrip(r)
 }
+
+// Orders awaiting issuance are on every page, with their status and no
+// expiry: the list, their own page, the chain that leads to them, the
+// timeline and the CSV; in both languages. OrderInfo answers what was
+// stored and nothing more.
+func TestWebPendingOrders(t *testing.T) {
+	feb10 := time.Date(2026, 2, 10, 9, 0, 0, 0, time.UTC)
+	f, base := webFixture(t, server.Config{Now: func() time.Time { return feb10 }})
+	if _, err := f.store.ImportOrders(context.Background(), "alice", storetest.Orders(t,
+		storetest.OrderJSON(1020, 1021, "2026-03-01"), storetest.PendingJSON(1021, "pending"),
+		storetest.PendingJSON(1030, "canceled"))); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, base, nil)
+	b.signIn("alice", f.aliceKey)
+
+	list := b.get("/orders")
+	for _, want := range []string{`<span class="badge pending">pending</span>`, `class="num pending">Awaiting issuance<`,
+		`<span class="badge ended">canceled</span>`, `class="num ended">Never issued<`,
+		`<td data-label="Valid till">not stated</td>`} {
+		if !strings.Contains(list.body, want) {
+			t.Errorf("orders page lacks %s", want)
+		}
+	}
+	order := b.get("/orders/1021")
+	for _, want := range []string{`<h1>Order 1021 <span class="current">(current)</span></h1>`,
+		`<span class="badge">pending</span> Awaiting issuance`, `<a href="/orders/1020">Order 1020</a>, valid till 1 Mar 2026`,
+		`<strong>Order 1021</strong> (this order) <span class="current">— current</span>, <span class="status pending">pending</span>`,
+		`<dd class="pending">Awaiting issuance</dd>`, `host1021.example.com`} {
+		if !strings.Contains(html.UnescapeString(order.body), want) {
+			t.Errorf("pending order page lacks %s", want)
+		}
+	}
+	if regexp.MustCompile(`days left|days ago|class="(expired|expiring)"`).MatchString(order.body) {
+		t.Errorf("the pending order page counts days:\n%s", order.body)
+	}
+	if old := b.get("/orders/1020"); !strings.Contains(old.body, `<a href="/orders/1021">Order 1021</a> <span class="current">— current</span>, <span class="status pending">pending</span>`) {
+		t.Errorf("the renewed order's chain does not lead to the pending one:\n%s", old.body)
+	}
+	if tl := b.get("/timeline"); !strings.Contains(tl.body, `<h2 class="tl-group">Awaiting issuance</h2>`) ||
+		!strings.Contains(tl.body, `<span class="tl-when pending">Awaiting issuance</span>`) {
+		t.Errorf("timeline:\n%s", tl.body)
+	}
+	csv := b.get("/orders.csv").body
+	for _, want := range []string{"1021,host1021.example.com,Basic,pending,,,Awaiting issuance,,1020", "1030,host1030.example.com,Basic,canceled,,,Never issued,,"} {
+		if !strings.Contains(csv, want) {
+			t.Errorf("CSV lacks %q:\n%s", want, csv)
+		}
+	}
+	b.get("/lang?l=ja&next=/orders/1021")
+	if ja := b.get("/orders/1021"); !strings.Contains(ja.body, "発行待ち") {
+		t.Errorf("Japanese pending order page lacks 発行待ち")
+	}
+
+	// The API: the stored document, without days_remaining or any date it lacks.
+	status, got := do(t, http.MethodPost, f.url, `{"AccessName":"alice","AccessKey":"`+f.aliceKey+`","action":"OrderInfo","orderId":1021}`)
+	if status != 200 || !strings.Contains(got, `"status":"pending"`) || !strings.Contains(got, `"is_renewed":false`) {
+		t.Fatalf("OrderInfo 1021: %d %s", status, got)
+	}
+	for _, absent := range []string{"days_remaining", "valid_till", "valid_from", "date_issued", "serial_number", "thumbprint", `""`, "0001-01-01"} {
+		if strings.Contains(got, absent) {
+			t.Errorf("OrderInfo of a pending order has %s: %s", absent, got)
+		}
+	}
+	if status, got := do(t, http.MethodPost, f.url, `{"AccessName":"alice","AccessKey":"`+f.aliceKey+`","action":"RenewCheck","orderId":1020}`); status != 200 || got != `{"orderId":1020,"renewed_orderId":1021}` {
+		t.Errorf("RenewCheck 1020: %d %s", status, got)
+	}
+}
