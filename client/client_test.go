@@ -49,6 +49,14 @@ func newService(t *testing.T) (endpoint, aliceKey string) {
 	if _, err := s.ImportOrders(ctx, "bob", storetest.Orders(t, storetest.OrderJSON(9, 0, "2099-01-01"))); err != nil {
 		t.Fatal(err)
 	}
+	// 4 -> 5 (pending); 6 -> 7 (canceled before issuance).
+	if _, err := s.ImportOrders(ctx, "alice", storetest.Orders(t, storetest.PendingJSON(5, "pending"),
+		storetest.PendingJSON(7, "canceled"), storetest.OrderJSON(6, 7, "2099-01-01"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordRenewal(ctx, 4, 5); err != nil {
+		t.Fatal(err)
+	}
 	h, err := server.New(s, server.Config{CASegment: "digicert"})
 	if err != nil {
 		t.Fatal(err)
@@ -88,9 +96,20 @@ func TestAgainstServer(t *testing.T) {
 	if err != nil || !slices.Equal(cur.Chain, []int64{1, 2, 3}) || cur.Order.OrderID != 3 || cur.Order.IsRenewed {
 		t.Fatalf("Current(1) = %+v, %v", cur, err)
 	}
+	if !cur.Order.Issued() || cur.Order.Ended() {
+		t.Errorf("Current(1): issued %v, ended %v", cur.Order.Issued(), cur.Order.Ended())
+	}
+	// A pending successor is the newest order; a canceled one ends the chain.
 	cur, err = c.Current(ctx, 4)
-	if err != nil || !slices.Equal(cur.Chain, []int64{4}) || cur.Order.OrderID != 4 {
+	if err != nil || !slices.Equal(cur.Chain, []int64{4, 5}) || cur.Order.OrderID != 5 || cur.Order.Status != "pending" ||
+		cur.Order.Issued() || cur.Order.Ended() || cur.Order.Certificate.DaysRemaining.Valid {
 		t.Fatalf("Current(4) = %+v, %v", cur, err)
+	}
+	_, err = c.Current(ctx, 6)
+	var ended *client.EndedError
+	if !errors.Is(err, client.ErrOrderEnded) || !errors.As(err, &ended) || !slices.Equal(ended.Chain, []int64{6, 7}) ||
+		ended.Order.Status != "canceled" || err.Error() != "client: order 6 was renewed by order 7, which is canceled" {
+		t.Fatalf("Current(6): %v", err)
 	}
 	for _, id := range []int64{9, 99} { // bob's and nobody's
 		if _, err := c.OrderInfo(ctx, id); !errors.Is(err, client.ErrNoSuchOrder) {
