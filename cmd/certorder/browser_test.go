@@ -122,6 +122,11 @@ func TestBrowser(t *testing.T) {
 	if _, errOut, err := c.run(timelineOrders(time.Now()), "admin", "order", "import", "--member", "demo", "-"); err != nil {
 		t.Fatalf("import: %v\n%s", err, errOut)
 	}
+	// 20005 renewed by 20100, which CertCentral has not issued yet.
+	if _, errOut, err := c.run(storetest.PendingJSON(20100, "pending"), "admin", "order", "import", "--member", "demo", "-"); err != nil {
+		t.Fatalf("import: %v\n%s", err, errOut)
+	}
+	c.ok("admin", "order", "renew", "20005", "20100")
 	endpoint, stdout := startServe(t, c, "--demo", "--webhook-allow-private") // the receiver below is on loopback
 	base := strings.TrimSuffix(endpoint, "api/digicert/")
 	oldKey := regexp.MustCompile(`AccessKey:\s+(\S+)`).FindStringSubmatch(stdout.String())[1]
@@ -201,6 +206,24 @@ func TestBrowser(t *testing.T) {
 	}
 	if !strings.Contains(heading, "Order 10003") || !strings.Contains(heading, "current") {
 		t.Errorf("the current order's heading: %q", heading)
+	}
+
+	// A renewal awaiting issuance: the chain leads to it, its page says so.
+	var pendingNote, pendingChain string
+	err = chromedp.Run(ctx,
+		chromedp.Navigate(base+"orders/20005"),
+		chromedp.WaitVisible(`ol.chain`, chromedp.ByQuery),
+		chromedp.Text(`ol.chain`, &pendingChain, chromedp.ByQuery),
+		chromedp.Click(`ol.chain a[href="/orders/20100"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`p.note.pending`, chromedp.ByQuery),
+		chromedp.Text(`p.note.pending`, &pendingNote, chromedp.ByQuery),
+		check("pending order"), shot("order-pending.png"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(pendingChain, "Order 20100 — current, pending") || !strings.Contains(pendingNote, "Awaiting issuance") {
+		t.Errorf("the pending renewal: chain %q, note %q", pendingChain, pendingNote)
 	}
 
 	// Rotate the key: create one, sign out, sign in with it, revoke the old one.
