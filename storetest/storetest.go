@@ -418,6 +418,19 @@ func testPendingOrders(t *testing.T, s, dst certorder.Store) {
 		t.Errorf("restored pending order = %+v, %v", o, err)
 	}
 
+	// No order.expiring for an order without an end, whatever the window.
+	_, err = s.AddEndpoint(ctx, "alice", certorder.Endpoint{URL: "https://a.example/hook", Secret: "whsec_a"})
+	must(t, err)
+	exp, err := s.ExpiringOrders(ctx, "0001-01-01", "9999-12-31")
+	must(t, err)
+	var expiring []int64
+	for _, e := range exp {
+		expiring = append(expiring, e.ID)
+	}
+	if !slices.Equal(expiring, []int64{5}) {
+		t.Errorf("expiring orders: %v, want 5 alone (1 is renewed, the others have no valid_till)", expiring)
+	}
+
 	// Issued at last: the certificate's dates arrive with the new document.
 	_, err = s.ImportOrders(ctx, "alice", Orders(t, OrderJSON(2, 0, "2027-12-01")))
 	must(t, err)
