@@ -29,7 +29,7 @@ func TestCompleteCandidates(t *testing.T) {
 		typed []string
 		want  []string
 	}{
-		{[]string{""}, []string{"serve", "admin", "sync", "auth", "info", "renew-check", "current", "version", "completion", "help"}},
+		{[]string{""}, []string{"serve", "admin", "sync", "auth", "info", "renew-check", "current", "acme-url", "version", "completion", "help"}},
 		{[]string{"re"}, []string{"renew-check"}},
 		{[]string{"admin", ""}, []string{"member", "key", "order", "audit", "webhook", "sync", "migrate", "export", "restore", "backup"}},
 		{[]string{"admin", "member", ""}, []string{"add", "list", "disable", "enable", "keys", "link", "unlink"}},
