@@ -26,9 +26,16 @@ func unissuedOrderJSON(id int64, status string) string {
 // the key.
 func acmeChains(t *testing.T) (*cli, string) {
 	t.Helper()
+	m, _, key := acmeChainsWithOperator(t)
+	return m, key
+}
+
+// acmeChainsWithOperator is acmeChains with the operator's shell too.
+func acmeChainsWithOperator(t *testing.T) (member, operator *cli, key string) {
+	t.Helper()
 	op := newStoreCLI(t, testdb.SQLite(t))
 	op.ok("admin", "member", "add", "acme")
-	key := lastLine(op.ok("admin", "key", "create", "acme"))
+	key = lastLine(op.ok("admin", "key", "create", "acme"))
 	docs := []string{
 		storetest.OrderJSON(21000105, 0, "2099-01-01"), unissuedOrderJSON(21000106, "pending"),
 		storetest.OrderJSON(300, 0, "2020-01-01"), storetest.OrderJSON(301, 0, "2021-01-01"), storetest.OrderJSON(302, 0, "2099-01-01"),
@@ -46,7 +53,7 @@ func acmeChains(t *testing.T) (*cli, string) {
 	m.env["CERTORDER_URL"] = endpoint
 	m.env["CERTORDER_ACCESS_NAME"] = "acme"
 	m.env["CERTORDER_ACCESS_KEY"] = key
-	return m, key
+	return m, op, key
 }
 
 func TestACMEURL(t *testing.T) {
