@@ -60,6 +60,11 @@ import (
 // DirectoryPath is where the gate answers the directory, as on DigiCert.
 const DirectoryPath = "/mpki/api/v1/acme/v2/directory"
 
+// StatusPath answers what the gate has seen, as JSON: the issuances, the
+// refusals and the number of accounts registered (for scripts; tests call
+// the methods).
+const StatusPath = "/gate-status"
+
 // tagPrefix starts the path of every URL of the rewritten directory.
 const tagPrefix = "/gate/"
 
@@ -94,16 +99,16 @@ type Config struct {
 // Issuance is one ACME order finalized: a certificate issued under
 // certorder order OrderID with Action, as the directory URL said.
 type Issuance struct {
-	OrderID   int64
-	Action    string
-	ACMEOrder string // Pebble's order ID
+	OrderID   int64  `json:"orderId"`
+	Action    string `json:"action"`
+	ACMEOrder string `json:"acmeOrder"` // Pebble's order ID
 }
 
 // Refusal is one request refused because its order was stale or unusable.
 type Refusal struct {
-	OrderID int64
-	Newest  int64 // the order that renewed it (the newest of its chain); 0 if none
-	Detail  string
+	OrderID int64  `json:"orderId"`
+	Newest  int64  `json:"newest"` // the newest order of its chain; 0 if none
+	Detail  string `json:"detail"`
 }
 
 // Gate is the http.Handler in front of Pebble. Serve it over TLS (Pebble
@@ -185,6 +190,8 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case p == DirectoryPath:
 		g.directory(w, r)
+	case p == StatusPath && r.Method == http.MethodGet:
+		g.status(w)
 	case strings.HasPrefix(p, tagPrefix):
 		g.tagged(w, r)
 	case p == pebbleDirectory || p == pebbleNewAccount || p == pebbleNewOrder || p == pebbleKeyChange || p == pebbleRevoke:
@@ -203,6 +210,18 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		g.pebble.ServeHTTP(w, r)
 	}
+}
+
+func (g *Gate) status(w http.ResponseWriter) {
+	g.mu.Lock()
+	st := struct {
+		Issuances []Issuance `json:"issuances"`
+		Refusals  []Refusal  `json:"refusals"`
+		Accounts  int        `json:"accounts"`
+	}{slices.Clone(g.issuances), slices.Clone(g.refusals), g.accounts}
+	g.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(st)
 }
 
 // directory answers the directory URL: refused if its order is stale,
