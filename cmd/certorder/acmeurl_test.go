@@ -156,3 +156,16 @@ func TestACMEURL(t *testing.T) {
 	m.fails(exitUnreachable, "acme-url", "--url", "http://127.0.0.1:1/api/digicert/", "--access-name", "acme",
 		"--access-key-file", keyFile, "--timeout", "2s", dc+"?orderId=300")
 }
+
+// serve refuses an ACME URL template it could not use, from the flag or
+// the variable.
+func TestServeACMEURLTemplate(t *testing.T) {
+	c := newCLI(t, testdb.SQLite(t))
+	for _, bad := range []string{"https://acme.example/directory?orderId=1", "http://acme.example/directory?orderId={orderId}"} {
+		if msg := c.fails(exitUsage, "serve", "--acme-url-template", bad); !strings.Contains(msg, "--acme-url-template") {
+			t.Errorf("%s: %s", bad, msg)
+		}
+	}
+	c.env["CERTORDER_ACME_URL_TEMPLATE"] = "not a url {orderId}"
+	c.fails(exitUsage, "serve")
+}
