@@ -15,14 +15,16 @@ start=$SECONDS
 missing=()
 command -v certbot >/dev/null 2>&1 || missing+=(certbot)
 command -v lego >/dev/null 2>&1 || missing+=(lego)
+command -v jq >/dev/null 2>&1 || missing+=(jq)      # reads the gate's status
+command -v curl >/dev/null 2>&1 || missing+=(curl)
 if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   { apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null; } || echo "could not install: ${missing[*]}" >&2
 fi
-for c in certbot lego; do
+for c in certbot lego jq curl python3; do
   if ! command -v $c >/dev/null 2>&1; then
-    if ci; then echo "FAIL: $c is not installed (apt-get install -y certbot lego)" >&2; exit 1; fi
-    echo "$c is not installed: the ACME client check is skipped (apt-get install -y certbot lego)"
+    if ci; then echo "FAIL: $c is not installed (apt-get install -y certbot lego jq curl)" >&2; exit 1; fi
+    echo "$c is not installed: the ACME client check is skipped (apt-get install -y certbot lego jq curl)"
     exit 0
   fi
 done

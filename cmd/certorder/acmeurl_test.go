@@ -59,13 +59,14 @@ func acmeChainsWithOperator(t *testing.T) (member, operator *cli, key string) {
 func TestACMEURL(t *testing.T) {
 	m, key := acmeChains(t)
 	const dc = "https://one.digicert.com/mpki/api/v1/acme/v2/directory"
-	renewal := filepath.Join(t.TempDir(), "www.example.com.conf")
-	// A renewal file as certbot 2.x writes it (configobj), server last but one.
-	certbotConf := "# renew_before_expiry = 30 days\nversion = 2.11.0\n" +
-		"archive_dir = /etc/letsencrypt/archive/www.example.com\ncert = /etc/letsencrypt/live/www.example.com/cert.pem\n" +
-		"\n# Options used in the renewal process\n[renewalparams]\naccount = 0123456789abcdef0123456789abcdef\n" +
-		"authenticator = standalone\nserver = " + dc + "?action=renew&orderId=21000105\nkey_type = ecdsa\n"
-	if err := os.WriteFile(renewal, []byte(certbotConf), 0o400); err != nil {
+	// A renewal file as Debian's certbot 2.1 wrote it in .ci/acme.sh, its
+	// paths and server moved to the usual places; read from a read-only copy.
+	certbotConf, err := os.ReadFile("testdata/certbot-renewal-www.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewal := filepath.Join(t.TempDir(), "www.conf")
+	if err := os.WriteFile(renewal, certbotConf, 0o400); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -138,7 +139,7 @@ func TestACMEURL(t *testing.T) {
 			}
 		})
 	}
-	if b, err := os.ReadFile(renewal); err != nil || string(b) != certbotConf {
+	if b, err := os.ReadFile(renewal); err != nil || string(b) != string(certbotConf) {
 		t.Errorf("the certbot renewal file changed: %v", err)
 	}
 	// The credentials from flags and a file, as for current.
