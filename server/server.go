@@ -46,6 +46,9 @@ type Config struct {
 	// PrivateWebhooks lets members add webhook endpoints on plain http
 	// and private addresses on the web page (serve --webhook-allow-private).
 	PrivateWebhooks bool
+	// ACMEURLTemplate is shown on each order's page with the chain's
+	// newest order in {orderId} (serve --acme-url-template); "" shows nothing.
+	ACMEURLTemplate string
 }
 
 // DefaultMaxBodyBytes bounds a request body. A real request is well under 1 KiB.
@@ -141,7 +144,8 @@ func New(store Store, cfg Config) (*Server, error) {
 	if cfg.Web {
 		wc := web.Config{SignIn: s.signIn, Secure: s.secure, Now: cfg.Now, Logger: cfg.Logger, StoreTimeout: cfg.StoreTimeout,
 			ClientIP:           func(r *http.Request) string { return clientIP(r, cfg.Limits.TrustedProxies) },
-			SelfServiceKeysOff: cfg.SelfServiceKeysOff, PrivateWebhooks: cfg.PrivateWebhooks}
+			SelfServiceKeysOff: cfg.SelfServiceKeysOff, PrivateWebhooks: cfg.PrivateWebhooks,
+			ACMEURLTemplate: cfg.ACMEURLTemplate}
 		if s.audit != nil {
 			wc.Audit = s.audit.record // sign-ins and key changes, beside the API's calls
 		}

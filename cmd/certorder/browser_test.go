@@ -127,7 +127,8 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("import: %v\n%s", err, errOut)
 	}
 	c.ok("admin", "order", "renew", "20005", "20100")
-	endpoint, stdout := startServe(t, c, "--demo", "--webhook-allow-private") // the receiver below is on loopback
+	endpoint, stdout := startServe(t, c, "--demo", "--webhook-allow-private", // the receiver below is on loopback
+		"--acme-url-template", "http://127.0.0.1:14000/dir?action=renew&orderId={orderId}")
 	base := strings.TrimSuffix(endpoint, "api/digicert/")
 	oldKey := regexp.MustCompile(`AccessKey:\s+(\S+)`).FindStringSubmatch(stdout.String())[1]
 	oldID, _ := certorder.KeyID(oldKey)
@@ -174,7 +175,7 @@ func TestBrowser(t *testing.T) {
 	}
 
 	// Sign in; the orders; the renewal chain to the current order.
-	var heading, chain, ordersText string
+	var heading, chain, ordersText, acmeURL, copied string
 	err := chromedp.Run(ctx,
 		chromedp.Navigate(base),
 		chromedp.WaitVisible(`#name`, chromedp.ByQuery),
@@ -192,11 +193,20 @@ func TestBrowser(t *testing.T) {
 		chromedp.Click(`ol.chain a[href="/orders/10003"]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`h1 .current`, chromedp.ByQuery),
 		chromedp.Text(`h1`, &heading, chromedp.ByQuery),
+		// The copy button: hidden without script, shown by static/copy.js
+		// (the page's CSP allows the site's own script).
+		chromedp.WaitVisible(`button[data-copy="acme-url"]`, chromedp.ByQuery),
+		chromedp.Text(`#acme-url`, &acmeURL, chromedp.ByQuery),
+		chromedp.Click(`button[data-copy="acme-url"]`, chromedp.ByQuery),
+		chromedp.Poll(`document.getElementById("acme-url-status").textContent`, &copied, chromedp.WithPollingTimeout(5*time.Second)),
 		chromedp.Click(`details summary`, chromedp.ByQuery),
 		check("order"), shot("order.png"),
 	)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if acmeURL != "http://127.0.0.1:14000/dir?action=renew&orderId=10003" || copied != "Copied." {
+		t.Errorf("ACME URL on order 10003: %q, copy button said %q", acmeURL, copied)
 	}
 	if strings.Contains(ordersText, "10001") || !strings.Contains(ordersText, "10003") || !strings.Contains(ordersText, "Current") {
 		t.Errorf("orders page, renewed orders hidden: %q", ordersText)

@@ -92,6 +92,13 @@ func (e *env) candidates(ctx context.Context, words []string) []candidate {
 	}
 	if len(done) > len(path) {
 		prev := strings.TrimLeft(done[len(done)-1], "-")
+		if len(path) == 1 && path[0] == "acme-url" && prev == "action" {
+			var out []candidate
+			for _, a := range acmeActions {
+				out = append(out, candidate{a, "the ACME directory URL's action (DigiCert)"})
+			}
+			return withPrefix(out, cur)
+		}
 		if strings.HasPrefix(done[len(done)-1], "-") && !strings.Contains(prev, "=") &&
 			slices.ContainsFunc(flags, func(f flagInfo) bool { return f.name == prev && f.takesValue }) {
 			return nil // the flag's value: a file name, if anything

@@ -29,7 +29,7 @@ func TestCompleteCandidates(t *testing.T) {
 		typed []string
 		want  []string
 	}{
-		{[]string{""}, []string{"serve", "admin", "sync", "auth", "info", "renew-check", "current", "version", "completion", "help"}},
+		{[]string{""}, []string{"serve", "admin", "sync", "auth", "info", "renew-check", "current", "acme-url", "version", "completion", "help"}},
 		{[]string{"re"}, []string{"renew-check"}},
 		{[]string{"admin", ""}, []string{"member", "key", "order", "audit", "webhook", "sync", "migrate", "export", "restore", "backup"}},
 		{[]string{"admin", "member", ""}, []string{"add", "list", "disable", "enable", "keys", "link", "unlink"}},
@@ -41,6 +41,9 @@ func TestCompleteCandidates(t *testing.T) {
 		{[]string{"admin", "--db", ""}, nil},
 		{[]string{"serve", "--tls"}, []string{"--tls-cert", "--tls-key"}},
 		{[]string{"current", "10001", "--i"}, []string{"--id"}},
+		{[]string{"acme-url", "--c"}, []string{"--certbot-renewal"}},
+		{[]string{"acme-url", "--action", "re"}, []string{"renew", "reissue"}},
+		{[]string{"acme-url", "--certbot-renewal", ""}, nil},
 		{[]string{"completion", ""}, []string{"bash", "zsh", "fish"}},
 		{[]string{"help", "admin", "o"}, []string{"order"}},
 		{[]string{"help", "serve", "--"}, nil},

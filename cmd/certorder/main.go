@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -45,6 +46,7 @@ var topCommands = []topCommand{
 	{"info", "ID [flags]", "show an order", groupMember},
 	{"renew-check", "ID [flags]", "show the order that renewed an order", groupMember},
 	{"current", "ID [flags]", "follow renewals to the newest order", groupMember},
+	{"acme-url", "DIRECTORY_URL [flags]", "an ACME directory URL with its orderId moved to the newest order", groupMember},
 	{"version", "", "print the version, commit and build date (also --version)", groupOther},
 	{"completion", "bash|zsh|fish", "print a shell completion script", groupOther},
 	{"help", "[COMMAND]", "print this, or a command's usage", groupOther},
@@ -128,6 +130,8 @@ func (e *env) dispatch(ctx context.Context, args []string) error {
 		return e.sync(ctx, rest)
 	case "auth", "info", "renew-check", "current":
 		return e.member(ctx, cmd, rest)
+	case "acme-url":
+		return e.acmeURL(ctx, rest)
 	case "version", "--version", "-version":
 		return e.version(rest)
 	case "completion":
@@ -220,6 +224,12 @@ func (e *env) commandFlags(name, argsUsage, summary string) *flag.FlagSet {
 // positional arguments, and checks the number of positional arguments.
 // -h or --help returns *helpShown with the command's usage.
 func parse(fs *flag.FlagSet, args []string, want int) ([]string, error) {
+	return parseRange(fs, args, want, want)
+}
+
+// parseRange is parse for a command that takes from lo to hi positional
+// arguments.
+func parseRange(fs *flag.FlagSet, args []string, lo, hi int) ([]string, error) {
 	// The flag package prints the usage itself, on -h and on a bad flag:
 	// catch it, for stdout or stderr.
 	out := fs.Output()
@@ -243,9 +253,13 @@ func parse(fs *flag.FlagSet, args []string, want int) ([]string, error) {
 		args = args[1:]
 	}
 	fs.SetOutput(out)
-	if len(pos) != want {
+	if len(pos) < lo || len(pos) > hi {
 		fs.Usage()
-		return nil, usageError("%s: want %d argument(s), got %d", fs.Name(), want, len(pos))
+		want := strconv.Itoa(lo)
+		if hi > lo {
+			want = fmt.Sprintf("%d to %d", lo, hi)
+		}
+		return nil, usageError("%s: want %s argument(s), got %d", fs.Name(), want, len(pos))
 	}
 	return pos, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"strconv"
@@ -22,20 +23,15 @@ const (
 	exitOrderEnded  = 7 // current: the newest order of the chain is canceled or rejected
 )
 
-// member runs auth, info, renew-check and current.
+// member runs auth, info, renew-check and current (acme-url is in acmeurl.go).
 func (e *env) member(ctx context.Context, cmd string, args []string) error {
 	argsUsage := "ID [flags]"
 	if cmd == "auth" {
 		argsUsage = "[flags]"
 	}
 	fs := e.newFlags(cmd, argsUsage)
-	endpoint := fs.String("url", "", "the endpoint, e.g. https://host/api/digicert/ (env CERTORDER_URL)")
-	name := fs.String("access-name", "", "your member ID (env CERTORDER_ACCESS_NAME)")
-	key := fs.String("access-key", "",
-		"your API key (env CERTORDER_ACCESS_KEY); a flag shows in ps and shell history, prefer the file or the variable")
-	keyFile := fs.String("access-key-file", "", "read the API key from this file")
+	creds := memberFlags(fs)
 	asJSON := fs.Bool("json", false, "print the service's answer unchanged")
-	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long, retries included")
 	var idOnly *bool
 	if cmd == "current" {
 		idOnly = fs.Bool("id", false, "print only the current order number")
@@ -48,29 +44,15 @@ func (e *env) member(ctx context.Context, cmd string, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := e.applyEnv(fs, map[string]string{"url": "CERTORDER_URL", "access-name": "CERTORDER_ACCESS_NAME",
-		"access-key": "CERTORDER_ACCESS_KEY"}); err != nil {
-		return err
-	}
 	var id int64
 	if want == 1 {
 		if id, err = orderIDArg(pos[0]); err != nil {
 			return err
 		}
 	}
-	if *keyFile != "" {
-		b, err := os.ReadFile(*keyFile)
-		if err != nil {
-			return usageError("%s: reading the key file: %v", cmd, err)
-		}
-		*key = strings.TrimSpace(string(b))
-	}
-	if *endpoint == "" || *name == "" || *key == "" {
-		return usageError("%s: need --url, --access-name and an access key (flags or CERTORDER_URL, CERTORDER_ACCESS_NAME, CERTORDER_ACCESS_KEY)", cmd)
-	}
-	c, err := client.New(*endpoint, *name, *key, client.WithTimeout(*timeout))
+	c, err := creds.client(e, fs, cmd)
 	if err != nil {
-		return usageError("%v", err)
+		return err
 	}
 
 	switch cmd {
@@ -83,7 +65,49 @@ func (e *env) member(ctx context.Context, cmd string, args []string) error {
 	case "current":
 		err = e.currentCmd(ctx, c, id, *asJSON, *idOnly)
 	}
-	return memberExit(err, cmd, id, *endpoint, *name)
+	return memberExit(err, cmd, id, *creds.endpoint, *creds.name)
+}
+
+// memberCreds are the flags every member command shares: where the
+// service is, who is asking, and how long to wait.
+type memberCreds struct {
+	endpoint, name, key, keyFile *string
+	timeout                      *time.Duration
+}
+
+func memberFlags(fs *flag.FlagSet) *memberCreds {
+	return &memberCreds{
+		endpoint: fs.String("url", "", "the endpoint, e.g. https://host/api/digicert/ (env CERTORDER_URL)"),
+		name:     fs.String("access-name", "", "your member ID (env CERTORDER_ACCESS_NAME)"),
+		key: fs.String("access-key", "",
+			"your API key (env CERTORDER_ACCESS_KEY); a flag shows in ps and shell history, prefer the file or the variable"),
+		keyFile: fs.String("access-key-file", "", "read the API key from this file"),
+		timeout: fs.Duration("timeout", 30*time.Second, "give up after this long, retries included"),
+	}
+}
+
+// client applies the CERTORDER_* variables to the flags not given, reads
+// the key file and makes the client; what is missing is a usage error.
+func (m *memberCreds) client(e *env, fs *flag.FlagSet, cmd string) (*client.Client, error) {
+	if err := e.applyEnv(fs, map[string]string{"url": "CERTORDER_URL", "access-name": "CERTORDER_ACCESS_NAME",
+		"access-key": "CERTORDER_ACCESS_KEY"}); err != nil {
+		return nil, err
+	}
+	if *m.keyFile != "" {
+		b, err := os.ReadFile(*m.keyFile)
+		if err != nil {
+			return nil, usageError("%s: reading the key file: %v", cmd, err)
+		}
+		*m.key = strings.TrimSpace(string(b))
+	}
+	if *m.endpoint == "" || *m.name == "" || *m.key == "" {
+		return nil, usageError("%s: need --url, --access-name and an access key (flags or CERTORDER_URL, CERTORDER_ACCESS_NAME, CERTORDER_ACCESS_KEY)", cmd)
+	}
+	c, err := client.New(*m.endpoint, *m.name, *m.key, client.WithTimeout(*m.timeout))
+	if err != nil {
+		return nil, usageError("%v", err)
+	}
+	return c, nil
 }
 
 func (e *env) authCmd(ctx context.Context, c *client.Client, asJSON bool) error {
@@ -221,7 +245,7 @@ func memberExit(err error, cmd string, id int64, endpoint, name string) error {
 	case errors.Is(err, client.ErrNoSuchOrder):
 		code = exitNoSuchOrder
 		msg = fmt.Errorf("no such order: %d is not an order of member %s (%w)", id, name, err)
-		if cmd == "current" && !bare {
+		if (cmd == "current" || cmd == "acme-url") && !bare {
 			// The chain led to an order that is missing; the error names it.
 			msg = fmt.Errorf("following the renewals of order %d: %w", id, err)
 		}

@@ -29,6 +29,7 @@ import (
 	"github.com/certorder/certorder/ccsync"
 	"github.com/certorder/certorder/internal/credcache"
 	"github.com/certorder/certorder/server"
+	"github.com/certorder/certorder/server/web"
 	"github.com/certorder/certorder/stores"
 	"github.com/certorder/certorder/webhook"
 )
@@ -38,7 +39,7 @@ type serveConfig struct {
 	addr, db, segment, logFormat, metricsAddr, tlsCert, tlsKey, trusted string
 	demo, errorsAs200, accessLog, web, pprof, memberKeys                bool
 	webhooks, webhookAllowPrivate                                       bool
-	webhookExpiring                                                     string
+	webhookExpiring, acmeURLTemplate                                    string
 	storeTimeout, auditRetention, shutdownTimeout, shutdownDrain        time.Duration
 	webhookTimeout                                                      time.Duration
 	readHeaderTimeout, readTimeout, writeTimeout, idleTimeout           time.Duration
@@ -115,6 +116,7 @@ func (c *serveConfig) options() []option {
 		{"webhook-allow-private", "CERTORDER_WEBHOOK_ALLOW_PRIVATE", "let webhook endpoints be plain http and on loopback, private or link-local addresses (intranets, tests)", boolVar(&c.webhookAllowPrivate, false)},
 		{"webhook-timeout", "CERTORDER_WEBHOOK_TIMEOUT", "time a webhook endpoint has to answer", durationVar(&c.webhookTimeout, webhook.DefaultTimeout)},
 		{"webhook-expiring-days", "CERTORDER_WEBHOOK_EXPIRING_DAYS", "order.expiring is sent as an order without a successor crosses each of these days before expiry", stringVar(&c.webhookExpiring, "30,7,1")},
+		{"acme-url-template", "CERTORDER_ACME_URL_TEMPLATE", "show members, on each order's page, this ACME directory URL with the newest order of the chain in place of {orderId}, e.g. https://one.digicert.com/mpki/api/v1/acme/v2/directory?action=renew&orderId={orderId}", stringVar(&c.acmeURLTemplate, "")},
 		{"trusted-proxy", "CERTORDER_TRUSTED_PROXIES", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed", stringVar(&c.trusted, "")},
 		{"sync-every", "CERTORDER_SYNC_EVERY", "sync orders from DigiCert CertCentral this often, as certorder sync does; 0 turns it off", durationVar(&c.syncEvery, 0)},
 	}, c.upstream.options()...)
@@ -160,6 +162,11 @@ func (e *env) parseServe(args []string) (*serveConfig, *slog.Logger, error) {
 	}
 	if c.pprof && c.metricsAddr == "" {
 		return nil, nil, usageError("serve: --pprof needs --metrics-addr")
+	}
+	if c.acmeURLTemplate != "" {
+		if err := web.CheckACMEURLTemplate(c.acmeURLTemplate); err != nil {
+			return nil, nil, usageError("serve: --acme-url-template: %v", err)
+		}
 	}
 	if c.syncEvery < 0 {
 		return nil, nil, usageError("serve: --sync-every must not be negative")
@@ -219,6 +226,7 @@ func (e *env) serve(ctx context.Context, args []string) error {
 		Web:                c.web,
 		SelfServiceKeysOff: !c.memberKeys,
 		PrivateWebhooks:    c.webhookAllowPrivate,
+		ACMEURLTemplate:    c.acmeURLTemplate,
 		Limits:             c.limits,
 		AuditRetention:     c.auditRetention,
 		Metrics:            reg,

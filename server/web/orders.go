@@ -249,6 +249,8 @@ type orderData struct {
 	IsCurrent  bool
 	Expiry     Expiry
 	ExpiryText string
+	ACMEURL    string // the directory URL for the newest order, when the operator set a template
+	ACMEEnded  bool   // the newest order is canceled or rejected: no URL to give
 }
 
 func (h *handler) order(w http.ResponseWriter, r *http.Request, s *certorder.Session) {
@@ -287,5 +289,22 @@ func (h *handler) order(w http.ResponseWriter, r *http.Request, s *certorder.Ses
 	var days int
 	data.Expiry, days = expiryOf(o, h.cfg.Now())
 	data.ExpiryText = expiryText(cat, data.Expiry, days)
+	if h.cfg.ACMEURLTemplate != "" {
+		newest := o
+		if data.Current != id {
+			if newest, err = h.store.FindOrder(r.Context(), data.Current); err != nil {
+				h.serverError(w, r, err)
+				return
+			}
+		}
+		if certorder.OrderEnded(newest.Status) {
+			data.ACMEEnded = true
+		} else {
+			data.ACMEURL = ACMEURL(h.cfg.ACMEURLTemplate, data.Current)
+			// The copy button's script (static/copy.js): this page alone
+			// allows the site's own scripts, and no inline one.
+			w.Header().Set("Content-Security-Policy", contentSecurityPolicy+"; script-src 'self'")
+		}
+	}
 	h.render(w, r, http.StatusOK, "order", signedIn(view{Title: cat.S("order.title", id), Section: "orders", Data: data}, s))
 }

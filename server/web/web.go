@@ -81,6 +81,11 @@ type Config struct {
 	// loopback, private or link-local addresses, as the deliveries do
 	// (serve --webhook-allow-private).
 	PrivateWebhooks bool
+	// ACMEURLTemplate, when set, is an ACME directory URL with {orderId}
+	// where the order number goes (serve --acme-url-template): each
+	// order's page shows it for the newest order of the chain, with a copy
+	// button. CheckACMEURLTemplate says whether one will do.
+	ACMEURLTemplate string
 
 	Now          func() time.Time
 	Logger       *slog.Logger
@@ -133,6 +138,11 @@ func New(store Store, cfg Config) (http.Handler, error) {
 	}
 	if cfg.ClientIP == nil {
 		cfg.ClientIP = func(r *http.Request) string { return r.RemoteAddr }
+	}
+	if cfg.ACMEURLTemplate != "" {
+		if err := CheckACMEURLTemplate(cfg.ACMEURLTemplate); err != nil {
+			return nil, err
+		}
 	}
 	cats, err := loadCatalogues()
 	if err != nil {
@@ -199,12 +209,16 @@ func withTimeout(next http.Handler, d time.Duration) http.Handler {
 	})
 }
 
+// contentSecurityPolicy is every page's: no script at all (the order
+// page adds the site's own when it has a copy button).
+const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
 // securityHeaders sets a strict Content-Security-Policy and the usual
 // headers. Inline SVG needs nothing more: its colours come from style.css.
 func securityHeaders(next http.Handler, secure func(*http.Request) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		h.Set("Content-Security-Policy", contentSecurityPolicy)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")

@@ -1,0 +1,246 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// acmeActions are the values DigiCert's ACME directory URL takes for
+// action (DigiCert, "ACME automation actions and URL parameters").
+var acmeActions = []string{"enroll", "renew", "reissue", "duplicate"}
+
+// acmeURL is "certorder acme-url": DIRECTORY_URL with its orderId moved to
+// the newest order of the renewal chain, every other byte as given.
+func (e *env) acmeURL(ctx context.Context, args []string) error {
+	const cmd = "acme-url"
+	fs := e.newFlags(cmd, "DIRECTORY_URL [flags]")
+	creds := memberFlags(fs)
+	order := fs.String("order", "", "the order to start from when DIRECTORY_URL has no orderId (it is added)")
+	action := fs.String("action", "", "set or replace the URL's action: "+strings.Join(acmeActions, ", "))
+	renewal := fs.String("certbot-renewal", "",
+		"take DIRECTORY_URL from the server line of this certbot renewal file (/etc/letsencrypt/renewal/NAME.conf); it is only read")
+	pos, err := parseRange(fs, args, 0, 1)
+	if err != nil {
+		return err
+	}
+	var raw string
+	switch {
+	case *renewal != "" && len(pos) == 1:
+		return usageError("%s: give DIRECTORY_URL or --certbot-renewal, not both", cmd)
+	case *renewal != "":
+		if raw, err = certbotServer(*renewal); err != nil {
+			return usageError("%s: %v", cmd, err)
+		}
+	case len(pos) == 1:
+		raw = pos[0]
+	default:
+		fs.Usage()
+		return usageError("%s: want DIRECTORY_URL or --certbot-renewal FILE", cmd)
+	}
+	if err := checkDirectoryURL(raw); err != nil {
+		return usageError("%s: %v", cmd, err)
+	}
+	if *action != "" && !slices.Contains(acmeActions, *action) {
+		return usageError("%s: --action %q is not one of %s", cmd, *action, strings.Join(acmeActions, ", "))
+	}
+	d, err := splitDirectoryURL(raw)
+	if err != nil {
+		return usageError("%s: %v", cmd, err)
+	}
+	id, err := d.orderID()
+	if err != nil {
+		return usageError("%s: %v", cmd, err)
+	}
+	if *order != "" {
+		flagID, err := orderIDArg(*order)
+		if err != nil {
+			return err
+		}
+		if id != 0 && id != flagID {
+			return usageError("%s: the URL names order %d and --order %d: give one", cmd, id, flagID)
+		}
+		id = flagID
+	}
+	if id == 0 {
+		return usageError("%s: the URL has no orderId parameter: give the order with --order ID", cmd)
+	}
+	c, err := creds.client(e, fs, cmd)
+	if err != nil {
+		return err
+	}
+	cur, err := c.Current(ctx, id)
+	if err != nil {
+		return memberExit(err, cmd, id, *creds.endpoint, *creds.name)
+	}
+	newest := cur.Order.OrderID
+	d.set("orderId", strconv.FormatInt(newest, 10))
+	if *action != "" {
+		d.set("action", *action)
+	}
+	if _, err := fmt.Fprintln(e.stdout, d.String()); err != nil {
+		return err
+	}
+	if newest != id {
+		via := ""
+		if len(cur.Chain) > 2 {
+			ids := make([]string, len(cur.Chain))
+			for i, n := range cur.Chain {
+				ids[i] = strconv.FormatInt(n, 10)
+			}
+			via = "; chain " + strings.Join(ids, " -> ")
+		}
+		fmt.Fprintf(e.stderr, "order %d was renewed by %d (%s%s)\n", id, newest, cur.Order.Status, via)
+	}
+	return nil
+}
+
+// checkDirectoryURL refuses a URL that is not https, unless its host is
+// loopback (a test server on this machine): the ACME client would send its
+// account's requests there.
+func checkDirectoryURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%q is not a URL: %v", raw, err)
+	}
+	if u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return fmt.Errorf("%q is not an https URL", raw)
+	}
+	if u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+		return fmt.Errorf("%q is not https: plain http is allowed only on loopback (127.0.0.0/8, ::1, localhost)", raw)
+	}
+	return nil
+}
+
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// directoryURL is a URL cut where its query's parameters begin and end, so
+// that changing one parameter leaves every other byte as it was: url.Values
+// would sort the parameters and re-encode them.
+type directoryURL struct {
+	base     string   // everything before '?'
+	params   []string // the query's parameters, raw, as split at '&'
+	hasQuery bool     // there was a '?', even with nothing after it
+	fragment string   // '#' and what follows, or ""
+}
+
+func splitDirectoryURL(raw string) (*directoryURL, error) {
+	d := &directoryURL{base: raw}
+	if i := strings.IndexByte(d.base, '#'); i >= 0 {
+		d.base, d.fragment = d.base[:i], d.base[i:]
+	}
+	if i := strings.IndexByte(d.base, '?'); i >= 0 {
+		query := d.base[i+1:]
+		d.base, d.hasQuery = d.base[:i], true
+		if query != "" {
+			d.params = strings.Split(query, "&")
+		}
+	}
+	return d, nil
+}
+
+// find returns the indexes of the parameters named name (compared after
+// unescaping, as a server reads them).
+func (d *directoryURL) find(name string) []int {
+	var at []int
+	for i, p := range d.params {
+		k, _, _ := strings.Cut(p, "=")
+		if uk, err := url.QueryUnescape(k); err == nil && uk == name {
+			at = append(at, i)
+		}
+	}
+	return at
+}
+
+// orderID is the orderId parameter's value, 0 when there is none.
+func (d *directoryURL) orderID() (int64, error) {
+	at := d.find("orderId")
+	switch len(at) {
+	case 0:
+		return 0, nil
+	case 1:
+	default:
+		return 0, fmt.Errorf("the URL has %d orderId parameters: which one is meant?", len(at))
+	}
+	_, v, _ := strings.Cut(d.params[at[0]], "=")
+	uv, err := url.QueryUnescape(v)
+	if err == nil {
+		var id int64
+		if id, err = strconv.ParseInt(uv, 10, 64); err == nil && id > 0 {
+			return id, nil
+		}
+	}
+	return 0, fmt.Errorf("orderId=%s in the URL is not an order number", v)
+}
+
+// set gives the parameter name the value (which needs no escaping: a
+// number or one of acmeActions), in place, or appends it.
+func (d *directoryURL) set(name, value string) {
+	at := d.find(name)
+	if len(at) == 0 {
+		if n := len(d.params); n > 0 && d.params[n-1] == "" { // "?a=1&": fill the empty place
+			d.params = d.params[:n-1]
+		}
+		d.params = append(d.params, name+"="+value)
+		return
+	}
+	for _, i := range at {
+		k, _, _ := strings.Cut(d.params[i], "=")
+		d.params[i] = k + "=" + value
+	}
+}
+
+func (d *directoryURL) String() string {
+	s := d.base
+	if d.hasQuery || len(d.params) > 0 {
+		s += "?" + strings.Join(d.params, "&")
+	}
+	return s + d.fragment
+}
+
+// certbotServer reads the server line of a certbot renewal configuration
+// file (configobj's "key = value", in the [renewalparams] section).
+func certbotServer(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("reading the certbot renewal file: %v", err)
+	}
+	defer f.Close()
+	section := ""
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "[") {
+			section = strings.Trim(line, "[] ")
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || strings.TrimSpace(k) != "server" || section != "renewalparams" {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		if i := strings.Index(v, " #"); i >= 0 { // an inline comment
+			v = strings.TrimSpace(v[:i])
+		}
+		if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+			v = v[1 : len(v)-1]
+		}
+		return v, nil
+	}
+	if err := sc.Err(); err != nil {
+		return "", fmt.Errorf("reading %s: %v", path, err)
+	}
+	return "", fmt.Errorf("%s has no server line in [renewalparams]: is it a certbot renewal file?", path)
+}
