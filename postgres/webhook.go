@@ -177,15 +177,34 @@ func (s *Store) FanOut(ctx context.Context, limit int, build func(certorder.Even
 }
 
 // ClaimDeliveries takes due deliveries with their endpoints, for lease;
-// SKIP LOCKED keeps two instances from taking the same one.
-func (s *Store) ClaimDeliveries(ctx context.Context, at time.Time, lease time.Duration, limit int) ([]certorder.Delivery, error) {
+// SKIP LOCKED keeps two instances from taking the same one, and the
+// condition repeated on d makes a row another instance claimed meanwhile
+// (committed: no longer due) one this statement skips.
+func (s *Store) ClaimDeliveries(ctx context.Context, c certorder.Claim) ([]certorder.Delivery, error) {
+	perMember := int64(0)
+	if c.RoundRobin {
+		perMember = 1
+	}
+	skipE, skipM := c.SkipEndpoints, c.SkipMembers
+	if skipE == nil {
+		skipE = []int64{}
+	}
+	if skipM == nil {
+		skipM = []int64{}
+	}
 	rows, _ := s.pool.Query(ctx, `WITH due AS (
-			SELECT id FROM webhook_deliveries WHERE state = 'pending' AND next_attempt <= $1
-			ORDER BY next_attempt LIMIT $3 FOR UPDATE SKIP LOCKED)
-		UPDATE webhook_deliveries d SET next_attempt = $2 FROM due, webhook_endpoints e
-		WHERE d.id = due.id AND e.id = d.endpoint_id
+			SELECT d.id, d.next_attempt, row_number() OVER (PARTITION BY e.member_id ORDER BY d.next_attempt, d.id) AS rn
+			FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+			WHERE d.state = 'pending' AND d.next_attempt <= $1
+			AND d.endpoint_id <> ALL($5::bigint[]) AND e.member_id <> ALL($6::bigint[])),
+		pick AS (
+			SELECT d.id FROM webhook_deliveries d JOIN due ON due.id = d.id
+			WHERE d.state = 'pending' AND d.next_attempt <= $1 AND ($4 = 0 OR due.rn <= $4)
+			ORDER BY due.rn, due.next_attempt, due.id LIMIT $3 FOR UPDATE OF d SKIP LOCKED)
+		UPDATE webhook_deliveries d SET next_attempt = $2 FROM pick, webhook_endpoints e
+		WHERE d.id = pick.id AND e.id = d.endpoint_id
 		RETURNING `+deliveryColumns+`, e.url, e.secret, e.previous_secret, e.previous_expires, e.event_types, e.member_id, e.enabled, e.failing_since`,
-		at, at.Add(lease), limit)
+		c.At, c.At.Add(c.Lease), c.Limit, perMember, skipE, skipM)
 	ds, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.Delivery, error) {
 		var ep certorder.Endpoint
 		var types string

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -223,12 +224,22 @@ func (s *Store) FanOut(ctx context.Context, limit int, build func(certorder.Even
 }
 
 // ClaimDeliveries takes due deliveries with their endpoints, for lease.
-func (s *Store) ClaimDeliveries(ctx context.Context, at time.Time, lease time.Duration, limit int) ([]certorder.Delivery, error) {
+func (s *Store) ClaimDeliveries(ctx context.Context, c certorder.Claim) ([]certorder.Delivery, error) {
+	perMember := 0
+	if c.RoundRobin {
+		perMember = 1
+	}
+	skipE, skipM := int64List(c.SkipEndpoints), int64List(c.SkipMembers)
 	var ds []certorder.Delivery
 	err := inTx(ctx, s.write, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `UPDATE webhook_deliveries SET next_attempt = ?
-			WHERE id IN (SELECT id FROM webhook_deliveries WHERE state = 'pending' AND next_attempt <= ? ORDER BY next_attempt LIMIT ?)
-			RETURNING id`, formatTime(at.Add(lease)), formatTime(at), limit)
+			WHERE id IN (SELECT id FROM (
+				SELECT d.id, d.next_attempt, row_number() OVER (PARTITION BY e.member_id ORDER BY d.next_attempt, d.id) AS rn
+				FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+				WHERE d.state = 'pending' AND d.next_attempt <= ?
+				AND d.endpoint_id NOT IN (SELECT value FROM json_each(?)) AND e.member_id NOT IN (SELECT value FROM json_each(?)))
+				WHERE ? = 0 OR rn <= ? ORDER BY rn, next_attempt, id LIMIT ?)
+			RETURNING id`, formatTime(c.At.Add(c.Lease)), formatTime(c.At), skipE, skipM, perMember, perMember, c.Limit)
 		if err != nil {
 			return err
 		}
@@ -439,4 +450,18 @@ func (s *Store) RedeliverMemberDelivery(ctx context.Context, memberID, endpointI
 			WHERE id = ?`, now(), deliveryID)
 		return err
 	}))
+}
+
+// int64List is ids as a JSON array, for json_each.
+func int64List(ids []int64) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatInt(id, 10))
+	}
+	b.WriteByte(']')
+	return b.String()
 }
