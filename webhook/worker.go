@@ -210,15 +210,6 @@ func build(ev certorder.Event) (string, []byte, error) {
 	return NewMessageID(), body, err
 }
 
-// QueueTest queues a test event to one endpoint, whatever types it wants.
-func QueueTest(ctx context.Context, store certorder.WebhookStore, endpointID int64, now time.Time) (int64, error) {
-	body, err := json.Marshal(TestEvent(now))
-	if err != nil {
-		return 0, err
-	}
-	return store.QueueDelivery(ctx, endpointID, TypeTest, NewMessageID(), body)
-}
-
 // expiring records order.expiring for the orders that crossed a threshold
 // since they were last told: once per order and threshold, and only the
 // nearest threshold crossed is told (an order first seen 5 days before

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/webhook"
 )
 
 //go:embed templates/*.html
@@ -108,6 +109,7 @@ type handler struct {
 	cfg   Config
 	cats  map[string]*catalogue
 	pages map[string]map[string]*template.Template // language -> page -> template
+	tests *webhook.TestLimiter                     // test events per member
 }
 
 // pageNames are the templates besides the layout.
@@ -138,7 +140,8 @@ func New(store Store, cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &handler{store: store, cfg: cfg, cats: cats, pages: map[string]map[string]*template.Template{}}
+	h := &handler{store: store, cfg: cfg, cats: cats, pages: map[string]map[string]*template.Template{},
+		tests: webhook.NewTestLimiter()}
 	for lang, cat := range cats {
 		h.pages[lang] = map[string]*template.Template{}
 		funcs := template.FuncMap{

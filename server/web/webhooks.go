@@ -342,7 +342,13 @@ func (h *handler) testWebhook(w http.ResponseWriter, r *http.Request, s *certord
 		h.endpointPage(w, r, s, ep, http.StatusConflict, webhookData{Error: h.cat(r).S("webhook.error.disabled")})
 		return
 	}
-	// webhook.QueueTest's message, queued with the member-scoped call.
+	if ok, wait := h.tests.Allow(s.MemberID, h.cfg.Now()); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		cat := h.cat(r)
+		h.endpointPage(w, r, s, ep, http.StatusTooManyRequests, webhookData{
+			Error: cat.S("webhook.error.test_limit", webhook.TestBurst, roundWait(cat, wait))})
+		return
+	}
 	body, err := json.Marshal(webhook.TestEvent(h.cfg.Now()))
 	if err != nil {
 		h.serverError(w, r, err)
