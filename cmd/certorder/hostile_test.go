@@ -1,9 +1,18 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -126,4 +135,64 @@ func TestWebhookTwoInstancesSlowReceiver(t *testing.T) {
 		}
 	}
 	t.Logf("%d deliveries of %d events", total, members*each)
+}
+
+// With the process limited to 128 descriptors, 200 idle connections from
+// 127.0.0.2 do not keep 127.0.0.1 from being served: beyond
+// --max-conns-per-ip (8 here) they are closed at once, and counted.
+// Before the cap, accept failed for everyone once the descriptors ran out.
+func TestConnsPerIP(t *testing.T) {
+	bin := buildBinary(t)
+	p := startProcess(t, "prlimit", "--nofile=128:128", bin, "serve", "--addr", "127.0.0.1:0", "--db", testdb.SQLite(t),
+		"--webhooks=false", "--metrics-addr", "127.0.0.1:0", "--max-conns-per-ip", "8")
+	addr := strings.TrimPrefix(strings.TrimSuffix(p.endpoint, "/api/digicert/"), "http://")
+	metricsAddr := p.waitFor(p.log, `msg="metrics listening" addr=(\S+)`)
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}, Timeout: 2 * time.Second}
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range 200 {
+		c, err := dialer.Dial("tcp", addr)
+		if err != nil {
+			break // the listen queue is full: enough
+		}
+		conns = append(conns, c)
+	}
+	// Those over the cap are closed by the server: a read ends at once.
+	var closed, open atomic.Int64
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Go(func() {
+			c.SetReadDeadline(time.Now().Add(time.Second))
+			if _, err := c.Read(make([]byte, 1)); errors.Is(err, os.ErrDeadlineExceeded) {
+				open.Add(1)
+			} else {
+				closed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if open.Load() > 8 {
+		t.Errorf("%d idle connections of %d from 127.0.0.2 stay open, want at most 8", open.Load(), len(conns))
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Fatalf("127.0.0.1 is not served: %v\n%s", err, p.log.String())
+	}
+	resp.Body.Close()
+	resp, err = client.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := regexp.MustCompile(`(?m)^certorder_connections_refused_total (\d+)`).FindStringSubmatch(string(body))
+	if m == nil || m[1] != strconv.FormatInt(closed.Load(), 10) {
+		t.Errorf("certorder_connections_refused_total: %v, want %d", m, closed.Load())
+	}
+	t.Logf("%d connections from 127.0.0.2: %d closed by the cap, %d open; 127.0.0.1 served", len(conns), closed.Load(), open.Load())
 }
