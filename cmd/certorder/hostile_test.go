@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/certorder/certorder/digicert/digicerttest"
 	"github.com/certorder/certorder/internal/testdb"
 )
 
@@ -195,4 +197,80 @@ func TestConnsPerIP(t *testing.T) {
 		t.Errorf("certorder_connections_refused_total: %v, want %d", m, closed.Load())
 	}
 	t.Logf("%d connections from 127.0.0.2: %d closed by the cap, %d open; 127.0.0.1 served", len(conns), closed.Load(), open.Load())
+}
+
+// A hostile CertCentral: endless status change pages, then a 100 MB
+// answer, then a 50 MB error full of terminal escapes. Each sync ends
+// with a clear error, the cursor kept, memory bounded; the error stored
+// and printed is a short, printable excerpt without the key.
+func TestSyncHostileUpstream(t *testing.T) {
+	u := newUpstream(t, digicerttest.Options{NoLimits: true})
+	if _, err := u.sim.Generate(20, 1); err != nil {
+		t.Fatal(err)
+	}
+	c := syncCLI(t, testdb.SQLite(t), u)
+	c.sync()
+	cursor := c.ok("admin", "sync", "status")
+	syncFails := func(what string) (string, uint64) {
+		t.Helper()
+		var out, errOut string
+		var err error
+		n := allocatedBy(func() {
+			done := make(chan struct{})
+			go func() { defer close(done); out, errOut, err = c.run("", "sync") }()
+			select {
+			case <-done:
+			case <-time.After(60 * time.Second):
+				t.Fatalf("%s: the sync still runs after 60 s", what)
+			}
+		})
+		if exitCode(err) != exitFailure || !strings.HasPrefix(lastLine(out), "sync failed, cursor kept") {
+			t.Fatalf("%s: %v\n%s%s", what, err, out, errOut)
+		}
+		all := out + errOut + err.Error()
+		if strings.Contains(all, simKey) || strings.ContainsAny(all, "\x1b\x07") {
+			t.Fatalf("%s: the key or a terminal escape in the output", what)
+		}
+		t.Logf("%s: %d MB allocated; %v", what, n>>20, err)
+		return err.Error(), n
+	}
+	u.sim.SetHostile(digicerttest.Hostile{EndlessPages: true})
+	if msg, n := syncFails("endless status change pages"); !strings.Contains(msg, "more than 100000 status changes") || n > 512<<20 {
+		t.Errorf("endless pages: %d MB, %s", n>>20, msg)
+	}
+	u.sim.SetHostile(digicerttest.Hostile{HugeAnswer: 100 << 20})
+	if msg, n := syncFails("a 100 MB answer"); !strings.Contains(msg, "over 8388608 bytes") || n > 128<<20 {
+		t.Errorf("a huge answer: %d MB, %s", n>>20, msg)
+	}
+	u.sim.SetHostile(digicerttest.Hostile{ErrorBody: 50 << 20})
+	u.sim.FailNext(1, 400)
+	if msg, _ := syncFails("a 50 MB error"); len(msg) > 2048 {
+		t.Errorf("the error printed is %d bytes", len(msg))
+	}
+	st := c.ok("admin", "sync", "status")
+	if len(st) > len(cursor)+4096 || strings.Contains(st, simKey) || strings.ContainsAny(st, "\x1b\x07") {
+		t.Errorf("sync status after the hostile answers (%d bytes): %.500q", len(st), st)
+	}
+	if !strings.Contains(st, cursorLine(cursor)) {
+		t.Errorf("the cursor moved:\nbefore\n%s\nafter\n%s", cursor, st)
+	}
+}
+
+// cursorLine is the line of admin sync status that gives the cursor.
+func cursorLine(status string) string {
+	for _, l := range strings.Split(status, "\n") {
+		if strings.Contains(strings.ToLower(l), "cursor") {
+			return l
+		}
+	}
+	return status
+}
+
+// allocatedBy runs fn and returns the bytes the process allocated meanwhile.
+func allocatedBy(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
 }
