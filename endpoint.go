@@ -120,6 +120,9 @@ type WebhookStore interface {
 	// AddEndpoint stores a new endpoint of the named member; e.ID, MemberID,
 	// CreatedAt are filled in.
 	AddEndpoint(ctx context.Context, member string, e Endpoint) (Endpoint, error)
+	// AddMemberEndpoint is AddEndpoint for the member, unless it holds max
+	// endpoints already (ErrLimit), atomically as AddMemberKey.
+	AddMemberEndpoint(ctx context.Context, memberID int64, e Endpoint, max int) (Endpoint, error)
 	// Endpoints lists a member's endpoints, oldest first.
 	Endpoints(ctx context.Context, member string) ([]Endpoint, error)
 	// FindEndpoint returns one endpoint; ErrNotFound if none.

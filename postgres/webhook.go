@@ -50,6 +50,28 @@ func (s *Store) AddEndpoint(ctx context.Context, member string, e certorder.Endp
 	return e, s.wrap("add endpoint", err)
 }
 
+// AddMemberEndpoint stores a new endpoint of the member, within max.
+func (s *Store) AddMemberEndpoint(ctx context.Context, memberID int64, e certorder.Endpoint, max int) (certorder.Endpoint, error) {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		name, err := lockMember(ctx, tx, memberID)
+		if err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM webhook_endpoints WHERE member_id = $1`, memberID).Scan(&n); err != nil {
+			return err
+		}
+		if n >= max {
+			return fmt.Errorf("%w: %d endpoints", certorder.ErrLimit, n)
+		}
+		e.MemberID, e.Member, e.Enabled = memberID, name, true
+		return tx.QueryRow(ctx, `INSERT INTO webhook_endpoints (member_id, url, event_types, secret, enabled, created_at)
+			VALUES ($1, $2, $3, $4, true, now()) RETURNING id, created_at`,
+			memberID, e.URL, strings.Join(e.EventTypes, ","), e.Secret).Scan(&e.ID, &e.CreatedAt)
+	})
+	return e, s.wrap("add endpoint", err)
+}
+
 // Endpoints lists a member's endpoints.
 func (s *Store) Endpoints(ctx context.Context, member string) ([]certorder.Endpoint, error) {
 	mid, err := memberID(ctx, s.pool, member)

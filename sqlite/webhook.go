@@ -50,6 +50,34 @@ func (s *Store) AddEndpoint(ctx context.Context, member string, e certorder.Endp
 	return e, s.wrap("add endpoint", err)
 }
 
+// AddMemberEndpoint stores a new endpoint of the member, within max, in
+// one IMMEDIATE transaction as AddMemberKey.
+func (s *Store) AddMemberEndpoint(ctx context.Context, memberID int64, e certorder.Endpoint, max int) (certorder.Endpoint, error) {
+	err := inTx(ctx, s.write, func(tx *sql.Tx) error {
+		name, err := memberName(ctx, tx, memberID)
+		if err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM webhook_endpoints WHERE member_id = ?`, memberID).Scan(&n); err != nil {
+			return err
+		}
+		if n >= max {
+			return fmt.Errorf("%w: %d endpoints", certorder.ErrLimit, n)
+		}
+		e.MemberID, e.Member, e.CreatedAt = memberID, name, time.Now().UTC().Truncate(time.Microsecond)
+		res, err := tx.ExecContext(ctx, `INSERT INTO webhook_endpoints (member_id, url, event_types, secret, enabled, created_at)
+			VALUES (?, ?, ?, ?, 1, ?)`, memberID, e.URL, strings.Join(e.EventTypes, ","), e.Secret, formatTime(e.CreatedAt))
+		if err != nil {
+			return err
+		}
+		e.ID, err = res.LastInsertId()
+		e.Enabled = true
+		return err
+	})
+	return e, s.wrap("add endpoint", err)
+}
+
 // Endpoints lists a member's endpoints.
 func (s *Store) Endpoints(ctx context.Context, member string) ([]certorder.Endpoint, error) {
 	mid, err := memberID(ctx, s.read, member)

@@ -48,12 +48,12 @@ type Store interface {
 	certorder.SessionStore
 	certorder.OrderReader
 	Keys(ctx context.Context, member string) ([]certorder.Key, error)
-	AddKey(ctx context.Context, member string, k certorder.Key) error
+	AddMemberKey(ctx context.Context, memberID int64, k certorder.Key, max int) error
 	RevokeMemberKey(ctx context.Context, memberID int64, id string) error
 	KeysLastUsed(ctx context.Context, keyIDs []string) (map[string]time.Time, error)
 
 	Endpoints(ctx context.Context, member string) ([]certorder.Endpoint, error)
-	AddEndpoint(ctx context.Context, member string, e certorder.Endpoint) (certorder.Endpoint, error)
+	AddMemberEndpoint(ctx context.Context, memberID int64, e certorder.Endpoint, max int) (certorder.Endpoint, error)
 	MemberEndpoint(ctx context.Context, memberID, id int64) (certorder.Endpoint, error)
 	SetMemberEndpointEnabled(ctx context.Context, memberID, id int64, enabled bool, reason string) error
 	DeleteMemberEndpoint(ctx context.Context, memberID, id int64) error

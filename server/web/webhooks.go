@@ -183,7 +183,14 @@ func (h *handler) addWebhook(w http.ResponseWriter, r *http.Request, s *certorde
 		h.webhooksPage(w, r, s, http.StatusBadRequest, webhooksData{URL: raw, Error: h.urlError(cat, raw, err)}, chosen)
 		return
 	}
-	if ep, err = h.store.AddEndpoint(r.Context(), s.Member, ep); err != nil {
+	// The count above spares a refused URL's check; this one, in the
+	// store's transaction, holds against parallel requests.
+	ep, err = h.store.AddMemberEndpoint(r.Context(), s.MemberID, ep, MaxEndpoints)
+	if errors.Is(err, certorder.ErrLimit) {
+		h.webhooksPage(w, r, s, http.StatusConflict, webhooksData{URL: raw, Error: cat.S("webhooks.error.limit", MaxEndpoints)}, chosen)
+		return
+	}
+	if err != nil {
 		h.serverError(w, r, err)
 		return
 	}
