@@ -269,7 +269,7 @@ func (e *env) keyList(ctx context.Context, store certorder.Store, args []string)
 		if k.Revoked() {
 			status = "revoked " + k.RevokedAt.Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.ID, k.Label, k.CreatedAt.Format(time.RFC3339), status)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.ID, printable(k.Label), k.CreatedAt.Format(time.RFC3339), status)
 	}
 	return tw.Flush()
 }
@@ -356,7 +356,7 @@ func (e *env) orderList(ctx context.Context, store certorder.Store, args []strin
 		if o.RenewedBy != 0 {
 			renewed = strconv.FormatInt(o.RenewedBy, 10)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", o.ID, o.CommonName, o.Status, o.ValidTill,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", o.ID, printable(o.CommonName), printable(o.Status), printable(o.ValidTill),
 			certorder.DaysRemaining(o.ValidTill, now), renewed)
 	}
 	return tw.Flush()

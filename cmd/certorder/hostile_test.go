@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -273,4 +274,44 @@ func allocatedBy(fn func()) uint64 {
 	fn()
 	runtime.ReadMemStats(&after)
 	return after.TotalAlloc - before.TotalAlloc
+}
+
+// Terminal escapes in an order's fields reach no terminal through the
+// human output of info, admin order list and admin order show --summary:
+// they are escaped; --json and show's JSON stay exact.
+func TestHumanOutputEscapesControls(t *testing.T) {
+	srv := newCLI(t, testdb.SQLite(t))
+	endpoint, stdout := startServe(t, srv, "--demo")
+	key := regexp.MustCompile(`AccessKey:\s+(\S+)`).FindStringSubmatch(stdout.String())[1]
+	const evil = "evil\x1b]0;pwned\x07\x1b[2J\u202eexample.com"
+	q, _ := json.Marshal(evil)
+	order := `{"OrderId":20001,"certificate":{"common_name":` + string(q) + `,"dns_names":[` + string(q) +
+		`],"valid_till":"2030-01-01"},"status":"issued","product":{"name":"x\u001b[31m"}}`
+	if _, errOut, err := srv.run(order, "admin", "order", "import", "--member", "demo", "-"); err != nil {
+		t.Fatal(err, errOut)
+	}
+	m := newCLI(t, "")
+	m.env["CERTORDER_URL"], m.env["CERTORDER_ACCESS_NAME"], m.env["CERTORDER_ACCESS_KEY"] = endpoint, "demo", key
+	for name, out := range map[string]string{
+		"info":                       m.ok("info", "20001"),
+		"admin order list":           srv.ok("admin", "order", "list", "demo"),
+		"admin order show --summary": srv.ok("admin", "order", "show", "20001", "--summary"),
+	} {
+		if strings.ContainsAny(out, "\x1b\x07\u202e") || !strings.Contains(out, `evil\x1b]0;pwned\a\x1b[2J\u202eexample.com`) {
+			t.Errorf("%s: %q", name, out)
+		}
+	}
+	for name, out := range map[string]string{
+		"info --json":      m.ok("info", "20001", "--json"),
+		"admin order show": srv.ok("admin", "order", "show", "20001"),
+	} {
+		var doc struct {
+			Certificate struct {
+				CommonName string `json:"common_name"`
+			} `json:"certificate"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Certificate.CommonName != evil {
+			t.Errorf("%s: %q %v", name, doc.Certificate.CommonName, err)
+		}
+	}
 }

@@ -144,7 +144,7 @@ func (e *env) printRaw(raw []byte) error {
 func (e *env) printOrder(o *client.Order, chain []int64, member string) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	if member != "" {
-		fmt.Fprintf(tw, "Member:\t%s\n", member)
+		fmt.Fprintf(tw, "Member:\t%s\n", printable(member))
 	}
 	if len(chain) > 0 {
 		ids := make([]string, len(chain))
@@ -157,12 +157,12 @@ func (e *env) printOrder(o *client.Order, chain []int64, member string) error {
 		fmt.Fprintf(tw, "Order:\t%d\n", o.OrderID)
 	}
 	cert := o.Certificate
-	fmt.Fprintf(tw, "Common name:\t%s\n", cert.CommonName)
+	fmt.Fprintf(tw, "Common name:\t%s\n", printable(cert.CommonName))
 	if len(cert.DNSNames) > 0 {
-		fmt.Fprintf(tw, "DNS names:\t%s\n", strings.Join(cert.DNSNames, ", "))
+		fmt.Fprintf(tw, "DNS names:\t%s\n", strings.Join(printables(cert.DNSNames), ", "))
 	}
-	fmt.Fprintf(tw, "Product:\t%s\n", o.Product.Name)
-	fmt.Fprintf(tw, "Status:\t%s (certificate %s)\n", o.Status, cert.Status)
+	fmt.Fprintf(tw, "Product:\t%s\n", printable(o.Product.Name))
+	fmt.Fprintf(tw, "Status:\t%s (certificate %s)\n", printable(o.Status), printable(cert.Status))
 	days := ""
 	if cert.DaysRemaining.Valid {
 		days = fmt.Sprintf(" (%d days remaining)", cert.DaysRemaining.Value)
@@ -170,7 +170,7 @@ func (e *env) printOrder(o *client.Order, chain []int64, member string) error {
 			days = fmt.Sprintf(" (expired %d days ago)", -cert.DaysRemaining.Value)
 		}
 	}
-	fmt.Fprintf(tw, "Valid till:\t%s%s\n", cert.ValidTill.Raw, days)
+	fmt.Fprintf(tw, "Valid till:\t%s%s\n", printable(cert.ValidTill.Raw), days)
 	renewed := "not renewed"
 	if o.IsRenewed {
 		renewed = fmt.Sprintf("renewed by order %d", o.WasRenewedByOrderID.Value)
