@@ -69,7 +69,7 @@ func (e *env) adminCommands() []adminCommand {
 		{"webhook rotate", "ID", "new signing secret; the old one signs too for 24 hours", 1, false, noFlags(e.webhookRotate)},
 		{"sync status", "", "the CertCentral sync's cursor, last runs, links and unassigned orders", 0, false, noFlags(e.syncStatus)},
 		{"migrate", "", "create the store, or apply its schema migrations; nothing else", 0, true, noFlags(e.migrate)},
-		{"export", "", "write every member, key hash, order and renewal as JSON lines", 0, false, noFlags(e.export)},
+		{"export", "", "write every member, key hash, order, renewal and webhook endpoint (with its signing secrets) as JSON lines", 0, false, noFlags(e.export)},
 		{"restore", "FILE|-", "load an export into an empty store (created if need be), all or nothing", 1, true, noFlags(e.restore)},
 		{"backup", "FILE [--audit]", "copy a live SQLite store to the new FILE (PostgreSQL: pg_dump)", 1, false, e.backup},
 	}
