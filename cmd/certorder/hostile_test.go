@@ -354,3 +354,32 @@ func TestExportRestoreWebhookEndpoints(t *testing.T) {
 func redactSecrets(s string) string {
 	return regexp.MustCompile(`whsec_[A-Za-z0-9+/=]+`).ReplaceAllString(s, "whsec_(redacted)")
 }
+
+// days_remaining is exact for the farthest dates the format allows (it was
+// clamped at ±106751 days, time.Duration's range), in the OrderInfo
+// answer admin order show prints.
+func TestDaysRemainingFarDates(t *testing.T) {
+	c := newStoreCLI(t, testdb.SQLite(t))
+	c.ok("admin", "member", "add", "alice")
+	for i, till := range []string{"9999-12-31", "0001-01-01"} {
+		id := 40001 + i
+		if _, errOut, err := c.run(webhookOrder(id, "issued", till), "admin", "order", "import", "--member", "alice", "-"); err != nil {
+			t.Fatal(err, errOut)
+		}
+		now := time.Now().UTC()
+		out := c.ok("admin", "order", "show", strconv.Itoa(id))
+		var doc struct {
+			Certificate struct {
+				DaysRemaining int64 `json:"days_remaining"`
+			} `json:"certificate"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatal(err)
+		}
+		date, _ := time.Parse(time.DateOnly, till)
+		today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+		if want := (date.Unix() - today.Unix()) / 86400; doc.Certificate.DaysRemaining != want {
+			t.Errorf("valid till %s: days_remaining %d, want %d", till, doc.Certificate.DaysRemaining, want)
+		}
+	}
+}
