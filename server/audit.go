@@ -41,9 +41,12 @@ type auditor struct {
 	refused map[refusal]*certorder.AuditEntry
 }
 
-// refusal is what refused requests are counted by.
+// refusal is what refused requests are counted by: the client IP and the
+// outcome (refused before authentication), or the member named and the
+// outcome (credentials refused, from any address).
 type refusal struct {
 	ip      string
+	member  string
 	outcome int
 }
 
@@ -86,7 +89,7 @@ func (a *auditor) record(e certorder.AuditEntry) {
 func (a *auditor) refuse(e certorder.AuditEntry) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	k := refusal{e.ClientIP, e.Outcome}
+	k := refusal{ip: e.ClientIP, outcome: e.Outcome}
 	if _, ok := a.refused[k]; !ok && len(a.refused) >= maxRefusals {
 		k.ip = "*"
 	}
@@ -95,6 +98,38 @@ func (a *auditor) refuse(e certorder.AuditEntry) {
 		return
 	}
 	a.refused[k] = &certorder.AuditEntry{Time: e.Time, ClientIP: k.ip, Outcome: e.Outcome, Count: 1}
+}
+
+// refuseCredentials counts a request whose credentials were refused (a
+// wrong or revoked key, or none), per member named and outcome, whatever
+// the address: a guessing run from thousands of addresses is a few entries
+// a second, not one each. The entry keeps the address, key ID and action
+// while they are the same for every request it counts, else "*" or none.
+func (a *auditor) refuseCredentials(e certorder.AuditEntry) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	k := refusal{member: e.Member, outcome: e.Outcome}
+	if _, ok := a.refused[k]; !ok && len(a.refused) >= maxRefusals {
+		k.member = "*"
+	}
+	if agg := a.refused[k]; agg != nil {
+		agg.Count++
+		if agg.ClientIP != e.ClientIP {
+			agg.ClientIP = "*"
+		}
+		if agg.KeyID != e.KeyID {
+			agg.KeyID = ""
+		}
+		if agg.Action != e.Action {
+			agg.Action = ""
+		}
+		if agg.OrderID != e.OrderID {
+			agg.OrderID = 0
+		}
+		return
+	}
+	e.Member, e.Count = k.member, 1
+	a.refused[k] = &e
 }
 
 // take returns the queued entries and the counted refusals, and starts

@@ -589,10 +589,15 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ev *event, body 
 		if name == "" {
 			name = ev.name
 		}
-		if ev.member == "" && code != wire.CredentialsMissing && code != wire.CredentialsFailed {
+		switch {
+		case ev.member == "" && code != wire.CredentialsMissing && code != wire.CredentialsFailed:
 			// Refused before authentication: counted, not one entry each.
 			s.audit.refuse(certorder.AuditEntry{Time: s.cfg.Now(), Outcome: int(code), ClientIP: ev.ip})
-		} else {
+		case code == wire.CredentialsMissing || code == wire.CredentialsFailed:
+			// Credentials refused: counted per member named and interval.
+			s.audit.refuseCredentials(certorder.AuditEntry{Time: s.cfg.Now(), Member: name, KeyID: ev.keyID, Action: ev.action,
+				OrderID: ev.orderID, Outcome: int(code), ClientIP: ev.ip})
+		default:
 			s.audit.record(certorder.AuditEntry{Time: s.cfg.Now(), Member: name, KeyID: ev.keyID, Action: ev.action,
 				OrderID: ev.orderID, Outcome: int(code), ClientIP: ev.ip})
 		}
