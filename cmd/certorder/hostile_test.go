@@ -383,3 +383,44 @@ func TestDaysRemainingFarDates(t *testing.T) {
 		}
 	}
 }
+
+// serve on a PostgreSQL that refuses LISTEN (a hot standby, a pooler in
+// transaction mode) does not turn its cache on: it says so in the log and
+// in certorder_cache_enabled, and a key revoked is refused on the next
+// request. Before, the LISTEN error was shadowed and the cache served
+// stale answers.
+func TestCacheOffWithoutListen(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	c := newStoreCLI(t, dsn)
+	c.ok("admin", "member", "add", "alice")
+	keyOut := c.ok("admin", "key", "create", "alice")
+	key := regexp.MustCompile(`cok_\S+`).FindString(keyOut)
+	proxied := listenRefusingProxy(t, dsn)
+	p := startProcess(t, buildBinary(t), "serve", "--addr", "127.0.0.1:0", "--db", proxied, "--webhooks=false",
+		"--metrics-addr", "127.0.0.1:0")
+	metricsAddr := p.waitFor(p.log, `msg="metrics listening" addr=(\S+)`)
+	if !strings.Contains(p.log.String(), "cache: not started") {
+		t.Errorf("no log line saying the cache is off:\n%s", p.log.String())
+	}
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "\ncertorder_cache_enabled 0\n") {
+		t.Errorf("certorder_cache_enabled is not 0")
+	}
+	auth := `{"AccessName":"alice","AccessKey":"` + key + `","action":"Auth"}`
+	for i := range 2 { // the second would be the cache's
+		if status, _ := post(t, p.endpoint, auth); status != 200 {
+			t.Fatalf("Auth %d: %d", i, status)
+		}
+	}
+	if _, errOut, err := c.run("", "admin", "key", "revoke", key); err != nil {
+		t.Fatalf("revoke: %v %s", err, errOut)
+	}
+	if status, _ := post(t, p.endpoint, auth); status != 401 {
+		t.Fatalf("Auth with the revoked key: %d, want 401", status)
+	}
+}

@@ -197,6 +197,7 @@ func (e *env) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer store.Close()
+	cacheOn := false
 	if cached, ok := store.(certorder.CredentialCache); ok && c.cacheMB > 0 {
 		host, _ := os.Hostname()
 		err := cached.StartCache(ctx, certorder.CacheConfig{Bytes: c.cacheMB << 20, Logger: logger,
@@ -205,9 +206,18 @@ func (e *env) serve(ctx context.Context, args []string) error {
 			// Correct without it, only slower.
 			logger.Warn("cache: not started; every request reads the store", "err", err)
 		}
+		cacheOn = err == nil
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "certorder_cache_enabled",
+		Help: "1 when the cache of credentials and orders is on; 0 when it is off (--cache-mb 0) or could not start (PostgreSQL: no working LISTEN)."},
+		func() float64 {
+			if cacheOn {
+				return 1
+			}
+			return 0
+		}))
 	if cached, ok := store.(certorder.CredentialCache); ok {
 		registerCacheMetrics(reg, cached)
 	}
