@@ -258,16 +258,24 @@ func (s *Store) ClaimDeliveries(ctx context.Context, c certorder.Claim) ([]certo
 		perMember = 1
 	}
 	skipE, skipM := int64List(c.SkipEndpoints), int64List(c.SkipMembers)
+	perEndpoint := "?6" // round-robin needs only each endpoint's first
+	if c.RoundRobin {
+		perEndpoint = "1"
+	}
 	var ds []certorder.Delivery
 	err := inTx(ctx, s.write, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `UPDATE webhook_deliveries SET next_attempt = ?
+		// Each endpoint's oldest due deliveries (an index probe each,
+		// whatever the backlog), numbered within each member.
+		rows, err := tx.QueryContext(ctx, `UPDATE webhook_deliveries SET next_attempt = ?1
 			WHERE id IN (SELECT id FROM (
-				SELECT d.id, d.next_attempt, row_number() OVER (PARTITION BY e.member_id ORDER BY d.next_attempt, d.id) AS rn
-				FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-				WHERE d.state = 'pending' AND d.next_attempt <= ?
-				AND d.endpoint_id NOT IN (SELECT value FROM json_each(?)) AND e.member_id NOT IN (SELECT value FROM json_each(?)))
-				WHERE ? = 0 OR rn <= ? ORDER BY rn, next_attempt, id LIMIT ?)
-			RETURNING id`, formatTime(c.At.Add(c.Lease)), formatTime(c.At), skipE, skipM, perMember, perMember, c.Limit)
+				SELECT x.id, x.next_attempt, row_number() OVER (PARTITION BY x.member_id ORDER BY x.next_attempt, x.id) AS rn
+				FROM (SELECT e.member_id, d.id, d.next_attempt FROM webhook_endpoints e
+					JOIN webhook_deliveries d ON d.id IN (SELECT d2.id FROM webhook_deliveries d2
+						WHERE d2.endpoint_id = e.id AND d2.state = 'pending' AND d2.next_attempt <= ?2
+						ORDER BY d2.next_attempt, d2.id LIMIT `+perEndpoint+`)
+					WHERE e.id NOT IN (SELECT value FROM json_each(?3)) AND e.member_id NOT IN (SELECT value FROM json_each(?4))) x)
+				WHERE ?5 = 0 OR rn <= ?5 ORDER BY rn, next_attempt, id LIMIT ?6)
+			RETURNING id`, formatTime(c.At.Add(c.Lease)), formatTime(c.At), skipE, skipM, perMember, c.Limit)
 		if err != nil {
 			return err
 		}
