@@ -39,6 +39,7 @@ type auditor struct {
 	pending []certorder.AuditEntry
 	closed  bool
 	refused map[refusal]*certorder.AuditEntry
+	order   []refusal // refused's keys, in the order first seen: the entries are written so
 }
 
 // refusal is what refused requests are counted by: the client IP and the
@@ -98,6 +99,7 @@ func (a *auditor) refuse(e certorder.AuditEntry) {
 		return
 	}
 	a.refused[k] = &certorder.AuditEntry{Time: e.Time, ClientIP: k.ip, Outcome: e.Outcome, Count: 1}
+	a.order = append(a.order, k)
 }
 
 // refuseCredentials counts a request whose credentials were refused (a
@@ -130,6 +132,7 @@ func (a *auditor) refuseCredentials(e certorder.AuditEntry) {
 	}
 	e.Member, e.Count = k.member, 1
 	a.refused[k] = &e
+	a.order = append(a.order, k)
 }
 
 // take returns the queued entries and the counted refusals, and starts
@@ -139,10 +142,11 @@ func (a *auditor) take(spare []certorder.AuditEntry) []certorder.AuditEntry {
 	defer a.mu.Unlock()
 	es := a.pending
 	a.pending = spare[:0]
-	for _, e := range a.refused {
-		es = append(es, *e)
+	for _, k := range a.order {
+		es = append(es, *a.refused[k])
 	}
 	clear(a.refused)
+	a.order = a.order[:0]
 	return es
 }
 
