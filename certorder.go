@@ -113,6 +113,10 @@ type MemberStore interface {
 type KeyStore interface {
 	// AddKey stores a new key for the named member (k.Member is ignored).
 	AddKey(ctx context.Context, member string, k Key) error
+	// AddMemberKey stores a new key for the member unless it holds max
+	// active keys already (ErrLimit): the count and the insert are one
+	// transaction that parallel calls cannot interleave.
+	AddMemberKey(ctx context.Context, memberID int64, k Key, max int) error
 	// Keys lists the keys of a member, oldest first.
 	Keys(ctx context.Context, member string) ([]Key, error)
 	// RevokeKey revokes a key by its ID; revoking twice is not an error.
@@ -244,6 +248,8 @@ var (
 	ErrConflict    = errors.New("conflict")
 	ErrInvalid     = errors.New("invalid")
 	ErrUnavailable = errors.New("store unavailable")
+	// ErrLimit: the member holds as many as it may already.
+	ErrLimit = errors.New("limit reached")
 )
 
 // ValidMemberName checks a member name (the AccessName): 1 to 64 characters

@@ -92,6 +92,20 @@ type Attempt struct {
 	Disable    string // not empty: disable the endpoint, for this reason
 }
 
+// Claim is what ClaimDeliveries takes.
+type Claim struct {
+	At    time.Time     // deliveries due at this time
+	Lease time.Duration // held this long from At
+	Limit int           // at most this many
+	// RoundRobin takes at most one delivery per member, members in the
+	// order of their oldest due delivery, so that no member's backlog
+	// stands before another's.
+	RoundRobin bool
+	// SkipEndpoints and SkipMembers take nothing of these (they have
+	// enough in flight already).
+	SkipEndpoints, SkipMembers []int64
+}
+
 // ExpiringOrder is an order of a member with an endpoint for
 // order.expiring, not renewed, that expires within the window asked.
 type ExpiringOrder struct {
@@ -106,6 +120,9 @@ type WebhookStore interface {
 	// AddEndpoint stores a new endpoint of the named member; e.ID, MemberID,
 	// CreatedAt are filled in.
 	AddEndpoint(ctx context.Context, member string, e Endpoint) (Endpoint, error)
+	// AddMemberEndpoint is AddEndpoint for the member, unless it holds max
+	// endpoints already (ErrLimit), atomically as AddMemberKey.
+	AddMemberEndpoint(ctx context.Context, memberID int64, e Endpoint, max int) (Endpoint, error)
 	// Endpoints lists a member's endpoints, oldest first.
 	Endpoints(ctx context.Context, member string) ([]Endpoint, error)
 	// FindEndpoint returns one endpoint; ErrNotFound if none.
@@ -131,10 +148,11 @@ type WebhookStore interface {
 	// event's member that wants its type, with the message build makes.
 	// Instances sharing the store never take the same event.
 	FanOut(ctx context.Context, limit int, build func(Event) (msgID string, body []byte, err error)) (int, error)
-	// ClaimDeliveries takes up to limit pending deliveries due at now, with
-	// their endpoints, and holds them for lease: another instance takes
-	// them only once the lease is over (a crashed worker's are retried).
-	ClaimDeliveries(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Delivery, error)
+	// ClaimDeliveries takes up to c.Limit pending deliveries due at c.At,
+	// with their endpoints, and holds them for c.Lease: another instance
+	// takes them only once the lease is over (a crashed worker's are
+	// retried). See Claim for the fair, round-robin form.
+	ClaimDeliveries(ctx context.Context, c Claim) ([]Delivery, error)
 	// FinishAttempt records an attempt's outcome, and its endpoint's.
 	FinishAttempt(ctx context.Context, a Attempt) error
 

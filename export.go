@@ -13,12 +13,13 @@ import (
 )
 
 // Record is one item of an export: exactly one of its fields is set.
-// Key.Member, Link.Member and Order.Member name the owner.
+// Key.Member, Link.Member, Order.Member and Endpoint.Member name the owner.
 type Record struct {
-	Member *Member
-	Key    *Key
-	Link   *ContainerLink
-	Order  *Order
+	Member   *Member
+	Key      *Key
+	Link     *ContainerLink
+	Order    *Order
+	Endpoint *Endpoint
 }
 
 // exportLine is one JSON line of an export file.
@@ -37,6 +38,16 @@ type exportLine struct {
 	OrderID   int64           `json:"order_id,omitempty"`
 	RenewedBy int64           `json:"renewed_by,omitempty"`
 	Doc       json.RawMessage `json:"doc,omitempty"`
+
+	// A webhook endpoint: its URL, event types, signing secrets as stored
+	// (signing needs them), its state.
+	URL             string     `json:"url,omitempty"`
+	EventTypes      []string   `json:"event_types,omitempty"`
+	Secret          string     `json:"secret,omitempty"`
+	PreviousSecret  string     `json:"previous_secret,omitempty"`
+	PreviousExpires *time.Time `json:"previous_expires,omitempty"`
+	EndpointOff     bool       `json:"endpoint_disabled,omitempty"`
+	DisabledReason  string     `json:"disabled_reason,omitempty"`
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -53,6 +64,7 @@ type Exporter interface {
 	Keys(ctx context.Context, member string) ([]Key, error)
 	ContainerLinks(ctx context.Context) ([]ContainerLink, error)
 	ListOrders(ctx context.Context, q OrderQuery) ([]*Order, error)
+	Endpoints(ctx context.Context, member string) ([]Endpoint, error)
 }
 
 // exportBatch is how many orders Export reads at a time: its memory is
@@ -60,10 +72,13 @@ type Exporter interface {
 const exportBatch = 1000
 
 // Export writes every member, key (its hash, never a secret), division
-// link, order and renewal of the store as JSON lines: members first, then
-// keys, links and orders. Documents are written byte for byte as stored.
-// The sync's state and unassigned orders are not exported: a sync after a
-// restore lists everything again.
+// link, order and renewal, and webhook endpoint of the store as JSON lines:
+// members first, then keys, links, orders and endpoints. Documents are
+// written byte for byte as stored. An endpoint's signing secrets are
+// written as stored (the store keeps them to sign with), so the export is
+// as sensitive as the database. The sync's state, unassigned orders and
+// the webhook outbox (events and deliveries) are not exported: a sync
+// after a restore lists everything again.
 func Export(ctx context.Context, s Exporter, w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
@@ -115,6 +130,19 @@ func Export(ctx context.Context, s Exporter, w io.Writer) error {
 				break
 			}
 			q.AfterID = orders[len(orders)-1].ID
+		}
+	}
+	for _, m := range members {
+		eps, err := s.Endpoints(ctx, m.Name)
+		if err != nil {
+			return err
+		}
+		for _, e := range eps {
+			if err := enc.Encode(exportLine{Type: "endpoint", Member: m.Name, URL: e.URL, EventTypes: e.EventTypes,
+				Secret: e.Secret, PreviousSecret: e.PreviousSecret, PreviousExpires: timePtr(e.PreviousExpires),
+				EndpointOff: !e.Enabled, DisabledReason: e.DisabledReason, CreatedAt: timePtr(e.CreatedAt)}); err != nil {
+				return err
+			}
 		}
 	}
 	return bw.Flush()
@@ -195,6 +223,13 @@ func parseExportLine(b []byte) (Record, error) {
 			return Record{}, errors.New("a link needs member and a positive container")
 		}
 		return Record{Link: &ContainerLink{Member: l.Member, Container: l.Container, CreatedAt: deref(l.CreatedAt)}}, nil
+	case "endpoint":
+		if l.Member == "" || l.URL == "" || l.Secret == "" {
+			return Record{}, errors.New("an endpoint needs member, url and secret")
+		}
+		return Record{Endpoint: &Endpoint{Member: l.Member, URL: l.URL, EventTypes: l.EventTypes, Secret: l.Secret,
+			PreviousSecret: l.PreviousSecret, PreviousExpires: deref(l.PreviousExpires), Enabled: !l.EndpointOff,
+			DisabledReason: l.DisabledReason, CreatedAt: deref(l.CreatedAt)}}, nil
 	case "order":
 		o, err := ParseOrder(l.Doc)
 		if err != nil {
@@ -217,6 +252,8 @@ type Restorer struct {
 	Key    func(k *Key, memberID int64) error
 	Link   func(l *ContainerLink, memberID int64) error
 	Order  func(o *Order, memberID int64) error
+	// Endpoint stores a webhook endpoint; nil refuses exports holding one.
+	Endpoint func(e *Endpoint, memberID int64) error
 }
 
 // Run restores records in order; a key, a link or an order must come
@@ -257,6 +294,17 @@ func (r Restorer) Run(records iter.Seq2[Record, error]) error {
 			id, err := owner(rec.Link.Member)
 			if err == nil {
 				err = r.Link(rec.Link, id)
+			}
+			if err != nil {
+				return err
+			}
+		case rec.Endpoint != nil:
+			id, err := owner(rec.Endpoint.Member)
+			if err == nil && r.Endpoint == nil {
+				err = fmt.Errorf("%w: this store cannot restore webhook endpoints", ErrInvalid)
+			}
+			if err == nil {
+				err = r.Endpoint(rec.Endpoint, id)
 			}
 			if err != nil {
 				return err

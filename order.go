@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"math"
 	"strings"
 	"time"
 
@@ -57,24 +56,22 @@ const DateLayout = "2006-01-02"
 // DaysRemaining is the number of days from now's date (UTC) to validTill,
 // negative once it has passed. validTill is checked on import; should it not
 // parse, 0 is returned. It runs on every OrderInfo answer, so the usual
-// date is read without time.Parse, with the same result (time.Duration's
-// range bounds it to ±106751 days, as it always did).
+// date is read without time.Parse. It is exact for every date the format
+// allows, 0000-01-01 to 9999-12-31: days are counted on the civil
+// calendar, never through a time.Duration, whose range (±106751 days) it
+// was once clamped to.
 func DaysRemaining(validTill string, now time.Time) int {
 	y, m, d := now.UTC().Date()
 	if ty, tm, td, ok := plainDate(validTill); ok {
-		days := civilDays(ty, tm, td) - civilDays(y, int(m), d)
-		return max(-maxDurationDays, min(maxDurationDays, days))
+		return civilDays(ty, tm, td) - civilDays(y, int(m), d)
 	}
 	till, err := time.Parse(DateLayout, validTill)
 	if err != nil {
 		return 0
 	}
-	today := time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
-	return int(till.Sub(today).Hours()) / 24
+	ty, tm, td := till.Date()
+	return civilDays(ty, int(tm), td) - civilDays(y, int(m), d)
 }
-
-// maxDurationDays is the most days a time.Duration holds.
-const maxDurationDays = int(math.MaxInt64 / int64(24*time.Hour))
 
 // plainDate reads YYYY-MM-DD, a real date; false for anything else.
 func plainDate(s string) (y, m, d int, ok bool) {

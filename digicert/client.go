@@ -25,8 +25,41 @@ const DefaultURL = "https://www.digicert.com/services/v2/"
 // EuropeURL is the base URL of CertCentral Europe's Services API v2.
 const EuropeURL = "https://certcentral.digicert.eu/services/v2/"
 
-// maxBody bounds an answer: a List orders page of 1000 orders is about 1 MB.
-const maxBody = 64 << 20
+// Bounds on what a Client reads, so that a broken or hostile CertCentral
+// cannot grow a sync's memory without end, nor keep it paging forever
+// (holding the sync lock). Hitting one ends the call with an error that
+// matches ErrTooLarge; a sync then fails and keeps its cursor.
+const (
+	// MaxAnswerBytes bounds one answer: a List orders page of 1000 orders
+	// is about 1 MB.
+	MaxAnswerBytes = 8 << 20
+	// maxErrorBytes bounds what is read of an answer other than 200.
+	maxErrorBytes = 64 << 10
+	// MaxListPages bounds the pages one OrderPages walk reads: a million
+	// orders at 1000 a page.
+	MaxListPages = 1000
+	// MaxStatusChanges bounds the entries one StatusChangesSince (or
+	// StatusChanges) call reads, 100 pages of 1000.
+	MaxStatusChanges = 100_000
+)
+
+// ErrTooLarge is matched (errors.Is) by the errors of a call that hit one
+// of the bounds above.
+var ErrTooLarge = errors.New("digicert: CertCentral's answer is over a bound")
+
+// WithReadBounds lowers MaxListPages and MaxStatusChanges (for tests);
+// zero keeps a default.
+func WithReadBounds(listPages, statusChanges int) Option {
+	return func(c *Client) error {
+		if listPages > 0 {
+			c.maxPages = listPages
+		}
+		if statusChanges > 0 {
+			c.maxChanges = statusChanges
+		}
+		return nil
+	}
+}
 
 // Client calls the CertCentral Services API with one API key. It is safe for
 // concurrent use; all its calls share one rate limiter.
@@ -42,6 +75,8 @@ type Client struct {
 	backoff    time.Duration
 	maxBackoff time.Duration
 	skew       time.Duration
+	maxPages   int
+	maxChanges int
 	now        func() time.Time
 	sleep      func(ctx context.Context, d time.Duration) error
 
@@ -153,6 +188,8 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 		backoff:    time.Second,
 		maxBackoff: time.Minute,
 		skew:       2 * time.Minute,
+		maxPages:   MaxListPages,
+		maxChanges: MaxStatusChanges,
 		now:        time.Now,
 		sleep:      sleepContext,
 		stats:      Stats{ByStatus: map[int]int64{}},
@@ -226,6 +263,8 @@ func (c *Client) get(ctx context.Context, op, path string, query url.Values, out
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return fmt.Errorf("digicert: %s: %w", op, ctx.Err())
+		case errors.Is(err, ErrTooLarge):
+			return fmt.Errorf("digicert: %s: %w", op, err) // asking again would read as much
 		case err != nil:
 			final = fmt.Errorf("digicert: %s: %w", op, err)
 		case status == http.StatusOK:
@@ -287,12 +326,20 @@ func (c *Client) once(ctx context.Context, u string) (int, []byte, error) {
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	if resp.StatusCode != http.StatusOK {
+		// Only an excerpt of an error is kept: read no more than that needs.
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes))
+		return resp.StatusCode, body, nil
+	}
+	if resp.ContentLength > MaxAnswerBytes {
+		return 0, nil, fmt.Errorf("%w: the answer declares %d bytes, over %d", ErrTooLarge, resp.ContentLength, MaxAnswerBytes)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes+1))
 	if err != nil {
 		return 0, nil, fmt.Errorf("reading the answer (HTTP %d): %w", resp.StatusCode, err)
 	}
-	if len(body) > maxBody {
-		return 0, nil, fmt.Errorf("the answer is over %d bytes", maxBody)
+	if len(body) > MaxAnswerBytes {
+		return 0, nil, fmt.Errorf("%w: the answer is over %d bytes", ErrTooLarge, MaxAnswerBytes)
 	}
 	return resp.StatusCode, body, nil
 }

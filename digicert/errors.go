@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 )
 
 // Errors an *APIError matches with errors.Is.
@@ -78,9 +79,36 @@ func (e *APIError) Is(target error) bool {
 	return false
 }
 
-// maxMessage bounds what an error keeps of a body that is not the
-// documented error shape.
-const maxMessage = 200
+// maxMessage bounds what an error keeps of each code and message (and of
+// a body that is not the documented error shape); maxItems how many of
+// them it keeps. So an error, stored in the sync-run record and printed,
+// stays under about 2 KB whatever DigiCert sends.
+const (
+	maxMessage = 200
+	maxItems   = 5
+)
+
+// excerpt makes text from the server fit to store and print: the key
+// removed (before cutting, so no part of it survives the cut), valid
+// UTF-8, every control or other non-graphic character written as \u
+// escape (no terminal escape sequence gets through), at most maxMessage
+// bytes, "..." marking a cut.
+func excerpt(text, key string) string {
+	text = strings.ToValidUTF8(strings.TrimSpace(redact(text, key)), "\ufffd")
+	var b strings.Builder
+	for _, r := range text {
+		if b.Len() >= maxMessage {
+			b.WriteString("...")
+			break
+		}
+		if r == ' ' || unicode.IsGraphic(r) && !unicode.Is(unicode.Bidi_Control, r) {
+			b.WriteRune(r)
+		} else {
+			fmt.Fprintf(&b, "\\u%04x", r)
+		}
+	}
+	return b.String()
+}
 
 // newAPIError reads DigiCert's error body. The documented shape is an array
 // of {code, message}; a single object in place of the array is accepted too,
@@ -103,18 +131,18 @@ func newAPIError(op string, status int, body []byte, key string) *APIError {
 			}
 		}
 	}
-	for _, it := range items {
-		e.Codes = append(e.Codes, redact(it.Code, key))
-		e.Messages = append(e.Messages, redact(it.Message, key))
+	for i, it := range items {
+		if i == maxItems {
+			e.Codes = append(e.Codes, "...")
+			e.Messages = append(e.Messages, fmt.Sprintf("%d more", len(items)-maxItems))
+			break
+		}
+		e.Codes = append(e.Codes, excerpt(it.Code, key))
+		e.Messages = append(e.Messages, excerpt(it.Message, key))
 	}
 	if len(items) == 0 && len(body) > 0 {
-		// Redact before cutting, so no part of the key survives the cut.
-		text := strings.TrimSpace(redact(string(body), key))
-		if len(text) > maxMessage {
-			text = text[:maxMessage] + "..."
-		}
 		e.Codes = []string{"unexpected_body"}
-		e.Messages = []string{strings.ToValidUTF8(text, "?")}
+		e.Messages = []string{excerpt(string(body), key)}
 	}
 	return e
 }

@@ -150,6 +150,9 @@ func (c *Client) ListOrders(ctx context.Context, opts ListOptions) (*OrderList, 
 	if err := c.get(ctx, op, "order/certificate", q, &list); err != nil {
 		return nil, err
 	}
+	if limit := cmp.Or(opts.Limit, MaxLimit); len(list.Orders) > limit {
+		return nil, fmt.Errorf("digicert: %s: %w: a page of %d orders, over the %d asked", op, ErrTooLarge, len(list.Orders), limit)
+	}
 	return &list, nil
 }
 
@@ -162,7 +165,12 @@ func (c *Client) OrderPages(ctx context.Context, opts ListOptions) iter.Seq2[*Or
 		if opts.Sort == "" {
 			opts.Sort = "id"
 		}
-		for {
+		for pages := 0; ; pages++ {
+			if pages >= c.maxPages {
+				yield(nil, fmt.Errorf("digicert: list orders: %w: more than %d pages in one walk (offset %d); stopped reading",
+					ErrTooLarge, c.maxPages, opts.Offset))
+				return
+			}
 			page, err := c.ListOrders(ctx, opts)
 			if err != nil {
 				yield(nil, err)

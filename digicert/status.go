@@ -102,6 +102,9 @@ func (c *Client) StatusChanges(ctx context.Context, from, to time.Time) ([]Statu
 			return nil, err
 		}
 		all = mergeChanges(all, got)
+		if len(all) > c.maxChanges {
+			return nil, fmt.Errorf("digicert: status changes: %w: more than %d status changes; stopped reading", ErrTooLarge, c.maxChanges)
+		}
 		start = end
 	}
 	return all, nil
@@ -115,12 +118,19 @@ func (c *Client) statusPages(ctx context.Context, op string, q url.Values) ([]St
 	var all []StatusChange
 	q.Set("limit", strconv.Itoa(statusPageSize))
 	for offset := 0; ; offset += statusPageSize {
+		if len(all) >= c.maxChanges {
+			return nil, fmt.Errorf("digicert: %s: %w: more than %d status changes, page after page; stopped reading",
+				op, ErrTooLarge, c.maxChanges)
+		}
 		q.Set("offset", strconv.Itoa(offset))
 		var page struct {
 			Orders []StatusChange `json:"orders"`
 		}
 		if err := c.get(ctx, op, "order/certificate/status-changes", q, &page); err != nil {
 			return nil, err
+		}
+		if len(page.Orders) > statusPageSize {
+			return nil, fmt.Errorf("digicert: %s: %w: a page of %d entries, over the %d asked", op, ErrTooLarge, len(page.Orders), statusPageSize)
 		}
 		fresh := 0
 		for _, ch := range page.Orders {

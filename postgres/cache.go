@@ -147,8 +147,12 @@ func (s *Store) listen(ctx context.Context, c *cache) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Without a working LISTEN the cache would never hear of a change
+	// (a hot standby, a pooler in transaction mode refuse it): every error
+	// here ends the attempt, and StartCache then leaves the cache off.
 	var channel string
-	if err := conn.QueryRow(ctx, `SELECT 'certorder_' || md5(current_schema())`).Scan(&channel); err == nil {
+	err = conn.QueryRow(ctx, `SELECT 'certorder_' || md5(current_schema())`).Scan(&channel)
+	if err == nil {
 		_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize())
 	}
 	if err == nil {

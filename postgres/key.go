@@ -24,6 +24,37 @@ func (s *Store) AddKey(ctx context.Context, member string, k certorder.Key) erro
 	}))
 }
 
+// lockMember locks the member's row for the transaction, so that counting
+// what it holds and adding one more cannot interleave with another such
+// transaction of the same member.
+func lockMember(ctx context.Context, tx pgx.Tx, memberID int64) (string, error) {
+	var name string
+	err := tx.QueryRow(ctx, `SELECT name FROM members WHERE id = $1 FOR UPDATE`, memberID).Scan(&name)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("%w: member %d", certorder.ErrNotFound, memberID)
+	}
+	return name, err
+}
+
+// AddMemberKey stores a new key for the member, within max active keys.
+func (s *Store) AddMemberKey(ctx context.Context, memberID int64, k certorder.Key, max int) error {
+	return s.wrap("add key", s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := lockMember(ctx, tx, memberID); err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM api_keys WHERE member_id = $1 AND revoked_at IS NULL`, memberID).Scan(&n); err != nil {
+			return err
+		}
+		if n >= max {
+			return fmt.Errorf("%w: %d active keys", certorder.ErrLimit, n)
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO api_keys (id, member_id, label, hash, created_at) VALUES ($1, $2, $3, $4, now())`,
+			k.ID, memberID, k.Label, k.Hash)
+		return err
+	}))
+}
+
 // Keys lists a member's keys, oldest first.
 func (s *Store) Keys(ctx context.Context, member string) ([]certorder.Key, error) {
 	mid, err := memberID(ctx, s.pool, member)

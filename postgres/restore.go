@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -49,6 +50,13 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record,
 			Link: func(l *certorder.ContainerLink, memberID int64) error {
 				_, err := tx.Exec(ctx, `INSERT INTO container_links (container_id, member_id, created_at)
 					VALUES ($1, $2, COALESCE($3, now()))`, l.Container, memberID, nullTime(l.CreatedAt))
+				return err
+			},
+			Endpoint: func(e *certorder.Endpoint, memberID int64) error {
+				_, err := tx.Exec(ctx, `INSERT INTO webhook_endpoints (member_id, url, event_types, secret, previous_secret,
+					previous_expires, enabled, disabled_reason, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, COALESCE($9, now()))`,
+					memberID, e.URL, strings.Join(e.EventTypes, ","), e.Secret, e.PreviousSecret, nullTime(e.PreviousExpires),
+					e.Enabled, e.DisabledReason, nullTime(e.CreatedAt))
 				return err
 			},
 			Order: func(o *certorder.Order, memberID int64) error {

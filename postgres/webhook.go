@@ -50,6 +50,28 @@ func (s *Store) AddEndpoint(ctx context.Context, member string, e certorder.Endp
 	return e, s.wrap("add endpoint", err)
 }
 
+// AddMemberEndpoint stores a new endpoint of the member, within max.
+func (s *Store) AddMemberEndpoint(ctx context.Context, memberID int64, e certorder.Endpoint, max int) (certorder.Endpoint, error) {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		name, err := lockMember(ctx, tx, memberID)
+		if err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM webhook_endpoints WHERE member_id = $1`, memberID).Scan(&n); err != nil {
+			return err
+		}
+		if n >= max {
+			return fmt.Errorf("%w: %d endpoints", certorder.ErrLimit, n)
+		}
+		e.MemberID, e.Member, e.Enabled = memberID, name, true
+		return tx.QueryRow(ctx, `INSERT INTO webhook_endpoints (member_id, url, event_types, secret, enabled, created_at)
+			VALUES ($1, $2, $3, $4, true, now()) RETURNING id, created_at`,
+			memberID, e.URL, strings.Join(e.EventTypes, ","), e.Secret).Scan(&e.ID, &e.CreatedAt)
+	})
+	return e, s.wrap("add endpoint", err)
+}
+
 // Endpoints lists a member's endpoints.
 func (s *Store) Endpoints(ctx context.Context, member string) ([]certorder.Endpoint, error) {
 	mid, err := memberID(ctx, s.pool, member)
@@ -177,15 +199,45 @@ func (s *Store) FanOut(ctx context.Context, limit int, build func(certorder.Even
 }
 
 // ClaimDeliveries takes due deliveries with their endpoints, for lease;
-// SKIP LOCKED keeps two instances from taking the same one.
-func (s *Store) ClaimDeliveries(ctx context.Context, at time.Time, lease time.Duration, limit int) ([]certorder.Delivery, error) {
-	rows, _ := s.pool.Query(ctx, `WITH due AS (
-			SELECT id FROM webhook_deliveries WHERE state = 'pending' AND next_attempt <= $1
-			ORDER BY next_attempt LIMIT $3 FOR UPDATE SKIP LOCKED)
-		UPDATE webhook_deliveries d SET next_attempt = $2 FROM due, webhook_endpoints e
-		WHERE d.id = due.id AND e.id = d.endpoint_id
+// SKIP LOCKED keeps two instances from taking the same one, and the
+// condition repeated on d makes a row another instance claimed meanwhile
+// (committed: no longer due) one this statement skips.
+func (s *Store) ClaimDeliveries(ctx context.Context, c certorder.Claim) ([]certorder.Delivery, error) {
+	perMember := int64(0)
+	if c.RoundRobin {
+		perMember = 1
+	}
+	skipE, skipM := c.SkipEndpoints, c.SkipMembers
+	if skipE == nil {
+		skipE = []int64{}
+	}
+	if skipM == nil {
+		skipM = []int64{}
+	}
+	// heads: the oldest due deliveries of each endpoint (an index probe
+	// each, whatever the backlog; round-robin needs only each one's first:
+	// 0.3 ms a claim with 200,000 due, against 57 ms taking 32 of each);
+	// ranked: numbered within each member.
+	perEndpoint := "$3"
+	if c.RoundRobin {
+		perEndpoint = "1"
+	}
+	rows, _ := s.pool.Query(ctx, `WITH heads AS (
+			SELECT e.member_id, x.id, x.next_attempt FROM webhook_endpoints e
+			CROSS JOIN LATERAL (SELECT d.id, d.next_attempt FROM webhook_deliveries d
+				WHERE d.endpoint_id = e.id AND d.state = 'pending' AND d.next_attempt <= $1
+				ORDER BY d.next_attempt, d.id LIMIT `+perEndpoint+`) x
+			WHERE e.id <> ALL($5::bigint[]) AND e.member_id <> ALL($6::bigint[])),
+		ranked AS (
+			SELECT id, next_attempt, row_number() OVER (PARTITION BY member_id ORDER BY next_attempt, id) AS rn FROM heads),
+		pick AS (
+			SELECT d.id FROM webhook_deliveries d JOIN ranked ON ranked.id = d.id
+			WHERE d.state = 'pending' AND d.next_attempt <= $1 AND ($4 = 0 OR ranked.rn <= $4)
+			ORDER BY ranked.rn, ranked.next_attempt, ranked.id LIMIT $3 FOR UPDATE OF d SKIP LOCKED)
+		UPDATE webhook_deliveries d SET next_attempt = $2 FROM pick, webhook_endpoints e
+		WHERE d.id = pick.id AND e.id = d.endpoint_id
 		RETURNING `+deliveryColumns+`, e.url, e.secret, e.previous_secret, e.previous_expires, e.event_types, e.member_id, e.enabled, e.failing_since`,
-		at, at.Add(lease), limit)
+		c.At, c.At.Add(c.Lease), c.Limit, perMember, skipE, skipM)
 	ds, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.Delivery, error) {
 		var ep certorder.Endpoint
 		var types string

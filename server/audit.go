@@ -39,11 +39,15 @@ type auditor struct {
 	pending []certorder.AuditEntry
 	closed  bool
 	refused map[refusal]*certorder.AuditEntry
+	order   []refusal // refused's keys, in the order first seen: the entries are written so
 }
 
-// refusal is what refused requests are counted by.
+// refusal is what refused requests are counted by: the client IP and the
+// outcome (refused before authentication), or the member named and the
+// outcome (credentials refused, from any address).
 type refusal struct {
 	ip      string
+	member  string
 	outcome int
 }
 
@@ -86,7 +90,7 @@ func (a *auditor) record(e certorder.AuditEntry) {
 func (a *auditor) refuse(e certorder.AuditEntry) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	k := refusal{e.ClientIP, e.Outcome}
+	k := refusal{ip: e.ClientIP, outcome: e.Outcome}
 	if _, ok := a.refused[k]; !ok && len(a.refused) >= maxRefusals {
 		k.ip = "*"
 	}
@@ -95,6 +99,40 @@ func (a *auditor) refuse(e certorder.AuditEntry) {
 		return
 	}
 	a.refused[k] = &certorder.AuditEntry{Time: e.Time, ClientIP: k.ip, Outcome: e.Outcome, Count: 1}
+	a.order = append(a.order, k)
+}
+
+// refuseCredentials counts a request whose credentials were refused (a
+// wrong or revoked key, or none), per member named and outcome, whatever
+// the address: a guessing run from thousands of addresses is a few entries
+// a second, not one each. The entry keeps the address, key ID and action
+// while they are the same for every request it counts, else "*" or none.
+func (a *auditor) refuseCredentials(e certorder.AuditEntry) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	k := refusal{member: e.Member, outcome: e.Outcome}
+	if _, ok := a.refused[k]; !ok && len(a.refused) >= maxRefusals {
+		k.member = "*"
+	}
+	if agg := a.refused[k]; agg != nil {
+		agg.Count++
+		if agg.ClientIP != e.ClientIP {
+			agg.ClientIP = "*"
+		}
+		if agg.KeyID != e.KeyID {
+			agg.KeyID = ""
+		}
+		if agg.Action != e.Action {
+			agg.Action = ""
+		}
+		if agg.OrderID != e.OrderID {
+			agg.OrderID = 0
+		}
+		return
+	}
+	e.Member, e.Count = k.member, 1
+	a.refused[k] = &e
+	a.order = append(a.order, k)
 }
 
 // take returns the queued entries and the counted refusals, and starts
@@ -104,10 +142,11 @@ func (a *auditor) take(spare []certorder.AuditEntry) []certorder.AuditEntry {
 	defer a.mu.Unlock()
 	es := a.pending
 	a.pending = spare[:0]
-	for _, e := range a.refused {
-		es = append(es, *e)
+	for _, k := range a.order {
+		es = append(es, *a.refused[k])
 	}
 	clear(a.refused)
+	a.order = a.order[:0]
 	return es
 }
 

@@ -251,6 +251,21 @@ func clientIP(r *http.Request, trusted []netip.Prefix) string {
 	return peer.String()
 }
 
+// limitKey is what the per-address limits (rate, requests open, failed
+// authentications) count a client address by: an IPv4 address as it is,
+// an IPv6 address by its /64, since one host or customer is usually given
+// a whole /64 and could otherwise take a fresh address for every request.
+func limitKey(ip string) string {
+	if !strings.Contains(ip, ":") {
+		return ip // IPv4 (the common case): no parsing
+	}
+	a, err := netip.ParseAddr(ip)
+	if err != nil || !a.Is6() || a.Is4In6() {
+		return ip
+	}
+	return netip.PrefixFrom(AddrKey(a), 64).String()
+}
+
 // peerAddr is the address of the connection's other end.
 func peerAddr(r *http.Request) (netip.Addr, bool) {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)

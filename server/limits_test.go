@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -327,4 +328,45 @@ func TestAuditTrail(t *testing.T) {
 			t.Errorf("failed call: %+v", got[0])
 		}
 	})
+}
+
+// The per-address limits count an IPv6 client by its /64: fresh addresses
+// of one /64 share one bucket; another /64 has its own.
+func TestIPv6LimitsBySlash64(t *testing.T) {
+	f := newFixture(t, testdb.SQLite(t), server.Config{Limits: server.Limits{IPRate: 0.001, IPBurst: 2, TrustedProxies: loopback}})
+	for i, ip := range []string{"2001:db8:1:2::1", "2001:db8:1:2:ffff::2"} {
+		if status, _, _ := f.postFrom(t, ip, f.alice("Auth")); status != 200 {
+			t.Fatalf("request %d: %d", i, status)
+		}
+	}
+	if status, _, _ := f.postFrom(t, "2001:db8:1:2:abcd::3", f.alice("Auth")); status != 429 {
+		t.Errorf("a third address of the same /64: %d, want 429", status)
+	}
+	if status, _, _ := f.postFrom(t, "2001:db8:1:3::1", f.alice("Auth")); status != 200 {
+		t.Errorf("another /64: %d, want 200", status)
+	}
+	if status, _, _ := f.postFrom(t, "198.51.100.7", f.alice("Auth")); status != 200 {
+		t.Errorf("an IPv4 address: %d, want 200", status)
+	}
+}
+
+// The endpoint answers only at its literal path: an escaped slash or
+// letter is another path, answered 102, not as if decoded.
+func TestEscapedEndpointPath(t *testing.T) {
+	f := newFixture(t, testdb.SQLite(t), server.Config{})
+	base := strings.TrimSuffix(f.url, "/api/digicert/")
+	for _, p := range []string{"/api%2Fdigicert%2F", "/api/digicert%2F", "/api/%64igicert/", "/api%2fdigicert"} {
+		resp, err := http.Post(base+p, "application/json", strings.NewReader(f.alice("Auth")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 404 || !strings.Contains(string(b), "Error(102)") {
+			t.Errorf("POST %s: %d %s", p, resp.StatusCode, b)
+		}
+	}
+	if status, _ := f.post(t, f.alice("Auth")); status != 200 {
+		t.Errorf("the literal path: %d", status)
+	}
 }

@@ -161,16 +161,20 @@ func New(store Store, cfg Config) (*Server, error) {
 }
 
 // ServeHTTP answers a request. The endpoint answers at /api/<segment>/ and
-// at /api/<segment> (a redirect would turn a POST into a GET); any other
-// path that is, or cleans to, /api or below, in any case, gets the JSON
-// failure 102, never a redirect or the web page.
+// at /api/<segment> (a redirect would turn a POST into a GET), written
+// literally; any other path that is, or cleans or decodes to, /api or
+// below, in any case, gets the JSON failure 102, never a redirect or the
+// web page.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.lastRequest.Store(time.Now().UnixNano())
 	if s.draining.Load() {
 		w.Header().Set("Connection", "close")
 	}
 	switch p := r.URL.Path; {
-	case p == s.endpoint || p == s.endpoint[:len(s.endpoint)-1]:
+	case (p == s.endpoint || p == s.endpoint[:len(s.endpoint)-1]) && r.URL.RawPath == "":
+		// Only the literal path: RawPath is set when the path was written
+		// with escapes that matter (/api%2Fdigicert%2F, /api/%64igicert/),
+		// and such a request is not the endpoint's (below: 102).
 		s.handleAPI(w, r)
 	case isAPIPath(p):
 		s.answer(w, r, s.newEvent(r), nil, wire.Fail(wire.UnknownPath))
@@ -251,6 +255,7 @@ type event struct {
 	start   time.Time
 	id      string // request ID, also sent back in X-Request-Id
 	ip      string
+	limit   string // what the per-address limits count by: ip, or for IPv6 its /64 (limitKey)
 	action  string // as sent, cut to 32 bytes
 	name    string // AccessName as sent, cut to 64 bytes
 	member  string // the authenticated member
@@ -260,7 +265,8 @@ type event struct {
 }
 
 func (s *Server) newEvent(r *http.Request) *event {
-	return &event{start: time.Now(), id: requestID(), ip: clientIP(r, s.cfg.Limits.TrustedProxies)}
+	ip := clientIP(r, s.cfg.Limits.TrustedProxies)
+	return &event{start: time.Now(), id: requestID(), ip: ip, limit: limitKey(ip)}
 }
 
 // requestID is 64 random bits in 16 hex digits, without fmt (a request's
@@ -307,13 +313,13 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *wi
 		return wire.Fail(wire.MethodNotAllowed)
 	}
 	now := s.cfg.Now()
-	if ok, wait := s.ipRate.take(ev.ip, now); !ok {
+	if ok, wait := s.ipRate.take(ev.limit, now); !ok {
 		return s.refuse("ip", wait)
 	}
-	if !s.perIP.take(ev.ip) {
+	if !s.perIP.take(ev.limit) {
 		return s.refuse("ip_open", time.Second)
 	}
-	defer s.perIP.release(ev.ip)
+	defer s.perIP.release(ev.limit)
 	body, f := s.readBody(w, r)
 	if f != nil {
 		return f
@@ -330,7 +336,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *wi
 		return f
 	}
 	ev.action, ev.name = certorder.Cut(req.Action, 32), certorder.Cut(req.AccessName, 64)
-	if f := s.lockedOut(ev.ip, req.AccessName, now); f != nil {
+	if f := s.lockedOut(ev.limit, req.AccessName, now); f != nil {
 		return f
 	}
 	act, known := wire.Actions[req.Action]
@@ -344,7 +350,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *wi
 	c.Credential, c.Order, f = s.authenticate(r.Context(), req, c.OrderID)
 	if f != nil {
 		if f.Code == wire.CredentialsFailed {
-			s.authFailed(ev.ip, req.AccessName, now)
+			s.authFailed(ev.limit, req.AccessName, now)
 		}
 		return f
 	}
@@ -487,7 +493,7 @@ func (s *Server) authFailed(ip, name string, now time.Time) {
 
 // signIn checks the web page's sign-in with the API's limits and refusals.
 func (s *Server) signIn(r *http.Request, name, key string) (certorder.Credential, error) {
-	ip, now := clientIP(r, s.cfg.Limits.TrustedProxies), s.cfg.Now()
+	ip, now := limitKey(clientIP(r, s.cfg.Limits.TrustedProxies)), s.cfg.Now()
 	if ok, wait := s.ipRate.take(ip, now); !ok {
 		s.metrics.limited.WithLabelValues("ip").Inc()
 		return certorder.Credential{}, &web.ThrottledError{Wait: wait}
@@ -593,10 +599,15 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ev *event, body 
 		if name == "" {
 			name = ev.name
 		}
-		if ev.member == "" && code != wire.CredentialsMissing && code != wire.CredentialsFailed {
+		switch {
+		case ev.member == "" && code != wire.CredentialsMissing && code != wire.CredentialsFailed:
 			// Refused before authentication: counted, not one entry each.
 			s.audit.refuse(certorder.AuditEntry{Time: s.cfg.Now(), Outcome: int(code), ClientIP: ev.ip})
-		} else {
+		case code == wire.CredentialsMissing || code == wire.CredentialsFailed:
+			// Credentials refused: counted per member named and interval.
+			s.audit.refuseCredentials(certorder.AuditEntry{Time: s.cfg.Now(), Member: name, KeyID: ev.keyID, Action: ev.action,
+				OrderID: ev.orderID, Outcome: int(code), ClientIP: ev.ip})
+		default:
 			s.audit.record(certorder.AuditEntry{Time: s.cfg.Now(), Member: name, KeyID: ev.keyID, Action: ev.action,
 				OrderID: ev.orderID, Outcome: int(code), ClientIP: ev.ip})
 		}

@@ -9,12 +9,14 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/server"
+	"github.com/certorder/certorder/server/web"
 	"github.com/certorder/certorder/stores"
 )
 
@@ -353,4 +355,56 @@ func TestWebRevokeAcrossCachingInstances(t *testing.T) {
 			t.Fatalf("the other instance, right after the revocation returned: %d %s", status, got)
 		}
 	}
+}
+
+// Parallel requests cannot pass the per-member caps: 60 key creations and
+// 40 endpoint additions at once leave exactly MaxActiveKeys active keys
+// and MaxEndpoints endpoints, on both stores (before, the count and the
+// insert were two steps: 161 keys against a cap of 20 on PostgreSQL).
+func TestWebCapsUnderParallelRequests(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dsn string) {
+		f := newFixture(t, dsn, server.Config{Web: true, PrivateWebhooks: true})
+		base := strings.TrimSuffix(f.url, "/api/digicert/")
+		b := newBrowser(t, base, nil)
+		b.signIn("alice", f.aliceKey)
+		csrf := b.get("/keys").csrf(t)
+		statuses := map[int]int{}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		post := func(path string, form url.Values) {
+			defer wg.Done()
+			p := b.post(path, form)
+			mu.Lock()
+			statuses[p.status]++
+			mu.Unlock()
+		}
+		for i := range 60 {
+			wg.Add(1)
+			go post("/keys", url.Values{"csrf": {csrf}, "label": {fmt.Sprintf("k%d", i)}})
+		}
+		for i := range 40 {
+			wg.Add(1)
+			go post("/webhooks", url.Values{"csrf": {csrf}, "url": {fmt.Sprintf("http://127.0.0.1:9/hook%d", i)}})
+		}
+		wg.Wait()
+		ctx := context.Background()
+		keys, err := f.store.Keys(ctx, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		active := 0
+		for _, k := range keys {
+			if k.RevokedAt.IsZero() {
+				active++
+			}
+		}
+		eps, err := f.store.Endpoints(ctx, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("answers %v; %d active keys, %d endpoints", statuses, active, len(eps))
+		if active != web.MaxActiveKeys || len(eps) != web.MaxEndpoints {
+			t.Errorf("%d active keys (cap %d), %d endpoints (cap %d)", active, web.MaxActiveKeys, len(eps), web.MaxEndpoints)
+		}
+	})
 }

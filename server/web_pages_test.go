@@ -3,10 +3,12 @@ package server_test
 import (
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -261,6 +263,38 @@ func TestWebEveryPageInEveryLanguage(t *testing.T) {
 		}
 		if p := b.post("/keys", url.Values{"label": {"x"}}); p.status != http.StatusForbidden || !strings.Contains(p.body, `lang="`+lang+`"`) {
 			t.Errorf("%s error page: %d", lang, p.status)
+		}
+	}
+}
+
+// The CSV's formula guard covers what spreadsheets evaluate beyond a
+// leading = + - @: after leading spaces or line breaks, and the full-width
+// and small forms.
+func TestWebCSVFormulaVariants(t *testing.T) {
+	f, base := webFixture(t, server.Config{})
+	names := []string{" =1+1", "\n=1+1", "\u3000=1+1", "＝1+1", "＋1+1", "－1+1", "＠SUM(1)", "﹦1+1", "\t1", "plain", "a=b"}
+	var docs []string
+	for i, n := range names {
+		q, _ := json.Marshal(n)
+		docs = append(docs, strings.Replace(storetest.OrderJSON(int64(9100+i), 0, "2027-01-20"),
+			fmt.Sprintf(`"common_name":"host%d.example.com"`, 9100+i), `"common_name":`+string(q), 1))
+	}
+	if _, err := f.store.ImportOrders(context.Background(), "alice", storetest.Orders(t, docs...)); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, base, nil)
+	b.signIn("alice", f.aliceKey)
+	got := map[string]string{}
+	for _, r := range readCSV(t, b.get("/orders.csv?q=&sort=order"))[1:] {
+		got[r[0]] = r[1]
+	}
+	for i, n := range names {
+		want := "'" + n
+		if n == "plain" || n == "a=b" {
+			want = n
+		}
+		if c := got[strconv.Itoa(9100+i)]; c != want {
+			t.Errorf("common name %q: the CSV cell is %q, want %q", n, c, want)
 		}
 	}
 }

@@ -497,3 +497,35 @@ func TestWebWebhookCSRF(t *testing.T) {
 		t.Fatalf("deliveries after forged forms: %+v %v", ds, err)
 	}
 }
+
+// Test events are limited per member (webhook.TestBurst, then one every
+// webhook.TestEvery): the next is refused with 429, Retry-After and a
+// message saying the figure; another member is not affected.
+func TestWebWebhookTestEventLimit(t *testing.T) {
+	f, base := webFixture(t, server.Config{PrivateWebhooks: true})
+	ctx := context.Background()
+	alice := newBrowser(t, base, nil)
+	alice.signIn("alice", f.aliceKey)
+	_, _, id := alice.addWebhook("http://127.0.0.1:9/hook")
+	page := alice.get(fmt.Sprintf("/webhooks/%d", id))
+	for i := range webhook.TestBurst {
+		if p := alice.post(fmt.Sprintf("/webhooks/%d/test", id), url.Values{"csrf": {page.csrf(t)}}); p.status != http.StatusSeeOther {
+			t.Fatalf("test event %d: %d", i+1, p.status)
+		}
+	}
+	p := alice.post(fmt.Sprintf("/webhooks/%d/test", id), url.Values{"csrf": {page.csrf(t)}})
+	if p.status != http.StatusTooManyRequests || p.header.Get("Retry-After") == "" {
+		t.Fatalf("test event %d: %d, Retry-After %q", webhook.TestBurst+1, p.status, p.header.Get("Retry-After"))
+	}
+	mustContain(t, "the refusal", p, "Too many test events: 5 at most, then one a minute. Try again in")
+	if ds, err := f.store.Deliveries(ctx, id, 100); err != nil || len(ds) != webhook.TestBurst {
+		t.Fatalf("%d deliveries queued, want %d (%v)", len(ds), webhook.TestBurst, err)
+	}
+	bob := newBrowser(t, base, nil)
+	bob.signIn("bob", f.bobKey)
+	_, _, bobs := bob.addWebhook("http://127.0.0.1:9/hook")
+	page = bob.get(fmt.Sprintf("/webhooks/%d", bobs))
+	if p := bob.post(fmt.Sprintf("/webhooks/%d/test", bobs), url.Values{"csrf": {page.csrf(t)}}); p.status != http.StatusSeeOther {
+		t.Fatalf("bob's test event after alice's were refused: %d", p.status)
+	}
+}

@@ -22,7 +22,7 @@ type cache struct {
 
 func (c *cache) close() error {
 	c.entries.Close()
-	return errors.Join(c.memberOrder.Close(), c.wal.close(), c.pin.Close())
+	return errors.Join(c.memberOrder.Close(), c.pin.Close(), c.wal.close()) // the -shm descriptor last: see mapShared
 }
 
 var _ certorder.CredentialCache = (*Store)(nil)

@@ -22,6 +22,37 @@ func (s *Store) AddKey(ctx context.Context, member string, k certorder.Key) erro
 	}))
 }
 
+// memberName is the name of member id; ErrNotFound if none.
+func memberName(ctx context.Context, tx *sql.Tx, id int64) (string, error) {
+	var name string
+	err := tx.QueryRowContext(ctx, `SELECT name FROM members WHERE id = ?`, id).Scan(&name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("%w: member %d", certorder.ErrNotFound, id)
+	}
+	return name, err
+}
+
+// AddMemberKey stores a new key for the member, within max active keys.
+// The write connection is one, and its transactions begin IMMEDIATE, so
+// the count and the insert cannot interleave with another writer's.
+func (s *Store) AddMemberKey(ctx context.Context, memberID int64, k certorder.Key, max int) error {
+	return s.wrap("add key", inTx(ctx, s.write, func(tx *sql.Tx) error {
+		if _, err := memberName(ctx, tx, memberID); err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM api_keys WHERE member_id = ? AND revoked_at IS NULL`, memberID).Scan(&n); err != nil {
+			return err
+		}
+		if n >= max {
+			return fmt.Errorf("%w: %d active keys", certorder.ErrLimit, n)
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, member_id, label, hash, created_at) VALUES (?, ?, ?, ?, ?)`,
+			k.ID, memberID, k.Label, k.Hash, now())
+		return err
+	}))
+}
+
 // Keys lists a member's keys, oldest first.
 func (s *Store) Keys(ctx context.Context, member string) ([]certorder.Key, error) {
 	mid, err := memberID(ctx, s.read, member)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"iter"
+	"strings"
 	"time"
 
 	"github.com/certorder/certorder"
@@ -61,6 +62,14 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record,
 			Link: func(l *certorder.ContainerLink, memberID int64) error {
 				_, err := tx.ExecContext(ctx, `INSERT INTO container_links (container_id, member_id, created_at) VALUES (?, ?, ?)`,
 					l.Container, memberID, stampOrNow(l.CreatedAt))
+				return err
+			},
+			Endpoint: func(e *certorder.Endpoint, memberID int64) error {
+				expires := sql.NullString{String: formatTime(e.PreviousExpires), Valid: !e.PreviousExpires.IsZero()}
+				_, err := tx.ExecContext(ctx, `INSERT INTO webhook_endpoints (member_id, url, event_types, secret, previous_secret,
+					previous_expires, enabled, disabled_reason, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+					memberID, e.URL, strings.Join(e.EventTypes, ","), e.Secret, e.PreviousSecret, expires, e.Enabled,
+					e.DisabledReason, stampOrNow(e.CreatedAt))
 				return err
 			},
 			Order: func(o *certorder.Order, memberID int64) error {

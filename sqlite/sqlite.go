@@ -182,13 +182,16 @@ func migrate(ctx context.Context, db *sql.DB, fsys embed.FS, dir string) error {
 func (s *Store) Close() error {
 	s.closed.Store(true)
 	var errs []error
-	if c := s.cache.Swap(nil); c != nil {
-		errs = append(errs, c.close())
-	}
+	c := s.cache.Swap(nil)
 	for _, db := range []*sql.DB{s.read, s.sessions, s.audit, s.write} {
 		if db != nil {
 			errs = append(errs, db.Close())
 		}
+	}
+	// The cache last: closing its descriptor of the -shm file drops this
+	// process's locks on it (mapShared), which must outlive the connections.
+	if c != nil {
+		errs = append(errs, c.close())
 	}
 	return errors.Join(errs...)
 }

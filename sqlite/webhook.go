@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,6 +40,34 @@ func (s *Store) AddEndpoint(ctx context.Context, member string, e certorder.Endp
 		e.MemberID, e.Member, e.CreatedAt = mid, member, time.Now().UTC().Truncate(time.Microsecond)
 		res, err := tx.ExecContext(ctx, `INSERT INTO webhook_endpoints (member_id, url, event_types, secret, enabled, created_at)
 			VALUES (?, ?, ?, ?, 1, ?)`, mid, e.URL, strings.Join(e.EventTypes, ","), e.Secret, formatTime(e.CreatedAt))
+		if err != nil {
+			return err
+		}
+		e.ID, err = res.LastInsertId()
+		e.Enabled = true
+		return err
+	})
+	return e, s.wrap("add endpoint", err)
+}
+
+// AddMemberEndpoint stores a new endpoint of the member, within max, in
+// one IMMEDIATE transaction as AddMemberKey.
+func (s *Store) AddMemberEndpoint(ctx context.Context, memberID int64, e certorder.Endpoint, max int) (certorder.Endpoint, error) {
+	err := inTx(ctx, s.write, func(tx *sql.Tx) error {
+		name, err := memberName(ctx, tx, memberID)
+		if err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM webhook_endpoints WHERE member_id = ?`, memberID).Scan(&n); err != nil {
+			return err
+		}
+		if n >= max {
+			return fmt.Errorf("%w: %d endpoints", certorder.ErrLimit, n)
+		}
+		e.MemberID, e.Member, e.CreatedAt = memberID, name, time.Now().UTC().Truncate(time.Microsecond)
+		res, err := tx.ExecContext(ctx, `INSERT INTO webhook_endpoints (member_id, url, event_types, secret, enabled, created_at)
+			VALUES (?, ?, ?, ?, 1, ?)`, memberID, e.URL, strings.Join(e.EventTypes, ","), e.Secret, formatTime(e.CreatedAt))
 		if err != nil {
 			return err
 		}
@@ -223,12 +252,30 @@ func (s *Store) FanOut(ctx context.Context, limit int, build func(certorder.Even
 }
 
 // ClaimDeliveries takes due deliveries with their endpoints, for lease.
-func (s *Store) ClaimDeliveries(ctx context.Context, at time.Time, lease time.Duration, limit int) ([]certorder.Delivery, error) {
+func (s *Store) ClaimDeliveries(ctx context.Context, c certorder.Claim) ([]certorder.Delivery, error) {
+	perMember := 0
+	if c.RoundRobin {
+		perMember = 1
+	}
+	skipE, skipM := int64List(c.SkipEndpoints), int64List(c.SkipMembers)
+	perEndpoint := "?6" // round-robin needs only each endpoint's first
+	if c.RoundRobin {
+		perEndpoint = "1"
+	}
 	var ds []certorder.Delivery
 	err := inTx(ctx, s.write, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `UPDATE webhook_deliveries SET next_attempt = ?
-			WHERE id IN (SELECT id FROM webhook_deliveries WHERE state = 'pending' AND next_attempt <= ? ORDER BY next_attempt LIMIT ?)
-			RETURNING id`, formatTime(at.Add(lease)), formatTime(at), limit)
+		// Each endpoint's oldest due deliveries (an index probe each,
+		// whatever the backlog), numbered within each member.
+		rows, err := tx.QueryContext(ctx, `UPDATE webhook_deliveries SET next_attempt = ?1
+			WHERE id IN (SELECT id FROM (
+				SELECT x.id, x.next_attempt, row_number() OVER (PARTITION BY x.member_id ORDER BY x.next_attempt, x.id) AS rn
+				FROM (SELECT e.member_id, d.id, d.next_attempt FROM webhook_endpoints e
+					JOIN webhook_deliveries d ON d.id IN (SELECT d2.id FROM webhook_deliveries d2
+						WHERE d2.endpoint_id = e.id AND d2.state = 'pending' AND d2.next_attempt <= ?2
+						ORDER BY d2.next_attempt, d2.id LIMIT `+perEndpoint+`)
+					WHERE e.id NOT IN (SELECT value FROM json_each(?3)) AND e.member_id NOT IN (SELECT value FROM json_each(?4))) x)
+				WHERE ?5 = 0 OR rn <= ?5 ORDER BY rn, next_attempt, id LIMIT ?6)
+			RETURNING id`, formatTime(c.At.Add(c.Lease)), formatTime(c.At), skipE, skipM, perMember, c.Limit)
 		if err != nil {
 			return err
 		}
@@ -439,4 +486,18 @@ func (s *Store) RedeliverMemberDelivery(ctx context.Context, memberID, endpointI
 			WHERE id = ?`, now(), deliveryID)
 		return err
 	}))
+}
+
+// int64List is ids as a JSON array, for json_each.
+func int64List(ids []int64) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatInt(id, 10))
+	}
+	b.WriteByte(']')
+	return b.String()
 }

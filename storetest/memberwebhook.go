@@ -70,11 +70,11 @@ func testMemberWebhooks(t *testing.T, s certorder.Store) {
 	} {
 		wantErr(t, s.RedeliverMemberDelivery(ctx, alice.ID, c.endpoint, c.delivery), certorder.ErrNotFound)
 	}
-	if due, err := s.ClaimDeliveries(ctx, time.Now().Add(time.Second), time.Minute, 10); err != nil || len(due) != 0 {
+	if due, err := s.ClaimDeliveries(ctx, certorder.Claim{At: time.Now().Add(time.Second), Lease: time.Minute, Limit: 10}); err != nil || len(due) != 0 {
 		t.Fatalf("a refused redelivery queued something: %+v %v", due, err)
 	}
 	must(t, s.RedeliverMemberDelivery(ctx, alice.ID, mine.ID, did))
-	due, err := s.ClaimDeliveries(ctx, time.Now().Add(time.Second), time.Minute, 10)
+	due, err := s.ClaimDeliveries(ctx, certorder.Claim{At: time.Now().Add(time.Second), Lease: time.Minute, Limit: 10})
 	must(t, err)
 	if len(due) != 1 || due[0].ID != did || due[0].MsgID != "msg_mine" || due[0].Attempts != 0 {
 		t.Fatalf("redelivered: %+v", due)

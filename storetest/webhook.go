@@ -24,7 +24,7 @@ func fanOut(t *testing.T, s certorder.Store) map[int64][]string {
 		return fmt.Sprintf("msg_%d_%d", ev.ID, n), []byte(ev.Type + " " + string(ev.Data)), nil
 	})
 	must(t, err)
-	ds, err := s.ClaimDeliveries(context.Background(), time.Now().Add(time.Second), time.Minute, 100)
+	ds, err := s.ClaimDeliveries(context.Background(), certorder.Claim{At: time.Now().Add(time.Second), Lease: time.Minute, Limit: 100})
 	must(t, err)
 	for _, d := range ds {
 		got[d.EndpointID] = append(got[d.EndpointID], string(d.Body))
@@ -113,11 +113,11 @@ func testWebhooks(t *testing.T, open func(t *testing.T) certorder.Store) {
 	must(t, err)
 	must(t, s.FinishAttempt(ctx, certorder.Attempt{DeliveryID: rd[0].ID, EndpointID: renewals.ID, At: at, Status: 204,
 		Class: "delivered", State: certorder.DeliveryDelivered, Success: true}))
-	if due, err := s.ClaimDeliveries(ctx, at.Add(30*time.Minute), time.Minute, 10); err != nil || len(due) != 0 {
+	if due, err := s.ClaimDeliveries(ctx, certorder.Claim{At: at.Add(30 * time.Minute), Lease: time.Minute, Limit: 10}); err != nil || len(due) != 0 {
 		t.Fatalf("claimed before it was due: %v %v", due, err)
 	}
 	must(t, s.Redeliver(ctx, ds[1].ID))
-	due, err := s.ClaimDeliveries(ctx, time.Now().Add(time.Second), time.Minute, 10)
+	due, err := s.ClaimDeliveries(ctx, certorder.Claim{At: time.Now().Add(time.Second), Lease: time.Minute, Limit: 10})
 	must(t, err)
 	if len(due) != 1 || due[0].MsgID != ds[1].MsgID || due[0].Endpoint == nil || due[0].Endpoint.URL != all.URL ||
 		due[0].Endpoint.Secret != "whsec_a" || due[0].Attempts != 0 {

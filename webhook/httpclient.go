@@ -19,7 +19,7 @@ import (
 
 // DefaultTimeout bounds one delivery attempt (connect, send, answer) when
 // Options.Timeout is zero.
-const DefaultTimeout = 10 * time.Second
+const DefaultTimeout = 5 * time.Second
 
 // ErrBlocked is matched (errors.Is) by every refusal of the address rule:
 // a URL whose host is a private, loopback, link-local, multicast or other

@@ -22,11 +22,26 @@ import (
 // expiry without a successor, and delivers what is due, retrying on the
 // Backoff schedule. Several workers on one PostgreSQL store share the work:
 // the store hands each event and each due delivery to one of them.
+//
+// Delivery is fair: each claim takes at most one delivery per member, the
+// members in the order of their oldest due delivery, and no endpoint has
+// more than PerEndpoint (no member more than PerMember) in flight, so an
+// endpoint that hangs, or a member with a long backlog, holds a few of the
+// Concurrency places and never the others. A delivery is claimed only when
+// a place is free to send it at once, and its attempt ends before its lease
+// does, so no other instance can take it while it is being sent.
 type Worker struct {
 	cfg     WorkerConfig
 	metrics *workerMetrics
 
 	expiringScanned, pruned time.Time
+
+	mu         sync.Mutex
+	inFlight   int
+	byEndpoint map[int64]int
+	byMember   map[int64]int
+	running    sync.WaitGroup
+	freed      chan struct{} // a place came free
 }
 
 // WorkerConfig is what a Worker needs.
@@ -38,8 +53,10 @@ type WorkerConfig struct {
 	Metrics      prometheus.Registerer
 	Thresholds   []int         // order.expiring thresholds in days; nil: DefaultThresholds
 	Poll         time.Duration // how often to look for work; 0: 1s
-	Concurrency  int           // deliveries at once; 0: 8
-	Lease        time.Duration // a delivery taken is another worker's again after this (a crash); 0: a minute
+	Concurrency  int           // deliveries at once; 0: DefaultConcurrency
+	PerEndpoint  int           // deliveries at once to one endpoint; 0: DefaultPerEndpoint
+	PerMember    int           // deliveries at once to one member's endpoints; 0: DefaultPerMember
+	Lease        time.Duration // a delivery taken is another worker's again after this (a crash); 0: a minute. An attempt is cut short before it runs out.
 	DisableAfter time.Duration // an endpoint failing this long is disabled; 0: DefaultDisableAfter
 }
 
@@ -47,6 +64,9 @@ type WorkerConfig struct {
 var (
 	DefaultThresholds   = []int{30, 7, 1}
 	DefaultDisableAfter = 72 * time.Hour
+	DefaultConcurrency  = 32
+	DefaultPerEndpoint  = 2
+	DefaultPerMember    = 4
 )
 
 const (
@@ -81,7 +101,13 @@ func NewWorker(cfg WorkerConfig) *Worker {
 		cfg.Poll = time.Second
 	}
 	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = 8
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.PerEndpoint <= 0 {
+		cfg.PerEndpoint = DefaultPerEndpoint
+	}
+	if cfg.PerMember <= 0 {
+		cfg.PerMember = DefaultPerMember
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = time.Minute
@@ -100,30 +126,53 @@ func NewWorker(cfg WorkerConfig) *Worker {
 	if cfg.Metrics != nil {
 		cfg.Metrics.MustRegister(m.deliveries, m.queueAge)
 	}
-	return &Worker{cfg: cfg, metrics: m}
+	return &Worker{cfg: cfg, metrics: m, byEndpoint: map[int64]int{}, byMember: map[int64]int{},
+		freed: make(chan struct{}, 1)}
 }
 
 // Run works until ctx ends. A delivery in flight then is abandoned: its
 // lease runs out and it is sent again, by this instance after a restart or
-// by another.
+// by another. Deliveries are taken as places come free, not only on Poll.
 func (w *Worker) Run(ctx context.Context) {
+	defer w.running.Wait()
 	t := time.NewTicker(w.cfg.Poll)
 	defer t.Stop()
 	for {
-		if err := w.Tick(ctx); err != nil && ctx.Err() == nil {
+		if err := w.tick(ctx); err != nil && ctx.Err() == nil {
 			w.cfg.Logger.Error("webhooks", "err", err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+		for again := true; again; {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				again = false
+			case <-w.freed:
+				if err := w.dispatch(ctx); err != nil && ctx.Err() == nil {
+					w.cfg.Logger.Error("webhooks", "err", err)
+				}
+			}
 		}
 	}
 }
 
 // Tick does one round of the work: fan out, expiring orders (hourly),
-// deliveries due, pruning (daily).
+// deliveries due, pruning (daily); it returns once every delivery due has
+// been attempted.
 func (w *Worker) Tick(ctx context.Context) error {
+	err := w.tick(ctx)
+	w.running.Wait()
+	for err == nil && ctx.Err() == nil {
+		n, derr := w.dispatchN(ctx)
+		w.running.Wait()
+		if derr != nil || n == 0 {
+			return derr
+		}
+	}
+	return err
+}
+
+func (w *Worker) tick(ctx context.Context) error {
 	now := w.cfg.Now()
 	var errs []error
 	for {
@@ -142,7 +191,7 @@ func (w *Worker) Tick(ctx context.Context) error {
 			w.expiringScanned = now
 		}
 	}
-	if err := w.deliverDue(ctx); err != nil {
+	if err := w.dispatch(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	if now.Sub(w.pruned) >= pruneEvery {
@@ -159,15 +208,6 @@ func (w *Worker) Tick(ctx context.Context) error {
 func build(ev certorder.Event) (string, []byte, error) {
 	body, err := json.Marshal(Event{Type: ev.Type, Timestamp: ev.At, Data: ev.Data})
 	return NewMessageID(), body, err
-}
-
-// QueueTest queues a test event to one endpoint, whatever types it wants.
-func QueueTest(ctx context.Context, store certorder.WebhookStore, endpointID int64, now time.Time) (int64, error) {
-	body, err := json.Marshal(TestEvent(now))
-	if err != nil {
-		return 0, err
-	}
-	return store.QueueDelivery(ctx, endpointID, TypeTest, NewMessageID(), body)
 }
 
 // expiring records order.expiring for the orders that crossed a threshold
@@ -205,44 +245,94 @@ func (w *Worker) expiring(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// deliverDue delivers the deliveries due, Concurrency at a time.
-func (w *Worker) deliverDue(ctx context.Context) error {
-	for {
+func (w *Worker) dispatch(ctx context.Context) error {
+	_, err := w.dispatchN(ctx)
+	return err
+}
+
+// dispatchN claims deliveries for the free places and starts them, without
+// waiting for them; it returns how many it started.
+func (w *Worker) dispatchN(ctx context.Context) (int, error) {
+	started := 0
+	for ctx.Err() == nil {
+		w.mu.Lock()
+		free := w.cfg.Concurrency - w.inFlight
+		var skipE, skipM []int64
+		for id, n := range w.byEndpoint {
+			if n >= w.cfg.PerEndpoint {
+				skipE = append(skipE, id)
+			}
+		}
+		for id, n := range w.byMember {
+			if n >= w.cfg.PerMember {
+				skipM = append(skipM, id)
+			}
+		}
+		w.mu.Unlock()
+		if free <= 0 {
+			return started, nil
+		}
 		now := w.cfg.Now()
-		ds, err := w.cfg.Store.ClaimDeliveries(ctx, now, w.cfg.Lease, batch)
+		ds, err := w.cfg.Store.ClaimDeliveries(ctx, certorder.Claim{At: now, Lease: w.cfg.Lease, Limit: free,
+			RoundRobin: true, SkipEndpoints: skipE, SkipMembers: skipM})
 		if err != nil {
-			return err
+			return started, err
+		}
+		if len(ds) == 0 {
+			return started, nil
 		}
 		late := time.Duration(0)
 		for _, d := range ds {
 			late = max(late, now.Sub(d.NextAttempt))
 		}
 		w.metrics.queueAge.Set(late.Seconds())
-		sem := make(chan struct{}, w.cfg.Concurrency)
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		var errs []error
 		for _, d := range ds {
-			sem <- struct{}{}
-			wg.Add(1)
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				if err := w.deliver(ctx, d); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			}()
-		}
-		wg.Wait()
-		if len(errs) > 0 || len(ds) < batch || ctx.Err() != nil {
-			return errors.Join(errs...)
+			w.start(ctx, d, now.Add(w.cfg.Lease))
+			started++
 		}
 	}
+	return started, nil
 }
 
-// deliver makes one attempt of a delivery and records what came of it.
-func (w *Worker) deliver(ctx context.Context, d certorder.Delivery) error {
+// start sends one claimed delivery in the background. The attempt must end
+// before the lease does: leaseEnd less a margin for recording its outcome.
+func (w *Worker) start(ctx context.Context, d certorder.Delivery, leaseEnd time.Time) {
+	memberID := d.Endpoint.MemberID
+	w.mu.Lock()
+	w.inFlight++
+	w.byEndpoint[d.EndpointID]++
+	w.byMember[memberID]++
+	w.mu.Unlock()
+	w.running.Add(1)
+	go func() {
+		defer w.running.Done()
+		defer func() {
+			w.mu.Lock()
+			w.inFlight--
+			if w.byEndpoint[d.EndpointID]--; w.byEndpoint[d.EndpointID] <= 0 {
+				delete(w.byEndpoint, d.EndpointID)
+			}
+			if w.byMember[memberID]--; w.byMember[memberID] <= 0 {
+				delete(w.byMember, memberID)
+			}
+			w.mu.Unlock()
+			select {
+			case w.freed <- struct{}{}:
+			default:
+			}
+		}()
+		margin := min(5*time.Second, w.cfg.Lease/4)
+		actx, cancel := context.WithDeadline(ctx, leaseEnd.Add(-margin))
+		defer cancel()
+		if err := w.deliver(actx, ctx, d); err != nil && ctx.Err() == nil {
+			w.cfg.Logger.Error("webhooks", "err", err)
+		}
+	}()
+}
+
+// deliver makes one attempt of a delivery (bounded by actx) and records
+// what came of it (bounded by ctx).
+func (w *Worker) deliver(actx, ctx context.Context, d certorder.Delivery) error {
 	ep := d.Endpoint
 	now := w.cfg.Now()
 	a := certorder.Attempt{DeliveryID: d.ID, EndpointID: ep.ID, At: now}
@@ -256,7 +346,7 @@ func (w *Worker) deliver(ctx context.Context, d certorder.Delivery) error {
 		w.metrics.deliveries.WithLabelValues("disabled").Inc()
 		return w.cfg.Store.FinishAttempt(ctx, a)
 	}
-	res := Deliver(ctx, w.cfg.Client, ep.URL, keys, d.MsgID, now, d.Body)
+	res := Deliver(actx, w.cfg.Client, ep.URL, keys, d.MsgID, now, d.Body)
 	if res.Class == ClassCanceled {
 		return nil // shutting down: the lease runs out and it is sent again
 	}

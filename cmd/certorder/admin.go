@@ -69,7 +69,7 @@ func (e *env) adminCommands() []adminCommand {
 		{"webhook rotate", "ID", "new signing secret; the old one signs too for 24 hours", 1, false, noFlags(e.webhookRotate)},
 		{"sync status", "", "the CertCentral sync's cursor, last runs, links and unassigned orders", 0, false, noFlags(e.syncStatus)},
 		{"migrate", "", "create the store, or apply its schema migrations; nothing else", 0, true, noFlags(e.migrate)},
-		{"export", "", "write every member, key hash, order and renewal as JSON lines", 0, false, noFlags(e.export)},
+		{"export", "", "write every member, key hash, order, renewal and webhook endpoint (with its signing secrets) as JSON lines", 0, false, noFlags(e.export)},
 		{"restore", "FILE|-", "load an export into an empty store (created if need be), all or nothing", 1, true, noFlags(e.restore)},
 		{"backup", "FILE [--audit]", "copy a live SQLite store to the new FILE (PostgreSQL: pg_dump)", 1, false, e.backup},
 	}
@@ -269,7 +269,7 @@ func (e *env) keyList(ctx context.Context, store certorder.Store, args []string)
 		if k.Revoked() {
 			status = "revoked " + k.RevokedAt.Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.ID, k.Label, k.CreatedAt.Format(time.RFC3339), status)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.ID, printable(k.Label), k.CreatedAt.Format(time.RFC3339), status)
 	}
 	return tw.Flush()
 }
@@ -358,9 +358,9 @@ func (e *env) orderList(ctx context.Context, store certorder.Store, args []strin
 		}
 		till, days := "-", "-" // not issued yet: no expiry
 		if o.ValidTill != "" {
-			till, days = o.ValidTill, strconv.Itoa(certorder.DaysRemaining(o.ValidTill, now))
+			till, days = printable(o.ValidTill), strconv.Itoa(certorder.DaysRemaining(o.ValidTill, now))
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", o.ID, o.CommonName, o.Status, till, days, renewed)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", o.ID, printable(o.CommonName), printable(o.Status), till, days, renewed)
 	}
 	return tw.Flush()
 }

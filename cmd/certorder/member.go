@@ -169,7 +169,7 @@ func (e *env) printRaw(raw []byte) error {
 func (e *env) printOrder(o *client.Order, chain []int64, member string) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	if member != "" {
-		fmt.Fprintf(tw, "Member:\t%s\n", member)
+		fmt.Fprintf(tw, "Member:\t%s\n", printable(member))
 	}
 	if len(chain) > 0 {
 		ids := make([]string, len(chain))
@@ -182,15 +182,15 @@ func (e *env) printOrder(o *client.Order, chain []int64, member string) error {
 		fmt.Fprintf(tw, "Order:\t%d\n", o.OrderID)
 	}
 	cert := o.Certificate
-	fmt.Fprintf(tw, "Common name:\t%s\n", cert.CommonName)
+	fmt.Fprintf(tw, "Common name:\t%s\n", printable(cert.CommonName))
 	if len(cert.DNSNames) > 0 {
-		fmt.Fprintf(tw, "DNS names:\t%s\n", strings.Join(cert.DNSNames, ", "))
+		fmt.Fprintf(tw, "DNS names:\t%s\n", strings.Join(printables(cert.DNSNames), ", "))
 	}
-	fmt.Fprintf(tw, "Product:\t%s\n", o.Product.Name)
+	fmt.Fprintf(tw, "Product:\t%s\n", printable(o.Product.Name))
 	if cert.Status != "" {
-		fmt.Fprintf(tw, "Status:\t%s (certificate %s)\n", o.Status, cert.Status)
+		fmt.Fprintf(tw, "Status:\t%s (certificate %s)\n", printable(o.Status), printable(cert.Status))
 	} else {
-		fmt.Fprintf(tw, "Status:\t%s\n", o.Status)
+		fmt.Fprintf(tw, "Status:\t%s\n", printable(o.Status))
 	}
 	switch {
 	case o.Issued():
@@ -201,9 +201,9 @@ func (e *env) printOrder(o *client.Order, chain []int64, member string) error {
 				days = fmt.Sprintf(" (expired %d days ago)", -cert.DaysRemaining.Value)
 			}
 		}
-		fmt.Fprintf(tw, "Valid till:\t%s%s\n", cert.ValidTill.Raw, days)
+		fmt.Fprintf(tw, "Valid till:\t%s%s\n", printable(cert.ValidTill.Raw), days)
 	case o.Ended():
-		fmt.Fprintf(tw, "Valid till:\tnever issued (%s)\n", o.Status)
+		fmt.Fprintf(tw, "Valid till:\tnever issued (%s)\n", printable(o.Status))
 	default:
 		fmt.Fprintf(tw, "Valid till:\tnot issued yet (awaiting issuance)\n")
 	}

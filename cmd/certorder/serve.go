@@ -44,7 +44,7 @@ type serveConfig struct {
 	webhookTimeout                                                      time.Duration
 	readHeaderTimeout, readTimeout, writeTimeout, idleTimeout           time.Duration
 	limits                                                              server.Limits
-	cacheMB                                                             int
+	cacheMB, maxConnsPerIP                                              int
 	syncEvery                                                           time.Duration
 	upstream                                                            upstreamConfig
 }
@@ -100,7 +100,8 @@ func (c *serveConfig) options() []option {
 		{"read-header-timeout", "CERTORDER_READ_HEADER_TIMEOUT", "time to read a request's headers", durationVar(&c.readHeaderTimeout, 5*time.Second)},
 		{"read-timeout", "CERTORDER_READ_TIMEOUT", "time to read a whole request", durationVar(&c.readTimeout, 10*time.Second)},
 		{"write-timeout", "CERTORDER_WRITE_TIMEOUT", "time to write an answer", durationVar(&c.writeTimeout, 15*time.Second)},
-		{"idle-timeout", "CERTORDER_IDLE_TIMEOUT", "how long a keep-alive connection may idle", durationVar(&c.idleTimeout, 120*time.Second)},
+		{"idle-timeout", "CERTORDER_IDLE_TIMEOUT", "how long a keep-alive connection may idle", durationVar(&c.idleTimeout, 30*time.Second)},
+		{"max-conns-per-ip", "CERTORDER_MAX_CONNS_PER_IP", "connections one client IP (IPv6: its /64) may hold open, idle ones included; beyond it a new one is closed at once; trusted proxies are exempt; 0 turns it off", intVar(&c.maxConnsPerIP, server.DefaultMaxConnsPerIP)},
 		{"rate-limit", "CERTORDER_RATE_LIMIT", "requests per second per member; 0 turns it off", floatVar(&l.MemberRate, d.MemberRate)},
 		{"rate-burst", "CERTORDER_RATE_BURST", "burst of the per-member limit", intVar(&l.MemberBurst, d.MemberBurst)},
 		{"ip-rate-limit", "CERTORDER_IP_RATE_LIMIT", "requests per second per client IP; 0 turns it off", floatVar(&l.IPRate, d.IPRate)},
@@ -203,6 +204,7 @@ func (e *env) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer store.Close()
+	cacheOn := false
 	if cached, ok := store.(certorder.CredentialCache); ok && c.cacheMB > 0 {
 		host, _ := os.Hostname()
 		err := cached.StartCache(ctx, certorder.CacheConfig{Bytes: c.cacheMB << 20, Logger: logger,
@@ -211,9 +213,18 @@ func (e *env) serve(ctx context.Context, args []string) error {
 			// Correct without it, only slower.
 			logger.Warn("cache: not started; every request reads the store", "err", err)
 		}
+		cacheOn = err == nil
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "certorder_cache_enabled",
+		Help: "1 when the cache of credentials and orders is on; 0 when it is off (--cache-mb 0) or could not start (PostgreSQL: no working LISTEN)."},
+		func() float64 {
+			if cacheOn {
+				return 1
+			}
+			return 0
+		}))
 	if cached, ok := store.(certorder.CredentialCache); ok {
 		registerCacheMetrics(reg, cached)
 	}
@@ -314,6 +325,7 @@ func (e *env) listen(ctx context.Context, c *serveConfig, logger *slog.Logger, s
 	if err != nil {
 		return err
 	}
+	ln = server.LimitConnsPerIP(ln, c.maxConnsPerIP, c.limits.TrustedProxies, reg)
 	base := fmt.Sprintf("%s://%s/", scheme, ln.Addr())
 	endpoint := base + "api/" + c.segment + "/"
 	if c.demo {

@@ -53,7 +53,7 @@ func (e *env) webhookList(ctx context.Context, store certorder.Store, args []str
 	for _, ep := range eps {
 		state := "enabled"
 		if !ep.Enabled {
-			state = "disabled: " + ep.DisabledReason
+			state = "disabled: " + printable(ep.DisabledReason)
 		} else if !ep.FailingSince.IsZero() {
 			state = "failing since " + ep.FailingSince.UTC().Format(time.RFC3339)
 		}
@@ -61,7 +61,7 @@ func (e *env) webhookList(ctx context.Context, store certorder.Store, args []str
 		if !ep.LastSuccess.IsZero() {
 			last = ep.LastSuccess.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", ep.ID, ep.URL, eventsText(ep.EventTypes), state, last)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", ep.ID, printable(ep.URL), eventsText(ep.EventTypes), state, last)
 	}
 	return tw.Flush()
 }

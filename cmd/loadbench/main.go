@@ -9,6 +9,7 @@
 //	go run ./cmd/loadbench -orders 10000
 //	go run ./cmd/loadbench -orders 1000000 -state /tmp/bench1m -access uniform,zipf -repeat 3
 //	go run ./cmd/loadbench -orders 1000000 -db 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable&search_path=bench'
+//	go run ./cmd/loadbench webhooks -db 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable'
 //
 // The load generator is wrk when it is on the PATH (apt-get install wrk),
 // else loadbench's own Go client, which is heavier: its bare figure is
@@ -43,6 +44,14 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "bare" {
 		if err := bare(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "loadbench bare:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "webhooks" {
+		// loadbench webhooks [-db postgres://...]: the webhook scenarios (webhooks.go).
+		if err := webhooks(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "loadbench webhooks:", err)
 			os.Exit(1)
 		}
 		return

@@ -1,3 +1,5 @@
+//lint:file-ignore ST1005 these errors are the simulator's answers to clients, whole sentences as DigiCert writes its messages.
+
 package digicerttest
 
 import (

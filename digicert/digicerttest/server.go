@@ -72,6 +72,7 @@ type Server struct {
 	failures       []int // statuses of injected failures, next first
 	delay          time.Duration
 	requests       map[string]int
+	hostile        Hostile
 
 	orders     map[int64]*order
 	ids        []int64 // ascending
@@ -158,10 +159,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status := s.failures[0]
 		s.failures = s.failures[1:]
 		if status == http.StatusTooManyRequests {
-			writeError(w, status, "request_limit_exceeded", "Service unavailable, please limit request volume")
+			writeError(w, status, "request_limit_exceeded", s.errorMessage("Service unavailable, please limit request volume"))
 		} else {
-			writeError(w, status, "server_error", "The service could not complete the request.")
+			writeError(w, status, "server_error", s.errorMessage("The service could not complete the request."))
 		}
+		return
+	}
+	if s.serveHostile(w, r) {
 		return
 	}
 	s.mux.ServeHTTP(w, r)

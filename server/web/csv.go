@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/certorder/certorder"
 )
@@ -79,10 +81,14 @@ func idOrEmpty(id int64) string {
 	return strconv.FormatInt(id, 10)
 }
 
-// csvRow makes cells safe for a spreadsheet: text that starts with = + - @
-// (or a tab or carriage return) would be read as a formula, so it gets a
-// leading apostrophe. Integers are left alone: -5 days is a number, not a
-// formula.
+// csvRow makes cells safe for a spreadsheet: a cell a spreadsheet would
+// read as a formula gets a leading apostrophe. Spreadsheets skip leading
+// white space (spaces, tabs, line breaks, the ideographic space) and, in
+// East Asian locales, read the full-width ＝ ＋ － ＠ (and the small
+// ﹦ ﹢ ﹣) as their ASCII forms; so a cell is guarded when its first
+// character that is not white space is one of those or = + - @, or when it
+// starts with a tab or carriage return. Integers are left alone: -5 days
+// is a number, not a formula.
 func csvRow(cells ...string) []string {
 	for i, c := range cells {
 		cells[i] = csvCell(c)
@@ -90,8 +96,16 @@ func csvRow(cells ...string) []string {
 	return cells
 }
 
+// formulaStarts are the characters a formula starts with.
+const formulaStarts = "=+-@＝＋－＠﹦﹢﹣"
+
 func csvCell(c string) string {
-	if c == "" || !strings.ContainsRune("=+-@\t\r", rune(c[0])) {
+	trimmed := strings.TrimLeftFunc(c, unicode.IsSpace)
+	first, _ := utf8.DecodeRuneInString(trimmed)
+	if trimmed == "" || !strings.ContainsRune(formulaStarts, first) {
+		if c != "" && (c[0] == '\t' || c[0] == '\r') {
+			return "'" + c
+		}
 		return c
 	}
 	if _, err := strconv.ParseInt(c, 10, 64); err == nil {

@@ -140,7 +140,12 @@ func (h *handler) createKey(w http.ResponseWriter, r *http.Request, s *certorder
 		h.serverError(w, r, err)
 		return
 	}
-	if err := h.store.AddKey(r.Context(), s.Member, key); err != nil {
+	// The count above shapes the page; this one, in the store's
+	// transaction, holds against parallel requests.
+	if err := h.store.AddMemberKey(r.Context(), s.MemberID, key, MaxActiveKeys); errors.Is(err, certorder.ErrLimit) {
+		h.keysPage(w, r, s, http.StatusConflict, keysData{Label: label, Error: cat.S("keys.error.limit", MaxActiveKeys)})
+		return
+	} else if err != nil {
 		h.serverError(w, r, err)
 		return
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/webhook"
 )
 
 //go:embed templates/*.html
@@ -47,12 +48,12 @@ type Store interface {
 	certorder.SessionStore
 	certorder.OrderReader
 	Keys(ctx context.Context, member string) ([]certorder.Key, error)
-	AddKey(ctx context.Context, member string, k certorder.Key) error
+	AddMemberKey(ctx context.Context, memberID int64, k certorder.Key, max int) error
 	RevokeMemberKey(ctx context.Context, memberID int64, id string) error
 	KeysLastUsed(ctx context.Context, keyIDs []string) (map[string]time.Time, error)
 
 	Endpoints(ctx context.Context, member string) ([]certorder.Endpoint, error)
-	AddEndpoint(ctx context.Context, member string, e certorder.Endpoint) (certorder.Endpoint, error)
+	AddMemberEndpoint(ctx context.Context, memberID int64, e certorder.Endpoint, max int) (certorder.Endpoint, error)
 	MemberEndpoint(ctx context.Context, memberID, id int64) (certorder.Endpoint, error)
 	SetMemberEndpointEnabled(ctx context.Context, memberID, id int64, enabled bool, reason string) error
 	DeleteMemberEndpoint(ctx context.Context, memberID, id int64) error
@@ -113,6 +114,7 @@ type handler struct {
 	cfg   Config
 	cats  map[string]*catalogue
 	pages map[string]map[string]*template.Template // language -> page -> template
+	tests *webhook.TestLimiter                     // test events per member
 }
 
 // pageNames are the templates besides the layout.
@@ -148,7 +150,8 @@ func New(store Store, cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &handler{store: store, cfg: cfg, cats: cats, pages: map[string]map[string]*template.Template{}}
+	h := &handler{store: store, cfg: cfg, cats: cats, pages: map[string]map[string]*template.Template{},
+		tests: webhook.NewTestLimiter()}
 	for lang, cat := range cats {
 		h.pages[lang] = map[string]*template.Template{}
 		funcs := template.FuncMap{

@@ -183,7 +183,14 @@ func (h *handler) addWebhook(w http.ResponseWriter, r *http.Request, s *certorde
 		h.webhooksPage(w, r, s, http.StatusBadRequest, webhooksData{URL: raw, Error: h.urlError(cat, raw, err)}, chosen)
 		return
 	}
-	if ep, err = h.store.AddEndpoint(r.Context(), s.Member, ep); err != nil {
+	// The count above spares a refused URL's check; this one, in the
+	// store's transaction, holds against parallel requests.
+	ep, err = h.store.AddMemberEndpoint(r.Context(), s.MemberID, ep, MaxEndpoints)
+	if errors.Is(err, certorder.ErrLimit) {
+		h.webhooksPage(w, r, s, http.StatusConflict, webhooksData{URL: raw, Error: cat.S("webhooks.error.limit", MaxEndpoints)}, chosen)
+		return
+	}
+	if err != nil {
 		h.serverError(w, r, err)
 		return
 	}
@@ -342,7 +349,13 @@ func (h *handler) testWebhook(w http.ResponseWriter, r *http.Request, s *certord
 		h.endpointPage(w, r, s, ep, http.StatusConflict, webhookData{Error: h.cat(r).S("webhook.error.disabled")})
 		return
 	}
-	// webhook.QueueTest's message, queued with the member-scoped call.
+	if ok, wait := h.tests.Allow(s.MemberID, h.cfg.Now()); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		cat := h.cat(r)
+		h.endpointPage(w, r, s, ep, http.StatusTooManyRequests, webhookData{
+			Error: cat.S("webhook.error.test_limit", webhook.TestBurst, roundWait(cat, wait))})
+		return
+	}
 	body, err := json.Marshal(webhook.TestEvent(h.cfg.Now()))
 	if err != nil {
 		h.serverError(w, r, err)
