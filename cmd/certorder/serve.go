@@ -291,16 +291,19 @@ func (e *env) listen(ctx context.Context, c *serveConfig, logger *slog.Logger, s
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	scheme := "http"
+	var certs *certReloader
 	if c.tlsCert != "" {
-		certs := &certReloader{certFile: c.tlsCert, keyFile: c.tlsKey}
+		certs = &certReloader{certFile: c.tlsCert, keyFile: c.tlsKey}
 		if err := certs.load(); err != nil {
 			return err
 		}
 		srv.TLSConfig = tlsConfig(certs.get)
 		scheme = "https"
-		stopReload := certs.reloadOnSIGHUP(logger)
-		defer stopReload()
 	}
+	// SIGHUP (systemctl reload) never stops the service, whatever is
+	// configured: without it, the signal's default action would.
+	stopReload := reloadOnSIGHUP(logger, certs)
+	defer stopReload()
 
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
@@ -334,9 +337,13 @@ func (e *env) listen(ctx context.Context, c *serveConfig, logger *slog.Logger, s
 		}
 	}()
 	logger.Info("listening", "endpoint", endpoint, "db", redactDSN(c.db))
-	fmt.Fprintf(e.stderr, "certorder: listening on %s\n", endpoint)
-	if c.web {
-		fmt.Fprintf(e.stderr, "certorder: member web page at %s\n", base)
+	// The plain lines are for a terminal. Under systemd (JOURNAL_STREAM set)
+	// the journal gets the structured line above only.
+	if e.getenv("JOURNAL_STREAM") == "" {
+		fmt.Fprintf(e.stderr, "certorder: listening on %s\n", endpoint)
+		if c.web {
+			fmt.Fprintf(e.stderr, "certorder: member web page at %s\n", base)
+		}
 	}
 
 	select {
@@ -470,9 +477,13 @@ func (c *certReloader) load() error {
 
 func (c *certReloader) get(*tls.ClientHelloInfo) (*tls.Certificate, error) { return c.cert.Load(), nil }
 
-// reloadOnSIGHUP reloads the pair on each SIGHUP; a pair that fails to load
-// leaves the old one in use. It returns a function that stops it.
-func (c *certReloader) reloadOnSIGHUP(logger *slog.Logger) func() {
+// reloadOnSIGHUP handles SIGHUP until the function it returns is called:
+// it reloads the TLS pair when there is one (a pair that fails to load
+// leaves the old one in use), and otherwise logs that there is nothing to
+// reload. Either way the service keeps serving. The other settings come
+// from flags and the environment, which a running process cannot re-read:
+// changing them takes a restart.
+func reloadOnSIGHUP(logger *slog.Logger, certs *certReloader) func() {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	done := make(chan struct{})
@@ -480,10 +491,12 @@ func (c *certReloader) reloadOnSIGHUP(logger *slog.Logger) func() {
 		for {
 			select {
 			case <-hup:
-				if err := c.load(); err != nil {
-					logger.Error("TLS reload failed; the previous certificate stays in use", "err", err)
+				if certs == nil {
+					logger.Info("SIGHUP: nothing to reload (no TLS); settings change with a restart")
+				} else if err := certs.load(); err != nil {
+					logger.Error("SIGHUP: TLS reload failed; the previous certificate stays in use", "err", err)
 				} else {
-					logger.Info("TLS certificate reloaded", "cert", c.certFile)
+					logger.Info("SIGHUP: TLS certificate reloaded", "cert", certs.certFile)
 				}
 			case <-done:
 				return
