@@ -374,7 +374,7 @@ func (e *env) listen(ctx context.Context, c *serveConfig, logger *slog.Logger, s
 }
 
 // registerCacheMetrics exposes the cache's counters.
-func registerCacheMetrics(reg *prometheus.Registry, c certorder.CredentialCache) {
+func registerCacheMetrics(reg prometheus.Registerer, c certorder.CredentialCache) {
 	stat := func(i int) func() float64 {
 		return func() float64 {
 			entries, hits, misses := c.CacheStats()
