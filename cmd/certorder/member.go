@@ -58,14 +58,22 @@ func (e *env) member(ctx context.Context, cmd string, args []string) error {
 		}
 	}
 	if *keyFile != "" {
-		b, err := os.ReadFile(*keyFile)
-		if err != nil {
-			return usageError("%s: reading the key file: %v", cmd, err)
+		if *key, err = e.readKeyFile(cmd, "access-key-file", *keyFile); err != nil {
+			return err
 		}
-		*key = strings.TrimSpace(string(b))
 	}
-	if *endpoint == "" || *name == "" || *key == "" {
-		return usageError("%s: need --url, --access-name and an access key (flags or CERTORDER_URL, CERTORDER_ACCESS_NAME, CERTORDER_ACCESS_KEY)", cmd)
+	var missing []string
+	for _, m := range []struct{ value, what string }{
+		{*endpoint, "--url (or CERTORDER_URL)"},
+		{*name, "--access-name (or CERTORDER_ACCESS_NAME)"},
+		{*key, "an access key (--access-key-file, CERTORDER_ACCESS_KEY or --access-key)"},
+	} {
+		if m.value == "" {
+			missing = append(missing, m.what)
+		}
+	}
+	if len(missing) > 0 {
+		return usageError("%s: missing %s", cmd, strings.Join(missing, ", "))
 	}
 	c, err := client.New(*endpoint, *name, *key, client.WithTimeout(*timeout))
 	if err != nil {
@@ -244,4 +252,23 @@ func wrongEndpoint(apiErr *client.APIError, httpErr *client.HTTPError) bool {
 	body := strings.ToLower(strings.TrimSpace(httpErr.Body))
 	return httpErr.Status == 404 || httpErr.Status == 405 ||
 		strings.HasPrefix(body, "<!doctype html") || strings.HasPrefix(body, "<html")
+}
+
+// readKeyFile reads a secret from the file a flag names: a file that cannot
+// be read, or holds nothing, is a usage error naming the flag; a file other
+// users may read is warned about (the secret is readable by them).
+func (e *env) readKeyFile(cmd, flagName, path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", usageError("%s: --%s: %v", cmd, flagName, err)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o004 != 0 {
+		fmt.Fprintf(e.stderr, "certorder: warning: the key file %s is readable by every user (mode %04o): chmod o-r %s\n",
+			path, fi.Mode().Perm(), shellQuote(path))
+	}
+	key := strings.TrimSpace(string(b))
+	if key == "" {
+		return "", usageError("%s: --%s %s: the key file is empty", cmd, flagName, path)
+	}
+	return key, nil
 }
