@@ -10,8 +10,8 @@ cd "$(dirname "$0")/../.."
 . packaging/test/root.sh
 
 [ "$(id -u)" = 0 ] || { echo "FAIL: packages.sh needs root (rpm --root)" >&2; exit 1; }
-deb=$(realpath "${1:-$(ls dist/certorder_*_amd64.deb)}")
-rpm=$(realpath "${2:-$(ls dist/certorder-*.x86_64.rpm)}")
+deb=$(realpath "${1:-$(ls dist/certorder_*_"$(dpkg --print-architecture)".deb)}")
+rpm=$(realpath "${2:-$(ls dist/certorder-*."$(uname -m)".rpm)}")
 need lintian lintian
 need rpmlint rpmlint
 # Without python3-magic (only recommended) rpmlint sees no binary at all.
