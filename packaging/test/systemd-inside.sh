@@ -114,6 +114,7 @@ systemctl daemon-reload
 systemctl list-unit-files 'certorder*' --no-legend | grep -q . && fail "units left: $(systemctl list-unit-files 'certorder*' --no-legend)"
 left=$(comm -13 /root/files.before <(snapshot))
 [ -z "$left" ] || fail "left behind: $left"
+[ -e /var/lib/systemd/timers/stamp-certorder-sync.timer ] && fail "the timer's stamp file is left"
 dl=$(comm -13 /root/dangling.before <(dangling))
 [ -z "$dl" ] || fail "dangling symlinks: $dl"
 echo "the system is as before the install"
