@@ -293,10 +293,11 @@ func checkAddr(flagName, addr string) error {
 // checkDBDir checks that a SQLite store's directory exists: SQLite's own
 // error ("unable to open database file") names neither the file nor why.
 func checkDBDir(db string) error {
-	if stores.IsPostgres(db) {
-		return nil
+	path := stores.SQLitePath(db)
+	if stores.IsPostgres(db) || path == "" || strings.ContainsAny(path, "?#") {
+		return nil // stores.Open says what is wrong
 	}
-	dir := filepath.Dir(db)
+	dir := filepath.Dir(path)
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return usageError("serve: --db %s: the directory %s does not exist", db, dir)
 	}

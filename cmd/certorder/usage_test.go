@@ -60,6 +60,8 @@ func TestUsageErrors(t *testing.T) {
 			code: exitFailure, want: "--metrics-addr " + busy.Addr().String()},
 		{name: "--db in no directory", args: []string{"serve", "--db", "/nonexistent/certorder.db"}, code: exitUsage,
 			want: "--db /nonexistent/certorder.db: the directory /nonexistent does not exist"},
+		{name: "sqlite: --db in no directory", args: []string{"serve", "--db", "sqlite:/nonexistent/certorder.db"}, code: exitUsage,
+			want: "the directory /nonexistent does not exist"},
 		{name: "sync without a key", args: []string{"sync", "--db", store}, code: exitUsage,
 			want: "no CertCentral API key"},
 		{name: "sync with a missing key file", args: []string{"sync", "--db", store, "--digicert-api-key-file", filepath.Join(dir, "nope")},
