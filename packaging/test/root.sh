@@ -44,7 +44,9 @@ debian_root() {
     if [ ! -f "$tarball" ]; then
       echo "building the $suite root ($include) from $mirror into $tarball"
       local t=$SECONDS
-      mmdebstrap --quiet --format=tar --variant=minbase --include="$include" "$suite" "$tarball.tmp" "$mirror"
+      rm -rf "$tarball.tmp" # a run that failed half-way
+      mmdebstrap --quiet --format=tar --variant=minbase --include="$include" "$suite" "$tarball.tmp" "$mirror" ||
+        { rm -rf "$tarball.tmp"; exit 1; }
       mv "$tarball.tmp" "$tarball"
       echo "   (mmdebstrap: $((SECONDS - t)) s)"
     fi
