@@ -1,5 +1,5 @@
 // Package client is the Go client of the certificate-order lookup service
-// (shared/spec/interface.md). It copes with what the spec allows: numbers
+// (docs/interface.md). It copes with what the spec allows: numbers
 // sent as strings, optional fields, dates in two forms, and a failure inside
 // an HTTP 200. It retries what is worth retrying and nothing else.
 //

@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -265,6 +266,11 @@ func (c *Client) get(ctx context.Context, op, path string, query url.Values, out
 			return fmt.Errorf("digicert: %s: %w", op, ctx.Err())
 		case errors.Is(err, ErrTooLarge):
 			return fmt.Errorf("digicert: %s: %w", op, err) // asking again would read as much
+		case err != nil && isNoSuchHost(err):
+			// The DNS answered that the name does not exist: retrying for
+			// minutes would not change that, and it is most likely a wrong
+			// --digicert-url.
+			return fmt.Errorf("digicert: %s: the host %s does not resolve: %w", op, u.Hostname(), err)
 		case err != nil:
 			final = fmt.Errorf("digicert: %s: %w", op, err)
 		case status == http.StatusOK:
@@ -357,3 +363,10 @@ func (c *Client) record(status int, waited time.Duration) {
 
 // itoa formats an order ID for a path or a query.
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// isNoSuchHost says whether err is the DNS's definite answer that a name
+// does not exist (not a timeout or a server failure, which are retried).
+func isNoSuchHost(err error) bool {
+	var dnsErr *net.DNSError
+	return errors.As(err, &dnsErr) && dnsErr.IsNotFound && !dnsErr.IsTimeout && !dnsErr.IsTemporary
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -597,4 +598,44 @@ func TestSlowAnswerHitsTheDeadline(t *testing.T) {
 		t.Errorf("%d requests: a call whose context ended must not retry", n)
 	}
 	noKey(t, err)
+}
+
+// A host the DNS says does not exist fails at once, naming the host; a DNS
+// timeout is retried. The resolver is simulated in the dialer: tests talk
+// to loopback only.
+func TestNoSuchHostIsNotRetried(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		dnsErr   net.DNSError
+		attempts int
+	}{
+		{"no such host", net.DNSError{Err: "no such host", Name: "cc.example.invalid", IsNotFound: true}, 1},
+		{"DNS timeout", net.DNSError{Err: "i/o timeout", Name: "cc.example.invalid", IsTimeout: true}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dials := 0
+			hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				dials++
+				err := tc.dnsErr
+				return nil, &net.OpError{Op: "dial", Net: network, Err: &err}
+			}}}
+			clock := digicerttest.NewClock(start)
+			c, err := digicert.New("https://cc.example.invalid/services/v2/", testKey, digicert.WithHTTPClient(hc),
+				digicert.WithClock(clock.Now, clock.Sleep), digicert.WithRetry(3, time.Second, time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.OrderInfo(context.Background(), 1)
+			if err == nil || !strings.Contains(err.Error(), "cc.example.invalid") {
+				t.Fatalf("err = %v, want the host named", err)
+			}
+			if dials != tc.attempts {
+				t.Errorf("%d attempts, want %d: %v", dials, tc.attempts, err)
+			}
+			if tc.attempts == 1 && !strings.Contains(err.Error(), "the host cc.example.invalid does not resolve") {
+				t.Errorf("err = %v", err)
+			}
+			noKey(t, err)
+		})
+	}
 }

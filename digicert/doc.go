@@ -9,7 +9,7 @@
 // error, in String() or in anything this package prints.
 //
 // SpecOrder turns an Order info answer into the order object of the
-// certorder interface (shared/spec/interface.md sections 2.2 to 2.5); the
+// certorder interface (docs/interface.md sections 2.2 to 2.5); the
 // field mapping, with the DigiCert pages it rests on, is docs/SYNC.md.
 //
 // The sibling package digicerttest is a CertCentral simulator for tests.

@@ -1,4 +1,4 @@
-// Package wire is the protocol of shared/spec/interface.md, in one file to
+// Package wire is the protocol of docs/interface.md, in one file to
 // be read beside it: the error catalogue (section 7), the actions (section
 // 4), the request body (section 2.1) and every answer (sections 2.2 and 4).
 //

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"slices"
 	"strconv"
@@ -173,6 +174,9 @@ func shellQuote(s string) string {
 }
 
 func (e *env) memberAdd(ctx context.Context, store certorder.Store, args []string) error {
+	if err := certorder.ValidMemberName(args[0]); err != nil {
+		return usageError("member add: %v", err)
+	}
 	if _, err := store.AddMember(ctx, args[0]); errors.Is(err, certorder.ErrConflict) {
 		return fmt.Errorf("member %s already exists", args[0])
 	} else if err != nil {
@@ -306,12 +310,28 @@ func (e *env) orderImport(fs *flag.FlagSet) adminFunc {
 			return err
 		}
 		defer r.Close()
-		n, err := store.ImportOrders(ctx, *member, certorder.DecodeOrders(r))
+		n, err := store.ImportOrders(ctx, *member, withStatus(certorder.DecodeOrders(r)))
 		if err != nil {
 			return fmt.Errorf("nothing imported: %w", err)
 		}
 		fmt.Fprintf(e.stdout, "imported %d order(s) for member %s\n", n, *member)
 		return nil
+	}
+}
+
+// withStatus refuses an order without a status: OrderInfo answers with
+// one, and a member's order without it could not say whether it is issued.
+func withStatus(orders iter.Seq2[*certorder.Order, error]) iter.Seq2[*certorder.Order, error] {
+	return func(yield func(*certorder.Order, error) bool) {
+		for o, err := range orders {
+			if err == nil && o.Status == "" {
+				err = fmt.Errorf("%w: OrderId %d: status is missing (give the CA's status, such as \"issued\")",
+					certorder.ErrInvalid, o.ID)
+			}
+			if !yield(o, err) || err != nil {
+				return
+			}
+		}
 	}
 }
 

@@ -242,7 +242,9 @@ func parseRange(fs *flag.FlagSet, args []string, lo, hi int) ([]string, error) {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, &helpShown{usage: buf.String()}
 			}
-			out.Write(buf.Bytes())
+			// The flag package wrote the error above the usage; main
+			// prints it again as the last line: once is enough.
+			out.Write(bytes.TrimPrefix(buf.Bytes(), []byte(err.Error()+"\n")))
 			return nil, usageError("%v", err)
 		}
 		args = fs.Args()

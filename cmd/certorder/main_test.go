@@ -82,7 +82,7 @@ func testAdminCommands(t *testing.T, dsn string) {
 	if msg := c.fails(exitFailure, "admin", "member", "add", "alice"); !strings.Contains(msg, "member alice already exists") {
 		t.Fatalf("member add twice: %s", msg)
 	}
-	c.fails(exitFailure, "admin", "member", "add", "not valid")
+	c.fails(exitUsage, "admin", "member", "add", "not valid") // a usage error, as every invalid argument
 	c.ok("admin", "member", "disable", "bob")
 	if out := c.ok("admin", "member", "list"); !regexp.MustCompile(`alice\s+enabled`).MatchString(out) ||
 		!regexp.MustCompile(`bob\s+disabled`).MatchString(out) {

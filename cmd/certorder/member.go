@@ -94,14 +94,23 @@ func (m *memberCreds) client(e *env, fs *flag.FlagSet, cmd string) (*client.Clie
 		return nil, err
 	}
 	if *m.keyFile != "" {
-		b, err := os.ReadFile(*m.keyFile)
-		if err != nil {
-			return nil, usageError("%s: reading the key file: %v", cmd, err)
+		var err error
+		if *m.key, err = e.readKeyFile(cmd, "access-key-file", *m.keyFile); err != nil {
+			return nil, err
 		}
-		*m.key = strings.TrimSpace(string(b))
 	}
-	if *m.endpoint == "" || *m.name == "" || *m.key == "" {
-		return nil, usageError("%s: need --url, --access-name and an access key (flags or CERTORDER_URL, CERTORDER_ACCESS_NAME, CERTORDER_ACCESS_KEY)", cmd)
+	var missing []string
+	for _, f := range []struct{ value, what string }{
+		{*m.endpoint, "--url (or CERTORDER_URL)"},
+		{*m.name, "--access-name (or CERTORDER_ACCESS_NAME)"},
+		{*m.key, "an access key (--access-key-file, CERTORDER_ACCESS_KEY or --access-key)"},
+	} {
+		if f.value == "" {
+			missing = append(missing, f.what)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, usageError("%s: missing %s", cmd, strings.Join(missing, ", "))
 	}
 	c, err := client.New(*m.endpoint, *m.name, *m.key, client.WithTimeout(*m.timeout))
 	if err != nil {
@@ -283,4 +292,23 @@ func wrongEndpoint(apiErr *client.APIError, httpErr *client.HTTPError) bool {
 	body := strings.ToLower(strings.TrimSpace(httpErr.Body))
 	return httpErr.Status == 404 || httpErr.Status == 405 ||
 		strings.HasPrefix(body, "<!doctype html") || strings.HasPrefix(body, "<html")
+}
+
+// readKeyFile reads a secret from the file a flag names: a file that cannot
+// be read, or holds nothing, is a usage error naming the flag; a file other
+// users may read is warned about (the secret is readable by them).
+func (e *env) readKeyFile(cmd, flagName, path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", usageError("%s: --%s: %v", cmd, flagName, err)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o004 != 0 {
+		fmt.Fprintf(e.stderr, "certorder: warning: the key file %s is readable by every user (mode %04o): chmod o-r %s\n",
+			path, fi.Mode().Perm(), shellQuote(path))
+	}
+	key := strings.TrimSpace(string(b))
+	if key == "" {
+		return "", usageError("%s: --%s %s: the key file is empty", cmd, flagName, path)
+	}
+	return key, nil
 }

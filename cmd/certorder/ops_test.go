@@ -153,6 +153,39 @@ func TestServeTLSAndMetrics(t *testing.T) {
 	}
 }
 
+// SIGHUP without TLS (systemctl reload) is logged and the service keeps
+// serving: the signal's default action would end the process, and the
+// test binary with it.
+func TestServeSIGHUPWithoutTLS(t *testing.T) {
+	c := newCLI(t, testdb.SQLite(t))
+	endpoint, stdout, stderr := startServeLog(t, c, "--demo")
+	key := regexp.MustCompile(`AccessKey:\s+(\S+)`).FindStringSubmatch(stdout.String())[1]
+	auth := func() {
+		t.Helper()
+		resp, err := http.Post(endpoint, "application/json", strings.NewReader(request("demo", key, "Auth", "")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("Auth: %d", resp.StatusCode)
+		}
+	}
+	auth()
+	for i := 0; i < 2; i++ {
+		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String(), "SIGHUP: nothing to reload"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no reload line in the log:\n%s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	auth()
+}
+
 // startServeLog is startServe that also returns the log.
 func startServeLog(t *testing.T, c *cli, args ...string) (string, *syncBuffer, *syncBuffer) {
 	t.Helper()

@@ -14,8 +14,10 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -27,6 +29,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/ccsync"
+	"github.com/certorder/certorder/digicert"
 	"github.com/certorder/certorder/internal/credcache"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/server/web"
@@ -155,6 +158,14 @@ func (e *env) parseServe(args []string) (*serveConfig, *slog.Logger, error) {
 		}
 		c.limits.TrustedProxies = append(c.limits.TrustedProxies, p.Masked())
 	}
+	if err := checkAddr("addr", c.addr); err != nil {
+		return nil, nil, err
+	}
+	if c.metricsAddr != "" {
+		if err := checkAddr("metrics-addr", c.metricsAddr); err != nil {
+			return nil, nil, err
+		}
+	}
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		return nil, nil, usageError("serve: --tls-cert and --tls-key go together")
 	}
@@ -199,9 +210,33 @@ func (e *env) serve(ctx context.Context, args []string) error {
 	if e.getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(int64(c.cacheMB+memoryHeadroomMB) << 20)
 	}
+	// Everything that can fail on the configuration or the machine fails
+	// before the store is opened: a busy port or a bad key file leaves no
+	// new store file behind.
+	if err := checkDBDir(c.db); err != nil {
+		return err
+	}
+	var upstream *digicert.Client
+	if c.syncEvery > 0 {
+		if upstream, err = c.upstream.client(e, "serve --sync-every"); err != nil {
+			return err
+		}
+	}
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		return fmt.Errorf("serve: --addr %s: %w", c.addr, err)
+	}
+	defer ln.Close()
+	var mln net.Listener
+	if c.metricsAddr != "" {
+		if mln, err = net.Listen("tcp", c.metricsAddr); err != nil {
+			return fmt.Errorf("serve: --metrics-addr %s: %w", c.metricsAddr, err)
+		}
+		defer mln.Close()
+	}
 	store, err := stores.Open(ctx, c.db)
 	if err != nil {
-		return err
+		return fmt.Errorf("serve: opening the store %s: %w", redactDSN(c.db), err)
 	}
 	defer store.Close()
 	cacheOn := false
@@ -250,13 +285,42 @@ func (e *env) serve(ctx context.Context, args []string) error {
 		defer e.startWebhooks(ctx, c, logger, store, reg)() // stops before the store closes
 	}
 	if c.syncEvery > 0 {
-		stop, err := e.startSync(ctx, c, logger, store, reg)
+		stop, err := e.startSync(ctx, c, logger, store, reg, upstream)
 		if err != nil {
 			return err
 		}
 		defer stop() // before the store closes
 	}
-	return e.listen(ctx, c, logger, store, handler, reg)
+	return e.listen(ctx, c, logger, store, handler, reg, ln, mln)
+}
+
+// checkAddr checks a listen address's form, HOST:PORT or :PORT, before
+// anything is opened: a nonsense address is a usage error.
+func checkAddr(flagName, addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		if n, perr := strconv.Atoi(port); perr != nil || n < 0 || n > 65535 {
+			err = fmt.Errorf("port %q is not a number from 0 to 65535", port)
+		}
+	}
+	if err != nil {
+		return usageError("serve: --%s %q: %v (want HOST:PORT or :PORT, such as 127.0.0.1:8080)", flagName, addr, err)
+	}
+	return nil
+}
+
+// checkDBDir checks that a SQLite store's directory exists: SQLite's own
+// error ("unable to open database file") names neither the file nor why.
+func checkDBDir(db string) error {
+	path := stores.SQLitePath(db)
+	if stores.IsPostgres(db) || path == "" || strings.ContainsAny(path, "?#") {
+		return nil // stores.Open says what is wrong
+	}
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return usageError("serve: --db %s: the directory %s does not exist", db, dir)
+	}
+	return nil
 }
 
 // startWebhooks delivers members' webhook events in the background until
@@ -277,11 +341,7 @@ func (e *env) startWebhooks(ctx context.Context, c *serveConfig, logger *slog.Lo
 // startSync runs the CertCentral sync in the background every
 // --sync-every, and returns what stops it.
 func (e *env) startSync(ctx context.Context, c *serveConfig, logger *slog.Logger, store certorder.Store,
-	reg *prometheus.Registry) (func(), error) {
-	client, err := c.upstream.client(e.getenv)
-	if err != nil {
-		return nil, fmt.Errorf("serve --sync-every: %w", err)
-	}
+	reg *prometheus.Registry, client *digicert.Client) (func(), error) {
 	syncer, err := ccsync.New(ccsync.Config{Store: store, Client: client, Logger: logger, Metrics: ccsync.NewMetrics(reg)})
 	if err != nil {
 		return nil, err
@@ -299,7 +359,7 @@ func (e *env) startSync(ctx context.Context, c *serveConfig, logger *slog.Logger
 // listen serves the API (and the metrics listener) until ctx ends, then
 // shuts down gracefully.
 func (e *env) listen(ctx context.Context, c *serveConfig, logger *slog.Logger, store certorder.Store,
-	handler *server.Server, reg *prometheus.Registry) error {
+	handler *server.Server, reg *prometheus.Registry, ln, mln net.Listener) error {
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: c.readHeaderTimeout,
@@ -310,37 +370,30 @@ func (e *env) listen(ctx context.Context, c *serveConfig, logger *slog.Logger, s
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	scheme := "http"
+	var certs *certReloader
 	if c.tlsCert != "" {
-		certs := &certReloader{certFile: c.tlsCert, keyFile: c.tlsKey}
+		certs = &certReloader{certFile: c.tlsCert, keyFile: c.tlsKey}
 		if err := certs.load(); err != nil {
 			return err
 		}
 		srv.TLSConfig = tlsConfig(certs.get)
 		scheme = "https"
-		stopReload := certs.reloadOnSIGHUP(logger)
-		defer stopReload()
 	}
+	// SIGHUP (systemctl reload) never stops the service, whatever is
+	// configured: without it, the signal's default action would.
+	stopReload := reloadOnSIGHUP(logger, certs)
+	defer stopReload()
 
-	ln, err := net.Listen("tcp", c.addr)
-	if err != nil {
-		return err
-	}
 	ln = server.LimitConnsPerIP(ln, c.maxConnsPerIP, c.limits.TrustedProxies, reg)
 	base := fmt.Sprintf("%s://%s/", scheme, ln.Addr())
 	endpoint := base + "api/" + c.segment + "/"
 	if c.demo {
 		if err := e.seedDemo(ctx, store, base, endpoint, c.db); err != nil {
-			ln.Close()
 			return err
 		}
 	}
 	errc := make(chan error, 2)
-	if c.metricsAddr != "" {
-		mln, err := net.Listen("tcp", c.metricsAddr)
-		if err != nil {
-			ln.Close()
-			return err
-		}
+	if mln != nil {
 		msrv := &http.Server{Handler: metricsMux(reg, handler, c.pprof), ReadHeaderTimeout: 5 * time.Second}
 		defer msrv.Close()
 		go func() { errc <- fmt.Errorf("metrics listener: %w", msrv.Serve(mln)) }()
@@ -354,9 +407,13 @@ func (e *env) listen(ctx context.Context, c *serveConfig, logger *slog.Logger, s
 		}
 	}()
 	logger.Info("listening", "endpoint", endpoint, "db", redactDSN(c.db))
-	fmt.Fprintf(e.stderr, "certorder: listening on %s\n", endpoint)
-	if c.web {
-		fmt.Fprintf(e.stderr, "certorder: member web page at %s\n", base)
+	// The plain lines are for a terminal. Under systemd (JOURNAL_STREAM set)
+	// the journal gets the structured line above only.
+	if e.getenv("JOURNAL_STREAM") == "" {
+		fmt.Fprintf(e.stderr, "certorder: listening on %s\n", endpoint)
+		if c.web {
+			fmt.Fprintf(e.stderr, "certorder: member web page at %s\n", base)
+		}
 	}
 
 	select {
@@ -387,7 +444,7 @@ func (e *env) listen(ctx context.Context, c *serveConfig, logger *slog.Logger, s
 }
 
 // registerCacheMetrics exposes the cache's counters.
-func registerCacheMetrics(reg *prometheus.Registry, c certorder.CredentialCache) {
+func registerCacheMetrics(reg prometheus.Registerer, c certorder.CredentialCache) {
 	stat := func(i int) func() float64 {
 		return func() float64 {
 			entries, hits, misses := c.CacheStats()
@@ -490,9 +547,13 @@ func (c *certReloader) load() error {
 
 func (c *certReloader) get(*tls.ClientHelloInfo) (*tls.Certificate, error) { return c.cert.Load(), nil }
 
-// reloadOnSIGHUP reloads the pair on each SIGHUP; a pair that fails to load
-// leaves the old one in use. It returns a function that stops it.
-func (c *certReloader) reloadOnSIGHUP(logger *slog.Logger) func() {
+// reloadOnSIGHUP handles SIGHUP until the function it returns is called:
+// it reloads the TLS pair when there is one (a pair that fails to load
+// leaves the old one in use), and otherwise logs that there is nothing to
+// reload. Either way the service keeps serving. The other settings come
+// from flags and the environment, which a running process cannot re-read:
+// changing them takes a restart.
+func reloadOnSIGHUP(logger *slog.Logger, certs *certReloader) func() {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	done := make(chan struct{})
@@ -500,10 +561,12 @@ func (c *certReloader) reloadOnSIGHUP(logger *slog.Logger) func() {
 		for {
 			select {
 			case <-hup:
-				if err := c.load(); err != nil {
-					logger.Error("TLS reload failed; the previous certificate stays in use", "err", err)
+				if certs == nil {
+					logger.Info("SIGHUP: nothing to reload (no TLS); settings change with a restart")
+				} else if err := certs.load(); err != nil {
+					logger.Error("SIGHUP: TLS reload failed; the previous certificate stays in use", "err", err)
 				} else {
-					logger.Info("TLS certificate reloaded", "cert", c.certFile)
+					logger.Info("SIGHUP: TLS certificate reloaded", "cert", certs.certFile)
 				}
 			case <-done:
 				return

@@ -45,17 +45,14 @@ func (u *upstreamConfig) options() []option {
 
 // client makes the CertCentral client. The key comes from the file, else
 // from the environment; it is only ever put in the X-DC-DEVKEY header.
-func (u *upstreamConfig) client(getenv func(string) string) (*digicert.Client, error) {
+func (u *upstreamConfig) client(e *env, cmd string) (*digicert.Client, error) {
 	var key string
 	if u.keyFile != "" {
-		b, err := os.ReadFile(u.keyFile)
-		if err != nil {
-			return nil, fmt.Errorf("reading the CertCentral API key: %w", err)
+		var err error
+		if key, err = e.readKeyFile(cmd, "digicert-api-key-file", u.keyFile); err != nil {
+			return nil, err
 		}
-		if key = strings.TrimSpace(string(b)); key == "" {
-			return nil, fmt.Errorf("the CertCentral API key file %s is empty", u.keyFile)
-		}
-	} else if key = strings.TrimSpace(getenv(envAPIKey)); key == "" {
+	} else if key = strings.TrimSpace(e.getenv(envAPIKey)); key == "" {
 		return nil, usageError("no CertCentral API key: set %s or --digicert-api-key-file", envAPIKey)
 	}
 	limits, err := parseLimits(u.limits)
@@ -118,7 +115,7 @@ func (e *env) sync(ctx context.Context, args []string) error {
 	if err := e.applyEnv(fs, vars); err != nil {
 		return err
 	}
-	client, err := up.client(e.getenv)
+	client, err := up.client(e, "sync")
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,8 @@ case "$1" in
 esac
 
 [ -d /run/systemd/system ] && systemctl daemon-reload >/dev/null 2>&1 || true
+# systemd's record of the timer's last run (Persistent=true).
+rm -f /var/lib/systemd/timers/stamp-certorder-sync.timer
 
 if [ -d /var/lib/certorder ] && ! rmdir /var/lib/certorder 2>/dev/null; then
   echo "certorder: /var/lib/certorder holds data and is kept, with the certorder user that owns it;" \

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/certorder/certorder/internal/testdb"
+)
+
+// Usage errors exit 2 and say what is wrong; failures of the machine exit 1
+// and name what failed. Through run(), as the shell sees them.
+func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil { // whatever the umask
+			t.Fatal(err)
+		}
+		return p
+	}
+	empty := write("empty.key", "", 0o600)
+	private := write("private.key", "cok_x\n", 0o600)
+	public := write("public.key", "cok_x\n", 0o644)
+	noStatus := write("order.json", `{"OrderId": 5, "certificate": {"common_name": "x.example", "valid_till": "2027-01-01"}}`, 0o600)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	refused := "http://127.0.0.1:1/api/digicert/" // nothing listens on port 1
+
+	store := testdb.SQLite(t)
+	c := newStoreCLI(t, store)
+	c.ok("admin", "member", "add", "alice")
+	fresh := filepath.Join(t.TempDir(), "fresh.db") // serve must not create it
+
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		want   string // in the error and stderr
+		absent string // not in them
+		once   string // exactly once in them
+	}{
+		{name: "invalid member name", args: []string{"admin", "member", "add", "Bad Name!"}, code: exitUsage,
+			want: `member name "Bad Name!" may hold only`},
+		{name: "nonsense --addr", args: []string{"serve", "--db", fresh, "--addr", "nonsense"}, code: exitUsage,
+			want: `--addr "nonsense"`},
+		{name: "--addr with a bad port", args: []string{"serve", "--db", fresh, "--addr", "127.0.0.1:99999"}, code: exitUsage,
+			want: `port "99999" is not a number from 0 to 65535`},
+		{name: "busy port", args: []string{"serve", "--db", fresh, "--addr", busy.Addr().String()}, code: exitFailure,
+			want: "--addr " + busy.Addr().String()},
+		{name: "busy metrics port", args: []string{"serve", "--db", fresh, "--addr", "127.0.0.1:0", "--metrics-addr", busy.Addr().String()},
+			code: exitFailure, want: "--metrics-addr " + busy.Addr().String()},
+		{name: "--db in no directory", args: []string{"serve", "--db", "/nonexistent/certorder.db"}, code: exitUsage,
+			want: "--db /nonexistent/certorder.db: the directory /nonexistent does not exist"},
+		{name: "sqlite: --db in no directory", args: []string{"serve", "--db", "sqlite:/nonexistent/certorder.db"}, code: exitUsage,
+			want: "the directory /nonexistent does not exist"},
+		{name: "sync without a key", args: []string{"sync", "--db", store}, code: exitUsage,
+			want: "no CertCentral API key"},
+		{name: "sync with a missing key file", args: []string{"sync", "--db", store, "--digicert-api-key-file", filepath.Join(dir, "nope")},
+			code: exitUsage, want: "--digicert-api-key-file: open " + filepath.Join(dir, "nope")},
+		{name: "sync with an empty key file", args: []string{"sync", "--db", store, "--digicert-api-key-file", empty},
+			code: exitUsage, want: "the key file is empty"},
+		{name: "serve --sync-every with an empty key file", args: []string{"serve", "--db", fresh, "--addr", "127.0.0.1:0",
+			"--sync-every", "1h", "--digicert-api-key-file", empty}, code: exitUsage, want: "the key file is empty"},
+		{name: "auth with an empty key file", args: []string{"auth", "--url", refused, "--access-name", "alice", "--access-key-file", empty},
+			code: exitUsage, want: "the key file is empty", absent: "need --url"},
+		{name: "info without --access-name", args: []string{"info", "5", "--url", refused, "--access-key-file", private},
+			code: exitUsage, want: "missing --access-name (or CERTORDER_ACCESS_NAME)", absent: "--url"},
+		{name: "auth without --url", args: []string{"auth", "--access-name", "alice", "--access-key-file", private},
+			code: exitUsage, want: "missing --url (or CERTORDER_URL)", absent: "access-name"},
+		{name: "a key file others may read", args: []string{"auth", "--url", refused, "--access-name", "alice", "--access-key-file", public},
+			code: exitUnreachable, want: "the key file " + public + " is readable by every user (mode 0644)"},
+		{name: "a private key file", args: []string{"auth", "--url", refused, "--access-name", "alice", "--access-key-file", private},
+			code: exitUnreachable, absent: "readable by every user"},
+		{name: "unknown flag", args: []string{"admin", "member", "list", "--db", store, "--bogus"}, code: exitUsage,
+			once: "flag provided but not defined: -bogus"},
+		{name: "unknown flag of serve", args: []string{"serve", "--bogus"}, code: exitUsage,
+			once: "flag provided but not defined: -bogus"},
+		{name: "import without --member", args: []string{"admin", "order", "import", "--db", store, noStatus}, code: exitUsage,
+			want: "--member is required"},
+		{name: "import without status", args: []string{"admin", "order", "import", "--db", store, "--member", "alice", noStatus},
+			code: exitFailure, want: "OrderId 5: status is missing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, stderr, err := c.run("", tc.args...)
+			if got := exitCode(err); got != tc.code {
+				t.Fatalf("exit %d, want %d: %v\n%s", got, tc.code, err, stderr)
+			}
+			msg := stderr
+			if err != nil {
+				msg += "\n" + err.Error() // main prints it last
+			}
+			if tc.want != "" && !strings.Contains(msg, tc.want) {
+				t.Errorf("no %q in:\n%s", tc.want, msg)
+			}
+			if tc.absent != "" && strings.Contains(msg, tc.absent) {
+				t.Errorf("%q in:\n%s", tc.absent, msg)
+			}
+			if tc.once != "" && strings.Count(msg, tc.once) != 1 {
+				t.Errorf("%q %d times in:\n%s", tc.once, strings.Count(msg, tc.once), msg)
+			}
+			if _, err := os.Stat(fresh); err == nil {
+				t.Fatalf("%s was created", fresh)
+			}
+		})
+	}
+	if out := c.ok("admin", "order", "list", "alice"); strings.Contains(out, "5") {
+		t.Errorf("the order without status was imported:\n%s", out)
+	}
+}
