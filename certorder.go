@@ -2,9 +2,11 @@
 // members, API keys, orders and their renewals, and the store's roles that
 // every backend implements.
 //
-// It imports only the standard library; the wire protocol lives in wire/,
+// It imports the standard library and internal/jsonscan (the JSON object
+// scanner ParseOrder shares with wire/). The wire protocol lives in wire/,
 // storage in sqlite/ and postgres/, HTTP in server/, the member-side Go
-// client in client/.
+// client in client/; the formats and machinery around the domain in
+// internal/ (auditseg, importfile, export, inorder).
 package certorder
 
 import (

@@ -18,6 +18,7 @@ import (
 	"github.com/certorder/certorder/ccsync"
 	"github.com/certorder/certorder/digicert"
 	"github.com/certorder/certorder/digicert/digicerttest"
+	"github.com/certorder/certorder/internal/export"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/stores"
 )
@@ -468,13 +469,13 @@ func TestDryRun(t *testing.T) {
 	e.link("alice", 10001)
 	e.link("bob", 10003)
 	dry := e.sync(ccsync.Options{DryRun: true})
-	var export bytes.Buffer
-	if err := certorder.Export(context.Background(), e.store, &export); err != nil {
+	var dump bytes.Buffer
+	if err := export.Write(context.Background(), e.store, &dump); err != nil {
 		t.Fatal(err)
 	}
 	st, err := e.store.SyncState(context.Background(), 1)
-	if err != nil || !st.Cursor.IsZero() || len(st.Runs) != 0 || strings.Count(export.String(), "\n") != 4 {
-		t.Fatalf("a dry run wrote: %+v %v\n%s", st, err, export.String())
+	if err != nil || !st.Cursor.IsZero() || len(st.Runs) != 0 || strings.Count(dump.String(), "\n") != 4 {
+		t.Fatalf("a dry run wrote: %+v %v\n%s", st, err, dump.String())
 	}
 	if audit, _ := e.store.Audit(context.Background(), certorder.AuditQuery{}); len(audit) != 0 {
 		t.Fatalf("a dry run wrote %d audit entries", len(audit))

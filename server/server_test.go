@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/importfile"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/stores"
@@ -78,7 +79,7 @@ func newFixture(t testing.TB, dsn string, cfg server.Config) *fixture {
 		t.Fatal(err)
 	}
 	defer file.Close()
-	if _, err := s.ImportOrders(ctx, "alice", certorder.DecodeOrders(file)); err != nil {
+	if _, err := s.ImportOrders(ctx, "alice", importfile.Decode(file)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.RecordRenewal(ctx, 1002, 1003); err != nil {

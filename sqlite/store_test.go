@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/export"
+	"github.com/certorder/certorder/internal/importfile"
 	"github.com/certorder/certorder/sqlite"
 	"github.com/certorder/certorder/storetest"
 )
@@ -79,7 +81,7 @@ func BenchmarkImport(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		if _, err := s.ImportOrders(context.Background(), "alice", certorder.DecodeOrders(strings.NewReader(data))); err != nil {
+		if _, err := s.ImportOrders(context.Background(), "alice", importfile.Decode(strings.NewReader(data))); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()
@@ -140,8 +142,8 @@ func BenchmarkRestore(b *testing.B) {
 	if _, err := src.ImportOrders(ctx, "alice", storetest.Orders(b, docs...)); err != nil {
 		b.Fatal(err)
 	}
-	var export strings.Builder
-	if err := certorder.Export(ctx, src, &export); err != nil {
+	var dump strings.Builder
+	if err := export.Write(ctx, src, &dump); err != nil {
 		b.Fatal(err)
 	}
 	for b.Loop() {
@@ -151,7 +153,7 @@ func BenchmarkRestore(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		if err := dst.Restore(ctx, certorder.ReadExport(strings.NewReader(export.String()))); err != nil {
+		if err := dst.Restore(ctx, export.Read(strings.NewReader(dump.String()))); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/export"
+	"github.com/certorder/certorder/internal/importfile"
 )
 
 // OrderJSON is an import document for order id; renewedBy 0 means not renewed.
@@ -44,7 +46,7 @@ func PendingJSON(id int64, status string) string {
 // Orders parses import documents into the sequence ImportOrders takes.
 func Orders(t testing.TB, docs ...string) iter.Seq2[*certorder.Order, error] {
 	t.Helper()
-	return certorder.DecodeOrders(strings.NewReader("[" + strings.Join(docs, ",") + "]"))
+	return importfile.Decode(strings.NewReader("[" + strings.Join(docs, ",") + "]"))
 }
 
 // Run runs the suite. open must return a new, empty store; the suite closes it.
@@ -408,9 +410,9 @@ func testPendingOrders(t *testing.T, s, dst certorder.Store) {
 	}
 
 	var first, second bytes.Buffer
-	must(t, certorder.Export(ctx, s, &first))
-	must(t, dst.Restore(ctx, certorder.ReadExport(bytes.NewReader(first.Bytes()))))
-	must(t, certorder.Export(ctx, dst, &second))
+	must(t, export.Write(ctx, s, &first))
+	must(t, dst.Restore(ctx, export.Read(bytes.NewReader(first.Bytes()))))
+	must(t, export.Write(ctx, dst, &second))
 	if first.String() != second.String() || !strings.Contains(first.String(), `"status":"needs_approval"`) {
 		t.Fatalf("export after restore differs:\n%s\n---\n%s", first.String(), second.String())
 	}
@@ -588,7 +590,7 @@ func testRestoreRules(t *testing.T, open func(t *testing.T) certorder.Store) {
 		{"an order twice", head + line("alice", 1, 0) + line("alice", 1, 0), certorder.ErrInvalid},
 	} {
 		s := open(t)
-		err := s.Restore(ctx, certorder.ReadExport(strings.NewReader(tc.export)))
+		err := s.Restore(ctx, export.Read(strings.NewReader(tc.export)))
 		if !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
@@ -611,8 +613,8 @@ func testRestoreRules(t *testing.T, open func(t *testing.T) certorder.Store) {
 	_, err = src.ImportOrders(ctx, "alice", Orders(t, docs...))
 	must(t, err)
 	var out bytes.Buffer
-	must(t, certorder.Export(ctx, src, &out))
-	must(t, dst.Restore(ctx, certorder.ReadExport(&out)))
+	must(t, export.Write(ctx, src, &out))
+	must(t, dst.Restore(ctx, export.Read(&out)))
 	alice, err := dst.FindMember(ctx, "alice")
 	must(t, err)
 	if n, err := dst.CountOrders(ctx, certorder.OrderQuery{MemberID: alice.ID}); err != nil || n != len(docs) {
@@ -648,28 +650,28 @@ func testExportRestore(t *testing.T, src, dst certorder.Store) {
 	_, err = src.ImportOrders(ctx, "bob", Orders(t, odd))
 	must(t, err)
 	var first bytes.Buffer
-	must(t, certorder.Export(ctx, src, &first))
+	must(t, export.Write(ctx, src, &first))
 	if !strings.Contains(first.String(), `"note":"<b>&amp;</b>"`) {
 		t.Fatalf("the export rewrote the document:\n%s", first.String())
 	}
 
 	// A bad line anywhere restores nothing.
 	broken := first.String() + `{"type":"order","member":"nobody","order_id":5,"doc":` + OrderJSON(5, 0, "2030-01-01") + "}\n"
-	wantErr(t, dst.Restore(ctx, certorder.ReadExport(strings.NewReader(broken))), certorder.ErrInvalid)
+	wantErr(t, dst.Restore(ctx, export.Read(strings.NewReader(broken))), certorder.ErrInvalid)
 	if ms, err := dst.Members(ctx); err != nil || len(ms) != 0 {
 		t.Fatalf("failed restore left %v, %v", ms, err)
 	}
 
-	must(t, dst.Restore(ctx, certorder.ReadExport(bytes.NewReader(first.Bytes()))))
+	must(t, dst.Restore(ctx, export.Read(bytes.NewReader(first.Bytes()))))
 	var second bytes.Buffer
-	must(t, certorder.Export(ctx, dst, &second))
+	must(t, export.Write(ctx, dst, &second))
 	if first.String() != second.String() {
 		t.Fatalf("export after restore differs:\n%s\n---\n%s", first.String(), second.String())
 	}
 	if strings.Count(first.String(), "\n") != 2+2+1+5 || !strings.Contains(first.String(), `"type":"link","member":"bob","container":12345`) {
 		t.Fatalf("export has the wrong number of lines:\n%s", first.String())
 	}
-	wantErr(t, dst.Restore(ctx, certorder.ReadExport(bytes.NewReader(first.Bytes()))), certorder.ErrConflict)
+	wantErr(t, dst.Restore(ctx, export.Read(bytes.NewReader(first.Bytes()))), certorder.ErrConflict)
 	o, err := dst.FindOrder(ctx, 2)
 	must(t, err)
 	if o.RenewedBy != 3 || o.Member != "alice" {
@@ -1265,9 +1267,9 @@ func testExportRestoreLarge(t *testing.T, src, dst certorder.Store) {
 	_, err = src.ImportOrders(ctx, "alice", Orders(t, docs...))
 	must(t, err)
 	var first, second bytes.Buffer
-	must(t, certorder.Export(ctx, src, &first))
-	must(t, dst.Restore(ctx, certorder.ReadExport(bytes.NewReader(first.Bytes()))))
-	must(t, certorder.Export(ctx, dst, &second))
+	must(t, export.Write(ctx, src, &first))
+	must(t, dst.Restore(ctx, export.Read(bytes.NewReader(first.Bytes()))))
+	must(t, export.Write(ctx, dst, &second))
 	if !bytes.Equal(first.Bytes(), second.Bytes()) {
 		t.Fatalf("the restored store exports differently (%d and %d bytes)", first.Len(), second.Len())
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/export"
 )
 
 // events fans out what is pending and returns, per endpoint, the deliveries
@@ -191,11 +192,11 @@ func testWebhooks(t *testing.T, open func(t *testing.T) certorder.Store) {
 	must(t, s.PruneWebhooks(ctx, time.Now().Add(time.Hour)))
 
 	// A restore inserts orders with their renewals: no event.
-	var export bytes.Buffer
-	must(t, certorder.Export(ctx, s, &export))
+	var dump bytes.Buffer
+	must(t, export.Write(ctx, s, &dump))
 	dst := open(t)
 	defer dst.Close()
-	must(t, dst.Restore(ctx, certorder.ReadExport(&export)))
+	must(t, dst.Restore(ctx, export.Read(&dump)))
 	_, err = dst.AddEndpoint(ctx, "alice", certorder.Endpoint{URL: "https://a.example/hook", Secret: "whsec_a"})
 	must(t, err)
 	if got := fanOut(t, dst); len(got) != 0 {

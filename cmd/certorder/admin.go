@@ -18,6 +18,8 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/client"
+	"github.com/certorder/certorder/internal/export"
+	"github.com/certorder/certorder/internal/importfile"
 	"github.com/certorder/certorder/sqlite"
 	"github.com/certorder/certorder/stores"
 	"github.com/certorder/certorder/wire"
@@ -310,7 +312,7 @@ func (e *env) orderImport(fs *flag.FlagSet) adminFunc {
 			return err
 		}
 		defer r.Close()
-		n, err := store.ImportOrders(ctx, *member, withStatus(certorder.DecodeOrders(r)))
+		n, err := store.ImportOrders(ctx, *member, withStatus(importfile.Decode(r)))
 		if err != nil {
 			return fmt.Errorf("nothing imported: %w", err)
 		}
@@ -447,7 +449,7 @@ const backupPostgres = "admin backup copies a SQLite store; back up PostgreSQL w
 	"(pg_dump --format=custom --file=certorder.dump \"$CERTORDER_DB\"; see docs/OPERATIONS.md, Backups)"
 
 func (e *env) export(ctx context.Context, store certorder.Store, _ []string) error {
-	return certorder.Export(ctx, store, e.stdout)
+	return export.Write(ctx, store, e.stdout)
 }
 
 func (e *env) restore(ctx context.Context, store certorder.Store, args []string) error {
@@ -456,7 +458,7 @@ func (e *env) restore(ctx context.Context, store certorder.Store, args []string)
 		return err
 	}
 	defer r.Close()
-	if err := store.Restore(ctx, certorder.ReadExport(r)); err != nil {
+	if err := store.Restore(ctx, export.Read(r)); err != nil {
 		return fmt.Errorf("nothing restored: %w", err)
 	}
 	fmt.Fprintln(e.stdout, "restored")
