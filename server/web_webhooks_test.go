@@ -385,7 +385,7 @@ func TestWebWebhookIsolation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bobsDelivery, err := f.store.QueueDelivery(ctx, bobs.ID, "webhook.test", "msg_bob", []byte(`{}`))
+	bobsDelivery, err := f.store.QueueMemberDelivery(ctx, bobs.MemberID, bobs.ID, "webhook.test", "msg_bob", []byte(`{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,7 +452,7 @@ func TestWebWebhookIsolation(t *testing.T) {
 	if err != nil || !ep.Enabled {
 		t.Fatalf("bob's endpoint after alice's attempts: %s %v", redact(fmt.Sprintf("%+v", ep)), err)
 	}
-	ds, err := f.store.Deliveries(ctx, bobs.ID, 10)
+	ds, err := f.store.MemberDeliveries(ctx, bobs.MemberID, bobs.ID, 10)
 	if err != nil || len(ds) != 1 || ds[0].State != certorder.DeliveryFailed || ds[0].Attempts != 1 {
 		t.Fatalf("bob's deliveries after alice's attempts: %+v %v", ds, err)
 	}
@@ -469,7 +469,7 @@ func TestWebWebhookCSRF(t *testing.T) {
 	if id == 0 {
 		t.Fatal("no endpoint")
 	}
-	did, err := f.store.QueueDelivery(ctx, id, "webhook.test", "msg_x", []byte(`{}`))
+	did, err := f.store.QueueMemberDelivery(ctx, aliceID(t, f), id, "webhook.test", "msg_x", []byte(`{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,7 +492,7 @@ func TestWebWebhookCSRF(t *testing.T) {
 	if err != nil || len(eps) != 1 || !eps[0].Enabled {
 		t.Fatalf("endpoints after forged forms: %s %v", redact(fmt.Sprintf("%+v", eps)), err)
 	}
-	ds, err := f.store.Deliveries(ctx, id, 10)
+	ds, err := f.store.MemberDeliveries(ctx, aliceID(t, f), id, 10)
 	if err != nil || len(ds) != 1 || ds[0].State != certorder.DeliveryFailed {
 		t.Fatalf("deliveries after forged forms: %+v %v", ds, err)
 	}
@@ -518,7 +518,7 @@ func TestWebWebhookTestEventLimit(t *testing.T) {
 		t.Fatalf("test event %d: %d, Retry-After %q", webhook.TestBurst+1, p.status, p.header.Get("Retry-After"))
 	}
 	mustContain(t, "the refusal", p, "Too many test events: 5 at most, then one a minute. Try again in")
-	if ds, err := f.store.Deliveries(ctx, id, 100); err != nil || len(ds) != webhook.TestBurst {
+	if ds, err := f.store.MemberDeliveries(ctx, aliceID(t, f), id, 100); err != nil || len(ds) != webhook.TestBurst {
 		t.Fatalf("%d deliveries queued, want %d (%v)", len(ds), webhook.TestBurst, err)
 	}
 	bob := newBrowser(t, base, nil)

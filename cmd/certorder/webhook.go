@@ -67,7 +67,7 @@ func (e *env) webhookList(ctx context.Context, store certorder.Store, args []str
 }
 
 // endpointArg is the endpoint an ID argument names.
-func endpointArg(ctx context.Context, store certorder.WebhookStore, s string) (certorder.Endpoint, error) {
+func endpointArg(ctx context.Context, store certorder.EndpointAdmin, s string) (certorder.Endpoint, error) {
 	id, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || id <= 0 {
 		return certorder.Endpoint{}, usageError("%q is not an endpoint ID (see admin webhook list)", s)
