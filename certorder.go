@@ -216,6 +216,16 @@ type InstanceAwaiter interface {
 	AwaitInstances(ctx context.Context) (unconfirmed []string, err error)
 }
 
+// BackupStore is a store that copies itself, while in use, to a new file
+// (admin backup).
+type BackupStore interface {
+	// Backup copies the store to dst, which must not exist, and with
+	// withAudit its audit trail beside it. A store that leaves backups to
+	// its database's own tools (PostgreSQL) returns an error wrapping
+	// errors.ErrUnsupported that says what to run.
+	Backup(ctx context.Context, dst string, withAudit bool) error
+}
+
 // Pinger reports whether the store can be reached (for /readyz).
 type Pinger interface {
 	Ping(ctx context.Context) error
@@ -231,6 +241,7 @@ type Store interface {
 	SessionStore
 	WebhookStore
 	SyncStore
+	BackupStore
 	Pinger
 
 	// Restore loads an export (see Export and ReadExport) into an empty

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/certorder/certorder/internal/ordertest"
 	"github.com/certorder/certorder/client"
 	"github.com/certorder/certorder/internal/importfile"
+	"github.com/certorder/certorder/internal/ordertest"
 	"github.com/certorder/certorder/server"
 )
 

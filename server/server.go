@@ -82,7 +82,6 @@ type Store interface {
 type Server struct {
 	creds   certorder.CredentialStore
 	cache   certorder.CredentialCache // the store's cache, nil if it has none
-	orders  certorder.OrderReader     // for actions that read more
 	ping    certorder.Pinger
 	cfg     Config
 	mux     *http.ServeMux
@@ -119,7 +118,7 @@ func New(store Store, cfg Config) (*Server, error) {
 	}
 	l := cfg.Limits
 	s := &Server{
-		creds: store, orders: boundedOrders{store, cfg.StoreTimeout}, ping: store, cfg: cfg,
+		creds: store, ping: store, cfg: cfg,
 		metrics:    newMetrics(cfg.Metrics),
 		memberRate: newBuckets(l.MemberRate, l.MemberBurst),
 		ipRate:     newBuckets(l.IPRate, l.IPBurst),
@@ -341,7 +340,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *wi
 	}
 	act, known := wire.Actions[req.Action]
 	known = known && req.ActionOK
-	c := &wire.Call{Now: now, Orders: s.orders}
+	c := &wire.Call{Now: now}
 	if known && act.NeedsOrder {
 		c.OrderID, _ = wire.ParseOrderID(req.OrderID)
 	}
@@ -370,38 +369,6 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *wi
 	}
 	s.answer(w, r, ev, answer, nil)
 	return nil
-}
-
-// boundedOrders bounds each read of an action's further reads by the store
-// timeout: an action gets the request's context, which has none (a request
-// the cache answers sets no timer).
-type boundedOrders struct {
-	r certorder.OrderReader
-	d time.Duration
-}
-
-func (b boundedOrders) FindOrder(ctx context.Context, id int64) (*certorder.Order, error) {
-	ctx, cancel := context.WithTimeout(ctx, b.d)
-	defer cancel()
-	return b.r.FindOrder(ctx, id)
-}
-
-func (b boundedOrders) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*certorder.Order, error) {
-	ctx, cancel := context.WithTimeout(ctx, b.d)
-	defer cancel()
-	return b.r.ListOrders(ctx, q)
-}
-
-func (b boundedOrders) CountOrders(ctx context.Context, q certorder.OrderQuery) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, b.d)
-	defer cancel()
-	return b.r.CountOrders(ctx, q)
-}
-
-func (b boundedOrders) RenewalChain(ctx context.Context, memberID, id int64) ([]certorder.ChainLink, error) {
-	ctx, cancel := context.WithTimeout(ctx, b.d)
-	defer cancel()
-	return b.r.RenewalChain(ctx, memberID, id)
 }
 
 // answerPool holds buffers answers are built in; an answer is written

@@ -425,16 +425,15 @@ func (e *env) migrate(context.Context, certorder.Store, []string) error {
 	return nil
 }
 
-// backup copies a SQLite store while it is in use (sqlite.Store.Backup);
-// admin refuses a PostgreSQL DSN before connecting.
+// backup copies a store while it is in use (certorder.BackupStore): a
+// SQLite file; admin refuses a PostgreSQL DSN before connecting, and its
+// store's Backup says to use pg_dump.
 func (e *env) backup(fs *flag.FlagSet) adminFunc {
 	withAudit := fs.Bool("audit", false, "also copy the audit trail, to FILE-audit")
 	return func(ctx context.Context, store certorder.Store, args []string) error {
-		s, ok := store.(*sqlite.Store)
-		if !ok {
+		if err := store.Backup(ctx, args[0], *withAudit); errors.Is(err, errors.ErrUnsupported) {
 			return usageError(backupPostgres)
-		}
-		if err := s.Backup(ctx, args[0], *withAudit); err != nil {
+		} else if err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "store copied to %s\n", args[0])
