@@ -18,6 +18,7 @@ import (
 // documents in every variation the schema allows, imported, then fetched
 // with the client over HTTP and shown on the web page.
 func TestAcceptedOrdersReadEverywhere(t *testing.T) {
+	t.Parallel()
 	f, base := webFixture(t, server.Config{})
 	r := rand.New(rand.NewPCG(3, 4))
 	const n = 150

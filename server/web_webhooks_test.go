@@ -131,6 +131,7 @@ func mustContain(t *testing.T, what string, p page, wants ...string) {
 // sends it again, sees failures and why an endpoint was disabled, disables,
 // enables and deletes it; every change is in the audit trail.
 func TestWebWebhooks(t *testing.T) {
+	t.Parallel()
 	f, base := webFixture(t, server.Config{PrivateWebhooks: true, AuditRetention: time.Hour})
 	ctx := context.Background()
 	rc := newHookReceiver(t)
@@ -317,6 +318,7 @@ func aliceID(t *testing.T, f *fixture) int64 {
 // says why, and nothing is stored; so is a type not on the list, and an
 // endpoint over the limit.
 func TestWebWebhookRefused(t *testing.T) {
+	t.Parallel()
 	f, base := webFixture(t, server.Config{})
 	b := newBrowser(t, base, nil)
 	b.signIn("alice", f.aliceKey)
@@ -379,6 +381,7 @@ func TestWebWebhookRefused(t *testing.T) {
 // Another member's endpoint or delivery is "not found", byte for byte like
 // a missing one, for every page and action; nothing of it changes.
 func TestWebWebhookIsolation(t *testing.T) {
+	t.Parallel()
 	f, base := webFixture(t, server.Config{PrivateWebhooks: true})
 	ctx := context.Background()
 	bobs, err := f.store.AddEndpoint(ctx, "bob", certorder.Endpoint{URL: "https://bob.example/hook", Secret: "whsec_" + strings.Repeat("Ym9i", 8)})
@@ -461,6 +464,7 @@ func TestWebWebhookIsolation(t *testing.T) {
 // Every form that changes an endpoint needs the session's CSRF token;
 // without it nothing changes.
 func TestWebWebhookCSRF(t *testing.T) {
+	t.Parallel()
 	f, base := webFixture(t, server.Config{PrivateWebhooks: true})
 	ctx := context.Background()
 	b := newBrowser(t, base, nil)
@@ -502,6 +506,7 @@ func TestWebWebhookCSRF(t *testing.T) {
 // webhook.TestEvery): the next is refused with 429, Retry-After and a
 // message saying the figure; another member is not affected.
 func TestWebWebhookTestEventLimit(t *testing.T) {
+	t.Parallel()
 	f, base := webFixture(t, server.Config{PrivateWebhooks: true})
 	ctx := context.Background()
 	alice := newBrowser(t, base, nil)

@@ -44,6 +44,9 @@ func (u *acmeUser) GetPrivateKey() crypto.Signer           { return u.key }
 // Pebble behind the gate that plays DigiCert, with the directory URLs
 // "certorder acme-url" prints.
 func TestACMEWithLego(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs an ACME server and client: not with -short")
+	}
 	t.Setenv("PEBBLE_VA_NOSLEEP", "1")
 	t.Setenv("PEBBLE_WFE_NONCEREJECT", "0") // Pebble refuses 5% of good nonces by default
 	legolog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))

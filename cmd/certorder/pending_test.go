@@ -158,6 +158,7 @@ func testPendingRenewalThroughSync(t *testing.T, dsn string) {
 // An order not issued yet is imported as it is; one whose status says it
 // was issued must have certificate.valid_till, and the message says which.
 func TestImportPendingOrder(t *testing.T) {
+	t.Parallel()
 	c := newStoreCLI(t, testdb.SQLite(t))
 	c.ok("admin", "member", "add", "alice")
 	pending := `{"OrderId":7,"certificate":{"common_name":"new.example.com","dns_names":["new.example.com"]},"status":"pending","date_created":"2026-11-20T10:00:00+00:00"}`

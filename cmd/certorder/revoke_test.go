@@ -23,6 +23,10 @@ import (
 // 200. The instances' cache metrics show that answers did come from the
 // cache.
 func TestRevocationUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a load test: not with -short")
+	}
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dsn string) {
 		bin := buildBinary(t)
 		admin := newStoreCLI(t, dsn)

@@ -333,6 +333,7 @@ func webOrderPage(t *testing.T, base, name, key, id string) string {
 // What goes wrong says so clearly, with the right exit code, and never
 // shows the key.
 func TestSyncErrors(t *testing.T) {
+	t.Parallel()
 	u := newUpstream(t, digicerttest.Options{NoLimits: true})
 	if _, err := u.sim.Generate(20, 1); err != nil {
 		t.Fatal(err)
@@ -381,6 +382,7 @@ func TestSyncErrors(t *testing.T) {
 }
 
 func TestParseLimits(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want []digicert.Limit
@@ -402,6 +404,7 @@ func TestParseLimits(t *testing.T) {
 }
 
 func TestProgressLine(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	p := &progressLine{w: &b}
 	p.show(ccsync.Progress{Phase: "fetching", Listed: 1000, Fetched: 250, ToFetch: 900, Requests: 260, LimiterWait: 3 * time.Minute})
@@ -420,6 +423,7 @@ func TestProgressLine(t *testing.T) {
 // batches; the next run takes up where it stopped, fetching only what is
 // missing, and ends with the store a sync without the kill makes.
 func TestSyncKilledMidRun(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	u := newUpstream(t, digicerttest.Options{NoLimits: true})
 	g, err := u.sim.Generate(260, 9)
@@ -497,6 +501,7 @@ func TestSyncKilledMidRun(t *testing.T) {
 // sees two syncs at once. /metrics has the sync's metrics, and /readyz
 // does not depend on DigiCert.
 func TestSyncEveryTwoInstances(t *testing.T) {
+	t.Parallel()
 	dsn := testdb.Postgres(t)
 	bin := buildBinary(t)
 	u := newUpstream(t, digicerttest.Options{NoLimits: true})
@@ -577,6 +582,7 @@ func TestSyncEveryTwoInstances(t *testing.T) {
 // sync backing off) or refusing the key (the sync failing, and saying
 // so), the service stays ready, and stops promptly.
 func TestReadyWithoutDigiCert(t *testing.T) {
+	t.Parallel()
 	ready := func(endpoint string) {
 		t.Helper()
 		resp, err := http.Get(strings.TrimSuffix(endpoint, "api/digicert/") + "readyz")
