@@ -195,7 +195,10 @@ func diffOwners(t testing.TB, got, want map[int64]string) {
 // The first sync of a dataset with renewal chains across divisions gives
 // every order the owner the rules say, records renewals, keeps the rest
 // unassigned, and says so in the audit trail; a second run changes nothing.
-func TestFirstSync(t *testing.T) { testdb.Each(t, testFirstSync) }
+func TestFirstSync(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, testFirstSync)
+}
 
 func testFirstSync(t *testing.T, dsn string) {
 	e := newEnv(t, dsn, digicerttest.Options{})
@@ -289,6 +292,7 @@ func testFirstSync(t *testing.T, dsn string) {
 // renewal (marked only on the old order), and costs far fewer requests
 // than a full run.
 func TestIncremental(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, testdb.SQLite(t), digicerttest.Options{NoLimits: true}, digicert.WithLimits())
 	if _, err := e.sim.Generate(2500, 3); err != nil {
 		t.Fatal(err)
@@ -389,6 +393,7 @@ func ctxOpts() ccsync.Options { return ccsync.Options{} }
 // longer than the retries fails the run, which keeps the cursor and says
 // what it did; the next run converges.
 func TestStorm(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, testdb.SQLite(t), digicerttest.Options{})
 	if _, err := e.sim.Generate(600, 5); err != nil {
 		t.Fatal(err)
@@ -461,6 +466,7 @@ func TestStorm(t *testing.T) {
 // A dry run reports what it would do and writes nothing; its report
 // matches the real run's.
 func TestDryRun(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, testdb.SQLite(t), digicerttest.Options{NoLimits: true}, digicert.WithLimits())
 	if _, err := e.sim.Generate(300, 11); err != nil {
 		t.Fatal(err)
@@ -492,6 +498,7 @@ func TestDryRun(t *testing.T) {
 // fetching them again. An order a member has is never moved: a division
 // linked to another member is a conflict, reported.
 func TestAdoptionAndConflicts(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, testdb.SQLite(t), digicerttest.Options{NoLimits: true}, digicert.WithLimits())
 	if _, err := e.sim.Generate(400, 7); err != nil {
 		t.Fatal(err)
@@ -576,6 +583,7 @@ func TestAdoptionAndConflicts(t *testing.T) {
 
 // The lock: a second sync while one runs is refused with ErrBusy.
 func TestBusy(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, testdb.SQLite(t), digicerttest.Options{NoLimits: true}, digicert.WithLimits())
 	lock, ok, err := e.store.LockSync(context.Background())
 	if err != nil || !ok {

@@ -61,6 +61,7 @@ func noKey(t *testing.T, err error) {
 }
 
 func TestOrderPagesWalksEveryOrder(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, digicerttest.Options{})
 	g, err := e.sim.Generate(2500, 1)
 	if err != nil {
@@ -106,6 +107,7 @@ func TestOrderPagesWalksEveryOrder(t *testing.T) {
 }
 
 func TestListOrdersFilters(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, digicerttest.Options{})
 	if _, err := e.sim.Generate(600, 2); err != nil {
 		t.Fatal(err)
@@ -197,6 +199,7 @@ func TestListOrdersFilters(t *testing.T) {
 }
 
 func TestOrderInfo(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, digicerttest.Options{})
 	id, err := e.sim.AddOrder(digicerttest.OrderSpec{ContainerID: 77, CommonName: "a.example.com", ACMEDirectory: "https://acme.example/dir"})
 	if err != nil {
@@ -257,6 +260,7 @@ func ids(changes []digicert.StatusChange) []int64 {
 }
 
 func TestStatusChangesSinceRecent(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, digicerttest.Options{})
 	old := changeAt(t, e.sim, start.Add(-3*time.Hour))
 	a := changeAt(t, e.sim, start.Add(-90*time.Minute))
@@ -295,6 +299,7 @@ func TestStatusChangesSinceRecent(t *testing.T) {
 }
 
 func TestStatusChangesSplitsLongWindows(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, digicerttest.Options{})
 	tooOld := changeAt(t, e.sim, start.Add(-25*24*time.Hour))
 	var want []int64
@@ -334,6 +339,7 @@ func TestStatusChangesSplitsLongWindows(t *testing.T) {
 }
 
 func TestStatusChangesPaging(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, digicerttest.Options{NoLimits: true})
 	for n := range 2100 {
 		id, err := e.sim.AddOrder(digicerttest.OrderSpec{Created: start.Add(-2 * time.Hour)})
@@ -357,6 +363,7 @@ func TestStatusChangesPaging(t *testing.T) {
 }
 
 func TestRetries429AndBacksOff(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, digicerttest.Options{})
 	id := changeAt(t, e.sim, start.Add(-time.Hour))
 	e.sim.FailNext(5, http.StatusTooManyRequests)
@@ -403,6 +410,7 @@ func TestRetries429AndBacksOff(t *testing.T) {
 }
 
 func TestRetries5xx(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, digicerttest.Options{})
 	id := changeAt(t, e.sim, start.Add(-time.Hour))
 	e.sim.FailNext(1, http.StatusInternalServerError)
@@ -428,6 +436,7 @@ func TestRetries5xx(t *testing.T) {
 }
 
 func TestBackoffIsBoundedWithJitter(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, digicerttest.Options{})
 	id := changeAt(t, e.sim, start.Add(-time.Hour))
 	var mu sync.Mutex
@@ -460,6 +469,7 @@ func TestBackoffIsBoundedWithJitter(t *testing.T) {
 }
 
 func TestWrongKeyIsRefusedWithoutTheKey(t *testing.T) {
+	t.Parallel()
 	for _, status := range []int{http.StatusUnauthorized, http.StatusForbidden} {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
 			e := newEnv(t, digicerttest.Options{})
@@ -489,6 +499,7 @@ func TestWrongKeyIsRefusedWithoutTheKey(t *testing.T) {
 }
 
 func TestKeyNeverPrinted(t *testing.T) {
+	t.Parallel()
 	c, err := digicert.New(digicert.DefaultURL, testKey)
 	if err != nil {
 		t.Fatal(err)
@@ -513,6 +524,7 @@ func TestKeyNeverPrinted(t *testing.T) {
 // TestServerEchoingTheKey: should DigiCert, or a proxy, ever put the key in
 // an answer, the error still does not carry it.
 func TestServerEchoingTheKey(t *testing.T) {
+	t.Parallel()
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get("X-DC-DEVKEY")
 		if strings.Contains(r.URL.Path, "/1") {
@@ -550,6 +562,7 @@ func TestServerEchoingTheKey(t *testing.T) {
 
 // TestNoRedirect: the key header must not follow a redirect elsewhere.
 func TestNoRedirect(t *testing.T) {
+	t.Parallel()
 	var leaked sync.Map
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if k := r.Header.Get("X-DC-DEVKEY"); k != "" {
@@ -576,6 +589,7 @@ func TestNoRedirect(t *testing.T) {
 }
 
 func TestSlowAnswerHitsTheDeadline(t *testing.T) {
+	t.Parallel()
 	sim := digicerttest.NewServer(digicerttest.Options{APIKey: testKey})
 	ts := httptest.NewServer(sim)
 	defer ts.Close()
@@ -604,6 +618,7 @@ func TestSlowAnswerHitsTheDeadline(t *testing.T) {
 // timeout is retried. The resolver is simulated in the dialer: tests talk
 // to loopback only.
 func TestNoSuchHostIsNotRetried(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		dnsErr   net.DNSError

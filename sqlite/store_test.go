@@ -15,6 +15,7 @@ import (
 )
 
 func TestStore(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T) certorder.Store {
 		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "test.db"))
 		if err != nil {
@@ -25,6 +26,7 @@ func TestStore(t *testing.T) {
 }
 
 func TestReopenKeepsData(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "test.db")
 	s, err := sqlite.Open(ctx, path)
@@ -47,6 +49,7 @@ func TestReopenKeepsData(t *testing.T) {
 }
 
 func TestBadPath(t *testing.T) {
+	t.Parallel()
 	for _, p := range []string{"", "a?b", filepath.Join(t.TempDir(), "no", "such", "dir", "x.db")} {
 		if s, err := sqlite.Open(context.Background(), p); err == nil {
 			s.Close()
@@ -92,6 +95,7 @@ func BenchmarkImport(b *testing.B) {
 
 // Audit rows written before segments are still read and pruned.
 func TestLegacyAudit(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "test.db")
 	s, err := sqlite.Open(context.Background(), path)
 	if err != nil {
@@ -112,6 +116,7 @@ func TestLegacyAudit(t *testing.T) {
 }
 
 func TestCache(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "test.db")
 	open := func() certorder.Store {
 		s, err := sqlite.Open(context.Background(), path)

@@ -68,7 +68,10 @@ func lastLine(s string) string {
 	return lines[len(lines)-1]
 }
 
-func TestAdminCommands(t *testing.T) { testdb.Each(t, testAdminCommands) }
+func TestAdminCommands(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, testAdminCommands)
+}
 
 func testAdminCommands(t *testing.T, dsn string) {
 	c := newCLI(t, dsn)

@@ -20,7 +20,10 @@ import (
 // order.renewed webhook at link time. Its issuance upstream reaches members
 // after the sync after that, with order.status_changed pending -> issued.
 // A renewal canceled upstream ends its chain: `current` exits 7.
-func TestPendingRenewalThroughSync(t *testing.T) { testdb.Each(t, testPendingRenewalThroughSync) }
+func TestPendingRenewalThroughSync(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, testPendingRenewalThroughSync)
+}
 
 func testPendingRenewalThroughSync(t *testing.T, dsn string) {
 	u := newUpstream(t, digicerttest.Options{NoLimits: true})

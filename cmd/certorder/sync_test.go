@@ -137,7 +137,10 @@ func onlySpecFields(t *testing.T, path string, obj map[string]any) {
 // sync, the field mapping as members see it, unassigned orders invisible,
 // a renewal and a status change upstream seen after the next sync, in
 // RenewCheck and on the web page, each sync far cheaper than the first.
-func TestSyncThroughServe(t *testing.T) { testdb.Each(t, testSyncThroughServe) }
+func TestSyncThroughServe(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, testSyncThroughServe)
+}
 
 func testSyncThroughServe(t *testing.T, dsn string) {
 	u := newUpstream(t, digicerttest.Options{NoLimits: true})

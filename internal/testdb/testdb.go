@@ -70,9 +70,10 @@ func SQLite(t testing.TB) string {
 	return filepath.Join(t.TempDir(), "certorder.db")
 }
 
-// Each runs fn as a subtest on each backend, with the DSN of a fresh store.
-// The PostgreSQL subtest skips (or fails under CI=true) as Postgres says.
+// Each runs fn as a subtest on each backend, with the DSN of a fresh store;
+// the two run in parallel (fn must not share state between them). The
+// PostgreSQL subtest skips (or fails under CI=true) as Postgres says.
 func Each(t *testing.T, fn func(t *testing.T, dsn string)) {
-	t.Run("sqlite", func(t *testing.T) { fn(t, SQLite(t)) })
-	t.Run("postgres", func(t *testing.T) { fn(t, Postgres(t)) })
+	t.Run("sqlite", func(t *testing.T) { t.Parallel(); fn(t, SQLite(t)) })
+	t.Run("postgres", func(t *testing.T) { t.Parallel(); fn(t, Postgres(t)) })
 }
