@@ -47,8 +47,7 @@ func TestACMEWithLego(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs an ACME server and client: not with -short")
 	}
-	t.Setenv("PEBBLE_VA_NOSLEEP", "1")
-	t.Setenv("PEBBLE_WFE_NONCEREJECT", "0") // Pebble refuses 5% of good nonces by default
+	t.Parallel() // Pebble's settings are TestMain's (the environment is the process's)
 	legolog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	m, op, key := acmeChainsWithOperator(t)
 

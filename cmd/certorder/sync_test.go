@@ -522,15 +522,23 @@ func TestSyncEveryTwoInstances(t *testing.T) {
 	args := []string{"serve", "--addr", "127.0.0.1:0", "--db", dsn, "--metrics-addr", "127.0.0.1:0", "--sync-every", "200ms",
 		"--digicert-url", u.url, "--digicert-api-key-file", keyFile, "--digicert-limits", "off"}
 	a, b := startProcess(t, bin, args...), startProcess(t, bin, args...)
-	time.Sleep(4 * time.Second)
-
-	metricsAddr := regexp.MustCompile(`msg="metrics listening" addr=(\S+)`).FindStringSubmatch(a.log.String())
-	if metricsAddr == nil {
-		t.Fatalf("no metrics address:\n%s", a.log.String())
+	metricsAddr := a.waitFor(a.log, `msg="metrics listening" addr=(\S+)`)
+	wantMetrics := []string{`certorder_sync_last_success_timestamp_seconds \d\.\d+e\+09`,
+		`certorder_sync_upstream_requests_total\{status="200"\} \d+`, `certorder_sync_runs_total\{outcome="(ok|skipped)"\} \d+`}
+	// Until the instances have contended (three runs kept, a round skipped)
+	// and a has synced, or 20 seconds.
+	var metrics string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		metrics = httpGet(t, "http://"+metricsAddr+"/metrics")
+		done := strings.Contains(a.log.String()+b.log.String(), "sync skipped: another instance is syncing")
+		for _, re := range wantMetrics {
+			done = done && regexp.MustCompile(re).MatchString(metrics)
+		}
+		if done && syncRuns(t, dsn) >= 3 {
+			break
+		}
 	}
-	metrics := httpGet(t, "http://"+metricsAddr[1]+"/metrics")
-	for _, re := range []string{`certorder_sync_last_success_timestamp_seconds \d\.\d+e\+09`,
-		`certorder_sync_upstream_requests_total\{status="200"\} \d+`, `certorder_sync_runs_total\{outcome="(ok|skipped)"\} \d+`} {
+	for _, re := range wantMetrics {
 		if !regexp.MustCompile(re).MatchString(metrics) {
 			t.Errorf("/metrics lacks %s", re)
 		}
@@ -579,6 +587,21 @@ func TestSyncEveryTwoInstances(t *testing.T) {
 	if n := strings.Count(c.ok("admin", "order", "list", "alice"), "\n"); n < 2 {
 		t.Errorf("alice has %d orders", n-1)
 	}
+}
+
+// syncRuns is how many sync runs the store at dsn keeps.
+func syncRuns(t *testing.T, dsn string) int {
+	t.Helper()
+	store, err := stores.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	st, err := store.SyncState(context.Background(), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(st.Runs)
 }
 
 // /readyz answers from the store alone: with DigiCert unreachable (the
