@@ -153,11 +153,10 @@ type SyncStore interface {
 	// KnownOrders returns what the store holds of each of the orders,
 	// stored or unassigned; orders it does not hold are absent.
 	KnownOrders(ctx context.Context, ids []int64) (map[int64]KnownOrder, error)
-	// ApplyUpstream stores a batch of upstream orders in one transaction,
-	// by the rules of ApplyUpstream (the function). With dry set it writes
-	// nothing and records in dry what it would have written, so that a dry
-	// run's later batches see its earlier ones.
-	ApplyUpstream(ctx context.Context, orders []UpstreamOrder, dry *SyncDryRun) (SyncResult, error)
+	// InSyncTx runs fn in one transaction of the store, committed when fn
+	// returns nil and rolled back when it returns an error, which InSyncTx
+	// returns (classified as every store error is). ApplyBatch is its use.
+	InSyncTx(ctx context.Context, fn func(SyncTx) error) error
 	// UnassignedOrders returns up to limit unassigned orders numbered above
 	// afterID, in order; with adoptable, only those a member could now take:
 	// in a linked division, or renewing a stored order.
@@ -203,6 +202,24 @@ type SyncTx interface {
 	// (deleting one that is not there is not an error).
 	SaveUnassigned(ctx context.Context, u UpstreamOrder) error
 	DeleteUnassigned(ctx context.Context, id int64) error
+}
+
+// SyncTxRunner runs sync transactions: a SyncStore, or a SyncDryRun in
+// front of one.
+type SyncTxRunner interface {
+	InSyncTx(ctx context.Context, fn func(SyncTx) error) error
+}
+
+// ApplyBatch stores a batch of upstream orders in one transaction of s, by
+// the rules of ApplyUpstream: all of them, or, on an error, none.
+func ApplyBatch(ctx context.Context, s SyncTxRunner, orders []UpstreamOrder) (SyncResult, error) {
+	var res SyncResult
+	err := s.InSyncTx(ctx, func(tx SyncTx) error {
+		var err error
+		res, err = ApplyUpstream(ctx, tx, orders)
+		return err
+	})
+	return res, err
 }
 
 // ApplyUpstream stores upstream orders inside a store's transaction, in
@@ -351,9 +368,12 @@ func (o *Order) docSum() [sha256.Size]byte {
 	return sha256.Sum256(o.Doc)
 }
 
-// SyncDryRun holds what a dry run would have written, so that later
-// batches of the run see it. Its memory is a few dozen bytes an order.
+// SyncDryRun is a SyncTxRunner in front of a store that writes nothing:
+// each of its transactions is the store's, rolled back, and it holds what
+// they would have written, so that later batches of the run see it. Its
+// memory is a few dozen bytes an order.
 type SyncDryRun struct {
+	store       SyncTxRunner
 	orders      map[int64]dryOrder
 	renewedFrom map[int64]int64 // renewal -> the order it renewed
 	unassigned  map[int64]*dryUnassigned
@@ -372,14 +392,30 @@ type dryUnassigned struct {
 	sum                  [sha256.Size]byte
 }
 
-// NewSyncDryRun starts a dry run.
-func NewSyncDryRun() *SyncDryRun {
-	return &SyncDryRun{orders: map[int64]dryOrder{}, renewedFrom: map[int64]int64{}, unassigned: map[int64]*dryUnassigned{}}
+// NewSyncDryRun starts a dry run in front of store.
+func NewSyncDryRun(store SyncTxRunner) *SyncDryRun {
+	return &SyncDryRun{store: store, orders: map[int64]dryOrder{}, renewedFrom: map[int64]int64{},
+		unassigned: map[int64]*dryUnassigned{}}
 }
 
-// Tx wraps a store's transaction: reads see the dry run's writes first,
-// writes go to the dry run only.
-func (d *SyncDryRun) Tx(inner SyncTx) SyncTx { return &dryTx{d: d, inner: inner} }
+// errRollback ends a dry run's transaction.
+var errRollback = errors.New("dry run: rolled back")
+
+// InSyncTx runs fn in a transaction of the store that is always rolled
+// back: fn's reads see the dry run's writes first, its writes go to the
+// dry run only.
+func (d *SyncDryRun) InSyncTx(ctx context.Context, fn func(SyncTx) error) error {
+	err := d.store.InSyncTx(ctx, func(tx SyncTx) error {
+		if err := fn(&dryTx{d: d, inner: tx}); err != nil {
+			return err
+		}
+		return errRollback
+	})
+	if errors.Is(err, errRollback) {
+		return nil
+	}
+	return err
+}
 
 type dryTx struct {
 	d     *SyncDryRun

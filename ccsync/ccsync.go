@@ -150,11 +150,12 @@ func (s *Syncer) Run(ctx context.Context, opts Options) (Report, error) {
 	}
 	defer lock.Release()
 
-	r := &run{Syncer: s, opts: opts, lock: lock, before: s.cfg.Client.Stats()}
+	r := &run{Syncer: s, opts: opts, lock: lock, before: s.cfg.Client.Stats(), txs: s.cfg.Store}
 	r.rep.Started = s.now()
 	r.rep.DryRun = opts.DryRun
 	if opts.DryRun {
-		r.dry = certorder.NewSyncDryRun()
+		r.dry = certorder.NewSyncDryRun(s.cfg.Store)
+		r.txs = r.dry
 	}
 	err = r.finish(ctx, r.do(ctx))
 	return r.rep, err

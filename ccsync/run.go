@@ -18,7 +18,8 @@ type run struct {
 	*Syncer
 	opts    Options
 	lock    certorder.SyncLock
-	dry     *certorder.SyncDryRun
+	dry     *certorder.SyncDryRun  // nil unless a dry run
+	txs     certorder.SyncTxRunner // the store, or dry in front of it
 	members map[int64]string
 	before  digicert.Stats
 	rep     Report
@@ -282,7 +283,7 @@ func (r *run) store(ctx context.Context, batch []certorder.UpstreamOrder) error 
 		return nil
 	}
 	r.phase("storing")
-	res, err := r.cfg.Store.ApplyUpstream(ctx, batch, r.dry)
+	res, err := certorder.ApplyBatch(ctx, r.txs, batch)
 	if err != nil {
 		return fmt.Errorf("sync: storing orders: %w", err)
 	}

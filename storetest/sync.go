@@ -113,7 +113,11 @@ func testApplyUpstream(t *testing.T, s certorder.Store) {
 	must(t, s.LinkContainer(ctx, "bob", 200))
 	apply := func(dry *certorder.SyncDryRun, orders ...certorder.UpstreamOrder) certorder.SyncResult {
 		t.Helper()
-		res, err := s.ApplyUpstream(ctx, orders, dry)
+		var txs certorder.SyncTxRunner = s
+		if dry != nil {
+			txs = dry
+		}
+		res, err := certorder.ApplyBatch(ctx, txs, orders)
 		must(t, err)
 		return res
 	}
@@ -208,7 +212,7 @@ func testApplyUpstream(t *testing.T, s certorder.Store) {
 	// A dry run writes nothing, and its later batches see its earlier ones:
 	// 11 renews 10, so it is alice's though its division is nobody's.
 	before := owners(t, s, 10, 11)
-	dry := certorder.NewSyncDryRun()
+	dry := certorder.NewSyncDryRun(s)
 	first := apply(dry, upstream(t, 10, 11, 100, "issued"))
 	second := apply(dry, upstream(t, 11, 0, 900, "issued"))
 	if changeList(first) != "10:added,renewed>11" || changeList(second) != "11:added" || second.Changes[0].MemberID != first.Changes[0].MemberID {
@@ -219,8 +223,8 @@ func testApplyUpstream(t *testing.T, s certorder.Store) {
 	}
 
 	// A bad batch writes nothing.
-	_, err = s.ApplyUpstream(ctx, []certorder.UpstreamOrder{upstream(t, 20, 0, 100, "issued"),
-		upstream(t, 21, 0, 100, "issued"), upstream(t, 21, 0, 100, "issued")}, nil)
+	_, err = certorder.ApplyBatch(ctx, s, []certorder.UpstreamOrder{upstream(t, 20, 0, 100, "issued"),
+		upstream(t, 21, 0, 100, "issued"), upstream(t, 21, 0, 100, "issued")})
 	wantErr(t, err, certorder.ErrInvalid)
 	if got := owners(t, s, 20, 21); got != "20:- 21:-" {
 		t.Fatalf("a refused batch left %s", got)
