@@ -534,7 +534,7 @@ func TestSyncEveryTwoInstances(t *testing.T) {
 		for _, re := range wantMetrics {
 			done = done && regexp.MustCompile(re).MatchString(metrics)
 		}
-		if done && syncRuns(t, dsn) >= 3 {
+		if done && len(syncState(t, dsn).Runs) >= 3 {
 			break
 		}
 	}
@@ -561,15 +561,7 @@ func TestSyncEveryTwoInstances(t *testing.T) {
 		t.Errorf("DigiCert saw %d requests at once: two syncs ran together", n)
 	}
 	skips := strings.Count(a.log.String()+b.log.String(), "sync skipped: another instance is syncing")
-	store, err := stores.Open(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	st, err := store.SyncState(context.Background(), 100)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := syncState(t, dsn)
 	instances := map[string]int{}
 	for i, r := range st.Runs {
 		instances[r.Instance]++
@@ -589,8 +581,8 @@ func TestSyncEveryTwoInstances(t *testing.T) {
 	}
 }
 
-// syncRuns is how many sync runs the store at dsn keeps.
-func syncRuns(t *testing.T, dsn string) int {
+// syncState is the sync state, with up to 100 runs, of the store at dsn.
+func syncState(t *testing.T, dsn string) certorder.SyncState {
 	t.Helper()
 	store, err := stores.Open(context.Background(), dsn)
 	if err != nil {
@@ -601,7 +593,7 @@ func syncRuns(t *testing.T, dsn string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(st.Runs)
+	return st
 }
 
 // /readyz answers from the store alone: with DigiCert unreachable (the
