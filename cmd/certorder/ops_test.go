@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"flag"
 	"fmt"
 	"io"
 	"math/big"
@@ -19,6 +20,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -234,6 +237,15 @@ var built struct {
 }
 
 func TestMain(m *testing.M) {
+	// Most of these tests wait on processes, timers and the network, not
+	// the CPU: unless -parallel says otherwise, run up to 8 at once rather
+	// than GOMAXPROCS (2 on the machines the suite is timed on).
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		flag.Set("test.parallel", strconv.Itoa(max(8, runtime.GOMAXPROCS(0))))
+	}
 	// For TestACMEWithLego's Pebble, the only reader: set here so that the
 	// test can run in parallel, which t.Setenv forbids.
 	os.Setenv("PEBBLE_VA_NOSLEEP", "1")

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -67,13 +68,29 @@ func (u *upstream) requests() int {
 }
 
 // syncCLI is a cli whose environment points the sync at u, limits off.
+// On PostgreSQL the test first takes pgSyncs (see there).
 func syncCLI(t *testing.T, dsn string, u *upstream) *cli {
+	if strings.HasPrefix(dsn, "postgres") {
+		if _, held := pgSyncHolders.LoadOrStore(t, true); !held {
+			pgSyncs.Lock()
+			t.Cleanup(func() { pgSyncHolders.Delete(t); pgSyncs.Unlock() })
+		}
+	}
 	c := newStoreCLI(t, dsn)
 	c.env["CERTORDER_DIGICERT_URL"] = u.url
 	c.env["CERTORDER_DIGICERT_API_KEY"] = simKey
 	c.env["CERTORDER_DIGICERT_LIMITS"] = "off"
 	return c
 }
+
+// pgSyncs is held by the test that syncs on PostgreSQL: the sync lock is
+// an advisory lock of the whole database, which every test's schema
+// shares, so that tests syncing at once would find it taken.
+// pgSyncHolders are the tests holding it (a test may make several clis).
+var (
+	pgSyncs       sync.Mutex
+	pgSyncHolders sync.Map
+)
 
 // sync runs certorder sync, which must succeed, and returns its summary line.
 func (c *cli) sync(args ...string) (summary, stdout string) {
