@@ -216,7 +216,12 @@ func TestAdminBackupLive(t *testing.T) {
 	mu.Lock()
 	before := append([]string(nil), added...)
 	mu.Unlock()
-	time.Sleep(600 * time.Millisecond) // serve writes the audit trail every 250 ms
+	// Until serve has written API calls to the audit trail (every 250 ms).
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if strings.Contains(c.ok("admin", "audit", "--limit", "0"), `"OrderInfo"  10003`) {
+			break
+		}
+	}
 	backup := filepath.Join(dir, "backup.db")
 	out, errOut, err := c.run("", "admin", "backup", backup, "--audit")
 	close(stop)
