@@ -244,7 +244,7 @@ type Store interface {
 	BackupStore
 	Pinger
 
-	// Restore loads an export (see Export and ReadExport) into an empty
+	// Restore loads an export (see internal/export) into an empty
 	// store, in one transaction; ErrConflict if the store holds anything.
 	Restore(ctx context.Context, records iter.Seq2[Record, error]) error
 	// Close releases the store; every call after it fails with ErrUnavailable.
