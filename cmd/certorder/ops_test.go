@@ -9,7 +9,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"flag"
 	"fmt"
 	"io"
 	"math/big"
@@ -20,8 +19,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -237,15 +234,7 @@ var built struct {
 }
 
 func TestMain(m *testing.M) {
-	// Most of these tests wait on processes, timers and the network, not
-	// the CPU: unless -parallel says otherwise, run up to 8 at once rather
-	// than GOMAXPROCS (2 on the machines the suite is timed on).
-	flag.Parse()
-	explicit := false
-	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
-	if !explicit {
-		flag.Set("test.parallel", strconv.Itoa(max(8, runtime.GOMAXPROCS(0))))
-	}
+	testdb.WaitBoundParallel() // these tests wait on processes, timers and the network
 	// For TestACMEWithLego's Pebble, the only reader: set here so that the
 	// test can run in parallel, which t.Setenv forbids.
 	os.Setenv("PEBBLE_VA_NOSLEEP", "1")

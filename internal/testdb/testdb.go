@@ -6,9 +6,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"flag"
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -76,4 +79,18 @@ func SQLite(t testing.TB) string {
 func Each(t *testing.T, fn func(t *testing.T, dsn string)) {
 	t.Run("sqlite", func(t *testing.T) { t.Parallel(); fn(t, SQLite(t)) })
 	t.Run("postgres", func(t *testing.T) { t.Parallel(); fn(t, Postgres(t)) })
+}
+
+// WaitBoundParallel raises -test.parallel to 8 (or GOMAXPROCS, if more)
+// unless the command line sets it: for a TestMain whose package's tests
+// mostly wait on processes, timers and the network rather than the CPU,
+// so that on a 2-core machine more than two of them wait at once. Call it
+// before m.Run.
+func WaitBoundParallel() {
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		flag.Set("test.parallel", strconv.Itoa(max(8, runtime.GOMAXPROCS(0))))
+	}
 }
