@@ -330,3 +330,22 @@ func TestWebhookTwoInstances(t *testing.T) {
 		t.Fatalf("%d webhooks, %d distinct ids, %d distinct orders; want %d of each", len(got), len(seen), len(orderSeen), n)
 	}
 }
+
+// admin webhook add reads CERTORDER_WEBHOOK_ALLOW_PRIVATE as serve does
+// (applyEnv): true allows a loopback endpoint, a value that is not a
+// boolean is a usage error, and without it the address is refused.
+func TestWebhookAddAllowPrivateFromEnv(t *testing.T) {
+	t.Parallel()
+	c := newStoreCLI(t, testdb.SQLite(t))
+	c.ok("admin", "member", "add", "alice")
+	add := []string{"admin", "webhook", "add", "alice", "http://127.0.0.1:9/hook"}
+	c.fails(exitUsage, add...)
+	c.env["CERTORDER_WEBHOOK_ALLOW_PRIVATE"] = "maybe"
+	if msg := c.fails(exitUsage, add...); !strings.Contains(msg, "CERTORDER_WEBHOOK_ALLOW_PRIVATE") {
+		t.Errorf("a value that is not a boolean: %s", msg)
+	}
+	c.env["CERTORDER_WEBHOOK_ALLOW_PRIVATE"] = "true"
+	if out := c.ok(add...); !strings.Contains(out, "endpoint 1 added for member alice") {
+		t.Errorf("with the variable set: %s", out)
+	}
+}
