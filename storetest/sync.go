@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/testdb"
 )
 
 // upstream makes an upstream order in the given division from OrderJSON,
@@ -270,6 +271,10 @@ func testSyncState(t *testing.T, s certorder.Store) {
 }
 
 func testSyncLock(t *testing.T, s certorder.Store) {
+	// PostgreSQL (the store whose instances are awaited) shares its sync
+	// lock with every test process on the database: wait for their syncs.
+	_, shared := s.(certorder.InstanceAwaiter)
+	testdb.SerialSync(t, shared)
 	ctx := context.Background()
 	lock, ok, err := s.LockSync(ctx)
 	must(t, err)

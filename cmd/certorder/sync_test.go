@@ -66,13 +66,12 @@ func (u *upstream) requests() int {
 }
 
 // syncCLI is a cli whose environment points the sync at u, limits off.
-// On PostgreSQL the test first takes pgSyncs (see there).
+// On PostgreSQL the test first waits for other tests' syncs to end
+// (testdb.SerialSync).
 func syncCLI(t *testing.T, dsn string, u *upstream) *cli {
-	if strings.HasPrefix(dsn, "postgres") {
-		if _, held := pgSyncHolders.LoadOrStore(t, true); !held {
-			pgSyncs.Lock()
-			t.Cleanup(func() { pgSyncHolders.Delete(t); pgSyncs.Unlock() })
-		}
+	if _, held := pgSyncHolders.LoadOrStore(t, true); !held {
+		testdb.SerialSync(t, strings.HasPrefix(dsn, "postgres"))
+		t.Cleanup(func() { pgSyncHolders.Delete(t) })
 	}
 	c := newStoreCLI(t, dsn)
 	c.env["CERTORDER_DIGICERT_URL"] = u.url
@@ -81,14 +80,9 @@ func syncCLI(t *testing.T, dsn string, u *upstream) *cli {
 	return c
 }
 
-// pgSyncs is held by the test that syncs on PostgreSQL: the sync lock is
-// an advisory lock of the whole database, which every test's schema
-// shares, so that tests syncing at once would find it taken.
-// pgSyncHolders are the tests holding it (a test may make several clis).
-var (
-	pgSyncs       sync.Mutex
-	pgSyncHolders sync.Map
-)
+// pgSyncHolders are the tests that called testdb.SerialSync (a test may
+// make several clis, and must call it once).
+var pgSyncHolders sync.Map
 
 // sync runs certorder sync, which must succeed, and returns its summary line.
 func (c *cli) sync(args ...string) (summary, stdout string) {
