@@ -276,7 +276,18 @@ func testSyncLock(t *testing.T, s certorder.Store) {
 	_, shared := s.(certorder.InstanceAwaiter)
 	testdb.SerialSync(t, shared)
 	ctx := context.Background()
-	lock, ok, err := s.LockSync(ctx)
+	// take is LockSync that, on PostgreSQL, waits up to 30 s while a test
+	// run SerialSync does not reach (another checkout's, on the same
+	// database) holds the lock.
+	take := func() (certorder.SyncLock, bool, error) {
+		for end := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			lock, ok, err := s.LockSync(ctx)
+			if ok || err != nil || !shared || time.Now().After(end) {
+				return lock, ok, err
+			}
+		}
+	}
+	lock, ok, err := take()
 	must(t, err)
 	if !ok {
 		t.Fatal("a free lock was not taken")
@@ -289,7 +300,7 @@ func testSyncLock(t *testing.T, s certorder.Store) {
 		t.Fatalf("the lock was taken twice: %v", err)
 	}
 	lock.Release()
-	lock, ok, err = s.LockSync(ctx)
+	lock, ok, err = take()
 	must(t, err)
 	if !ok {
 		t.Fatal("a released lock was not taken again")
