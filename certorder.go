@@ -2,9 +2,11 @@
 // members, API keys, orders and their renewals, and the store's roles that
 // every backend implements.
 //
-// It imports only the standard library; the wire protocol lives in wire/,
+// It imports the standard library and internal/jsonscan (the JSON object
+// scanner ParseOrder shares with wire/). The wire protocol lives in wire/,
 // storage in sqlite/ and postgres/, HTTP in server/, the member-side Go
-// client in client/.
+// client in client/; the formats and machinery around the domain in
+// internal/ (auditseg, importfile, export, inorder).
 package certorder
 
 import (
@@ -214,6 +216,16 @@ type InstanceAwaiter interface {
 	AwaitInstances(ctx context.Context) (unconfirmed []string, err error)
 }
 
+// BackupStore is a store that copies itself, while in use, to a new file
+// (admin backup).
+type BackupStore interface {
+	// Backup copies the store to dst, which must not exist, and with
+	// withAudit its audit trail beside it. A store that leaves backups to
+	// its database's own tools (PostgreSQL) returns an error wrapping
+	// errors.ErrUnsupported that says what to run.
+	Backup(ctx context.Context, dst string, withAudit bool) error
+}
+
 // Pinger reports whether the store can be reached (for /readyz).
 type Pinger interface {
 	Ping(ctx context.Context) error
@@ -229,9 +241,10 @@ type Store interface {
 	SessionStore
 	WebhookStore
 	SyncStore
+	BackupStore
 	Pinger
 
-	// Restore loads an export (see Export and ReadExport) into an empty
+	// Restore loads an export (see internal/export) into an empty
 	// store, in one transaction; ErrConflict if the store holds anything.
 	Restore(ctx context.Context, records iter.Seq2[Record, error]) error
 	// Close releases the store; every call after it fails with ErrUnavailable.

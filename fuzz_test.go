@@ -3,9 +3,7 @@ package certorder_test
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"os"
-	"slices"
 	"testing"
 	"time"
 
@@ -54,65 +52,6 @@ func FuzzParseOrder(f *testing.F) {
 		}
 		if !bytes.Equal(again.Doc, o.Doc) || again.CertEnd != o.CertEnd || again.ID != o.ID {
 			t.Fatalf("parsing is not stable:\n%s\n%s", o.Doc, again.Doc)
-		}
-	})
-}
-
-// FuzzDecodeOrders feeds the import arbitrary files: the scanner that
-// splits an array must agree with encoding/json reading the whole file,
-// never panic, and yield the orders in the file's order.
-func FuzzDecodeOrders(f *testing.F) {
-	one := `{"OrderId":5,"certificate":{"valid_till":"2030-01-01"}}`
-	two := `{"OrderId":6,"certificate":{"valid_till":"2030-01-01","note":"a}\"]{"}}`
-	for _, s := range []string{"[]", "[" + one + "]", " [ " + one + " , " + two + " ] ", "[" + one + two + "]", "[" + one + ",]",
-		"[" + one + "] x", "[" + one + `,{"OrderId":7,"certificate":{"valid_till":"2030-01-01"},}]`, "[1]", `[{"a":"\\"}]`, one} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, file []byte) {
-		var got []int64
-		var gotErr error
-		for o, err := range certorder.DecodeOrders(bytes.NewReader(file)) {
-			if err != nil {
-				gotErr = err
-				break
-			}
-			got = append(got, o.ID)
-		}
-		if gotErr != nil && !errors.Is(gotErr, certorder.ErrInvalid) {
-			t.Fatalf("an error that is not ErrInvalid: %v", gotErr)
-		}
-		// The reference: the whole file through encoding/json.
-		var want []int64
-		var wantErr error
-		trimmed := bytes.TrimLeft(file, " \t\r\n")
-		var docs []json.RawMessage
-		switch {
-		case len(trimmed) > 0 && trimmed[0] == '{':
-			docs = []json.RawMessage{trimmed}
-			if !json.Valid(trimmed) {
-				wantErr = errors.New("not JSON")
-			}
-		default:
-			wantErr = json.Unmarshal(file, &docs)
-		}
-		seen := map[int64]bool{}
-		for _, d := range docs {
-			if wantErr != nil {
-				break
-			}
-			o, err := certorder.ParseOrder(d)
-			if err == nil && seen[o.ID] {
-				err = errors.New("twice")
-			}
-			if err != nil {
-				wantErr = err
-				break
-			}
-			seen[o.ID] = true
-			want = append(want, o.ID)
-		}
-		if (gotErr == nil) != (wantErr == nil) || gotErr == nil && !slices.Equal(got, want) {
-			t.Fatalf("%q: DecodeOrders %v %v; encoding/json %v %v", file, got, gotErr, want, wantErr)
 		}
 	})
 }

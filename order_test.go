@@ -2,17 +2,15 @@ package certorder_test
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/ordertest"
 	"github.com/certorder/certorder/wire"
 )
 
@@ -151,32 +149,6 @@ func TestRedactKeys(t *testing.T) {
 	}
 }
 
-func TestDecodeOrders(t *testing.T) {
-	count := func(input string) (int, error) {
-		n := 0
-		for _, err := range certorder.DecodeOrders(strings.NewReader(input)) {
-			if err != nil {
-				return n, err
-			}
-			n++
-		}
-		return n, nil
-	}
-	one := `{"OrderId":5,"certificate":{"valid_till":"2030-01-01"}}`
-	two := `{"OrderId":6,"certificate":{"valid_till":"2030-01-01"}}`
-	for input, want := range map[string]int{one: 1, " \n" + one + "\n": 1, "[]": 0, "[" + one + "," + two + "]": 2} {
-		if n, err := count(input); err != nil || n != want {
-			t.Errorf("%q: %d orders, %v; want %d", input, n, err, want)
-		}
-	}
-	for _, input := range []string{"", "5", "[" + one + ",", one + one, "[" + one + "] x", "[1]", `{"OrderId":`,
-		"[" + one + "," + two + "," + one + "]"} {
-		if _, err := count(input); !errors.Is(err, certorder.ErrInvalid) {
-			t.Errorf("%q: err %v, want ErrInvalid", input, err)
-		}
-	}
-}
-
 func TestKeys(t *testing.T) {
 	text, k, err := certorder.NewKey("x")
 	if err != nil {
@@ -196,31 +168,6 @@ func TestKeys(t *testing.T) {
 	}
 }
 
-// A consumer that stops early does not leave the reading goroutine stuck.
-func TestDecodeOrdersStopEarly(t *testing.T) {
-	var b strings.Builder
-	b.WriteString("[")
-	for i := 1; i <= 2000; i++ {
-		if i > 1 {
-			b.WriteString(",")
-		}
-		b.WriteString(`{"OrderId":` + strconv.Itoa(i) + `,"certificate":{"valid_till":"2030-01-01"}}`)
-	}
-	b.WriteString("]")
-	before := runtime.NumGoroutine()
-	for range 10 {
-		for o, err := range certorder.DecodeOrders(strings.NewReader(b.String())) {
-			if err != nil || o.ID != 1 {
-				t.Fatal(o, err)
-			}
-			break
-		}
-	}
-	if after := runtime.NumGoroutine(); after > before {
-		t.Fatalf("%d goroutines before, %d after", before, after)
-	}
-}
-
 func TestAuditEntryTrimmed(t *testing.T) {
 	e := certorder.AuditEntry{Member: strings.Repeat("é", 40), Action: "a\x00b\xffc"}.Trimmed()
 	if len(e.Member) != 64 || !utf8.ValidString(e.Member) || e.Action != "a\uFFFDb\uFFFDc" {
@@ -234,7 +181,7 @@ func TestAuditEntryTrimmed(t *testing.T) {
 func TestAcceptedDocumentsDecode(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range 2000 {
-		doc := certorder.RandomDocument(r, int64(i+1))
+		doc := ordertest.RandomDocument(r, int64(i+1))
 		o, err := certorder.ParseOrder(doc)
 		if err != nil {
 			t.Fatalf("a random document of the schema is refused: %v\n%s", err, doc)

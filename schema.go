@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -259,65 +258,48 @@ func snippet(v json.RawMessage) string {
 	return string(v)
 }
 
-// RandomDocument makes an order document that the import accepts, with
-// every field the spec types present or absent at random and, when present,
-// in one of the variations allowed: for property tests that feed whatever
-// the import accepts to its readers.
-func RandomDocument(r *rand.Rand, id int64) []byte {
-	order := randomObject(r, orderSchema)
-	cert := randomObject(r, certificateSchema)
-	cert["valid_till"] = json.RawMessage(`"` + time.Date(2020+r.IntN(15), time.Month(1+r.IntN(12)), 1+r.IntN(28), 0, 0, 0, 0, time.UTC).Format(DateLayout) + `"`)
-	order["certificate"] = marshalObject(cert)
-	order["OrderId"] = json.RawMessage(strconv.FormatInt(id, 10))
-	b, _ := json.Marshal(order)
-	return b
+// FieldType is the type the spec gives one field of an order, for tools
+// that make documents the import accepts (internal/ordertest): Kind names
+// what the field may hold (see kindName), Fields the members of an object
+// the spec types.
+type FieldType struct {
+	Kind   string
+	Fields map[string]FieldType
 }
 
-func randomObject(r *rand.Rand, schema map[string]rule) map[string]json.RawMessage {
-	obj := map[string]json.RawMessage{}
-	for name, rl := range schema {
-		if r.IntN(4) == 0 || name == "certificate" {
-			continue // absent
+// OrderSchema is the spec's typing of an order document, the certificate's
+// members included under "certificate"; fields it does not hold are free.
+func OrderSchema() map[string]FieldType {
+	s := schemaTypes(orderSchema)
+	cert := s["certificate"]
+	cert.Fields = schemaTypes(certificateSchema)
+	s["certificate"] = cert
+	return s
+}
+
+func schemaTypes(rules map[string]rule) map[string]FieldType {
+	out := make(map[string]FieldType, len(rules))
+	for name, r := range rules {
+		t := FieldType{Kind: kindName[r.kind]}
+		if r.fields != nil {
+			t.Fields = schemaTypes(r.fields)
 		}
-		obj[name] = rl.random(r)
+		out[name] = t
 	}
-	return obj
+	return out
 }
 
-func marshalObject(obj map[string]json.RawMessage) json.RawMessage {
-	b, _ := json.Marshal(obj)
-	return b
-}
-
-// random is a value the rule allows.
-func (rl rule) random(r *rand.Rand) json.RawMessage {
-	pick := func(vs ...string) json.RawMessage { return json.RawMessage(vs[r.IntN(len(vs))]) }
-	switch rl.kind {
-	case kindString:
-		return pick(`""`, `"issued"`, `"<b>&amp;</b> \"quoted\""`, `"é日本語\u2028"`, `"-----BEGIN CSR-----\nMIIB\n-----END CSR-----"`)
-	case kindStringOrNumber:
-		return pick(`"42"`, `42`, `-7`, `4.5e3`, `"abc"`)
-	case kindInt:
-		return pick(`0`, `-1`, `2048`, `9223372036854775807`, `-9223372036854775808`)
-	case kindIntOrDigits:
-		return pick(`5`, `"5"`, `"000"`, `"9223372036854775807"`)
-	case kindCount:
-		return pick(`1`, `"2"`, `null`, `0`)
-	case kindIntOrNull:
-		return pick(`1`, `null`, `0`)
-	case kindBool:
-		return pick(`true`, `false`)
-	case kindDate:
-		return pick(`"2030-01-01"`, `"1999-12-31"`, `"2024-02-29"`)
-	case kindDateTime:
-		return pick(`"2026-11-21T08:00:00+09:00"`, `"2026-01-01T00:00:00Z"`, `"2026-01-01T00:00:00.123456789-05:30"`)
-	case kindNames:
-		return pick(`[]`, `["a.example.com"]`, `["a.example.com","*.b.example.com"]`)
-	case kindObject:
-		if rl.fields == nil {
-			return pick(`{}`, `{"any":[1,"x",null]}`)
-		}
-		return marshalObject(randomObject(r, rl.fields))
-	}
-	return json.RawMessage(`null`)
+// kindName is each kind's name in OrderSchema.
+var kindName = map[kind]string{
+	kindString:         "string",
+	kindStringOrNumber: "string-or-number",
+	kindInt:            "int",
+	kindIntOrDigits:    "int-or-digits",
+	kindCount:          "count",
+	kindIntOrNull:      "int-or-null",
+	kindBool:           "bool",
+	kindDate:           "date",
+	kindDateTime:       "date-time",
+	kindNames:          "names",
+	kindObject:         "object",
 }

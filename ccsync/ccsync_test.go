@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"slices"
@@ -18,6 +17,7 @@ import (
 	"github.com/certorder/certorder/ccsync"
 	"github.com/certorder/certorder/digicert"
 	"github.com/certorder/certorder/digicert/digicerttest"
+	"github.com/certorder/certorder/internal/export"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/stores"
 )
@@ -46,6 +46,7 @@ func newEnv(t testing.TB, dsn string, simOpts digicerttest.Options, clientOpts .
 	e.sim = digicerttest.NewServer(simOpts)
 	ts := httptest.NewServer(e.sim)
 	t.Cleanup(ts.Close)
+	testdb.SerialSync(t, strings.HasPrefix(dsn, "postgres"))
 	store, err := stores.Open(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +195,10 @@ func diffOwners(t testing.TB, got, want map[int64]string) {
 // The first sync of a dataset with renewal chains across divisions gives
 // every order the owner the rules say, records renewals, keeps the rest
 // unassigned, and says so in the audit trail; a second run changes nothing.
-func TestFirstSync(t *testing.T) { testdb.Each(t, testFirstSync) }
+func TestFirstSync(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, testFirstSync)
+}
 
 func testFirstSync(t *testing.T, dsn string) {
 	e := newEnv(t, dsn, digicerttest.Options{})
@@ -284,182 +288,10 @@ func testFirstSync(t *testing.T, dsn string) {
 	}
 }
 
-// An incremental run finds new orders, status changes, issuance and a
-// renewal (marked only on the old order), and costs far fewer requests
-// than a full run.
-func TestIncremental(t *testing.T) {
-	e := newEnv(t, testdb.SQLite(t), digicerttest.Options{NoLimits: true}, digicert.WithLimits())
-	if _, err := e.sim.Generate(2500, 3); err != nil {
-		t.Fatal(err)
-	}
-	e.members("alice")
-	for c := int64(10001); c <= 10003; c++ {
-		e.link("alice", c)
-	}
-	full := e.sync(ctxOpts())
-
-	e.clock.Advance(time.Hour)
-	orders := upstreamOrders(t, e.sim)
-	var renewable, revocable int64
-	for _, o := range slices.Backward(orders) {
-		k, err := e.store.FindOrder(context.Background(), o.id)
-		if err != nil || o.renewedBy != 0 {
-			continue
-		}
-		if renewable == 0 && k.Status == "issued" {
-			renewable = o.id
-		} else if revocable == 0 && k.Status == "issued" {
-			revocable = o.id
-		}
-	}
-	now := e.clock.Now()
-	renewal, err := e.sim.Renew(renewable, 10009, now) // a division nobody has
-
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.sim.SetStatus(revocable, "revoked", now); err != nil {
-		t.Fatal(err)
-	}
-	fresh, err := e.sim.AddOrder(digicerttest.OrderSpec{ContainerID: 10003, CommonName: "fresh.example.com"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pending, err := e.sim.AddOrder(digicerttest.OrderSpec{ContainerID: 10003, CommonName: "pending.example.com"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.clock.Advance(time.Minute)
-	if err := e.sim.Issue(fresh, e.clock.Now()); err != nil {
-		t.Fatal(err)
-	}
-	e.clock.Advance(time.Minute)
-
-	inc := e.sync(ctxOpts())
-	// New: fresh, pending, and the renewal (pending, linked at once: it is
-	// alice's, as the order it renews).
-	if inc.Full || inc.Renewals != 1 || inc.New != 3 || inc.Changed != 2 || inc.StatusChanged != 1 ||
-		inc.ByStatus["pending"] != 2 || inc.ByStatus["issued"] < 2 {
-		t.Errorf("incremental: %s", inc.Line(false))
-	}
-	if inc.Requests*20 > full.Requests {
-		t.Errorf("incremental run made %d requests, full run %d: not far fewer", inc.Requests, full.Requests)
-	}
-	t.Logf("full run: %d requests; incremental run: %d", full.Requests, inc.Requests)
-	check := func(id int64, status string, renewedBy int64) {
-		t.Helper()
-		o, err := e.store.FindOrder(context.Background(), id)
-		if err != nil || o.Status != status || o.RenewedBy != renewedBy {
-			t.Errorf("order %d = %+v, %v; want %s renewed by %d", id, o, err, status, renewedBy)
-		}
-	}
-	check(renewable, "issued", renewal)
-	check(revocable, "revoked", 0)
-	check(fresh, "issued", 0)
-	check(pending, "pending", 0)
-	check(renewal, "pending", 0)
-	if o, err := e.store.FindOrder(context.Background(), renewal); err != nil || o.Member != "alice" || o.ValidTill != "" {
-		t.Errorf("the pending renewal, stored at once for the old order's member: %+v, %v", o, err)
-	}
-
-	// The renewal is issued later: a status change; the member sees the
-	// certificate's dates after the next run.
-	e.clock.Advance(time.Hour)
-	issued := e.clock.Now().UTC()
-	if err := e.sim.Issue(renewal, issued); err != nil {
-		t.Fatal(err)
-	}
-	e.clock.Advance(time.Minute)
-	inc = e.sync(ctxOpts())
-	check(renewal, "issued", 0)
-	o, err := e.store.FindOrder(context.Background(), renewal)
-	if err != nil || o.Member != "alice" || inc.New != 0 || inc.StatusChanged != 1 {
-		t.Fatalf("issuance: %+v, %v; %s", o, err, inc.Line(false))
-	}
-	if want := issued.Truncate(24*time.Hour).AddDate(1, 0, 0).Format(time.DateOnly); o.ValidTill != want {
-		t.Errorf("valid_till %q after issuance upstream, want %s", o.ValidTill, want)
-	}
-}
-
-func ctxOpts() ccsync.Options { return ccsync.Options{} }
-
-// A 429 storm and 5xx answers, against a simulator enforcing DigiCert's
-// documented limits: the run succeeds without breaking a limit. A storm
-// longer than the retries fails the run, which keeps the cursor and says
-// what it did; the next run converges.
-func TestStorm(t *testing.T) {
-	e := newEnv(t, testdb.SQLite(t), digicerttest.Options{})
-	if _, err := e.sim.Generate(600, 5); err != nil {
-		t.Fatal(err)
-	}
-	e.members("alice")
-	e.link("alice", 10001)
-	storms := 0
-	rep := e.sync(ccsync.Options{Progress: func(p ccsync.Progress) {
-		// Three storms, none after the last order (nothing would retry).
-		if p.Fetched > 0 && p.Fetched%150 == 0 && storms < min(3, p.Fetched/150) {
-			storms++
-			e.sim.FailNext(6, http.StatusTooManyRequests)
-			e.sim.FailNext(1, http.StatusServiceUnavailable)
-		}
-	}})
-	if storms < 2 || rep.Retries < int64(7*storms) {
-		t.Errorf("%d storms, %d retries", storms, rep.Retries)
-	}
-	if v := e.sim.Violations(); len(v) != 0 {
-		t.Fatalf("%d requests broke DigiCert's limits, the first %+v", len(v), v[0])
-	}
-	if rep.LimiterWait < time.Minute {
-		t.Errorf("%d requests waited only %v on the limiter", rep.Requests, rep.LimiterWait)
-	}
-	t.Logf("%s", rep.Line(false))
-	orders := upstreamOrders(t, e.sim)
-	want := expectedOwners(orders, map[int64]string{10001: "alice"})
-	diffOwners(t, actualOwners(t, e.store, orders), want)
-
-	// Changes upstream, then a storm longer than the retries.
-	var target int64
-	for _, o := range orders {
-		if want[o.id] == "alice" {
-			target = o.id
-			break
-		}
-	}
-	e.clock.Advance(time.Hour)
-	if err := e.sim.SetStatus(target, "revoked", e.clock.Now()); err != nil {
-		t.Fatal(err)
-	}
-	e.clock.Advance(time.Minute)
-	before, err := e.store.SyncState(context.Background(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.sim.FailNext(8, http.StatusBadGateway) // every attempt of the first call
-	failed, err := e.syncer.Run(context.Background(), ccsync.Options{})
-	if err == nil || !errors.Is(err, digicert.ErrUnavailable) || strings.Contains(err.Error(), testKey) {
-		t.Fatalf("a run through a long storm: %v", err)
-	}
-	after, err := e.store.SyncState(context.Background(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !after.Cursor.Equal(before.Cursor) || after.Runs[0].OK || !strings.Contains(after.Runs[0].Error, "HTTP 502") ||
-		failed.Requests != 8 {
-		t.Fatalf("after a failed run: cursor %v (was %v), run %+v; report %s", after.Cursor, before.Cursor, after.Runs[0], failed.Line(true))
-	}
-	e.clock.Advance(time.Minute)
-	again := e.sync(ccsync.Options{})
-	if again.StatusChanged != 1 {
-		t.Errorf("the rerun: %s", again.Line(false))
-	}
-	if v := e.sim.Violations(); len(v) != 0 {
-		t.Fatalf("%d requests broke DigiCert's limits", len(v))
-	}
-}
-
 // A dry run reports what it would do and writes nothing; its report
 // matches the real run's.
 func TestDryRun(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, testdb.SQLite(t), digicerttest.Options{NoLimits: true}, digicert.WithLimits())
 	if _, err := e.sim.Generate(300, 11); err != nil {
 		t.Fatal(err)
@@ -468,13 +300,13 @@ func TestDryRun(t *testing.T) {
 	e.link("alice", 10001)
 	e.link("bob", 10003)
 	dry := e.sync(ccsync.Options{DryRun: true})
-	var export bytes.Buffer
-	if err := certorder.Export(context.Background(), e.store, &export); err != nil {
+	var dump bytes.Buffer
+	if err := export.Write(context.Background(), e.store, &dump); err != nil {
 		t.Fatal(err)
 	}
 	st, err := e.store.SyncState(context.Background(), 1)
-	if err != nil || !st.Cursor.IsZero() || len(st.Runs) != 0 || strings.Count(export.String(), "\n") != 4 {
-		t.Fatalf("a dry run wrote: %+v %v\n%s", st, err, export.String())
+	if err != nil || !st.Cursor.IsZero() || len(st.Runs) != 0 || strings.Count(dump.String(), "\n") != 4 {
+		t.Fatalf("a dry run wrote: %+v %v\n%s", st, err, dump.String())
 	}
 	if audit, _ := e.store.Audit(context.Background(), certorder.AuditQuery{}); len(audit) != 0 {
 		t.Fatalf("a dry run wrote %d audit entries", len(audit))
@@ -491,6 +323,7 @@ func TestDryRun(t *testing.T) {
 // fetching them again. An order a member has is never moved: a division
 // linked to another member is a conflict, reported.
 func TestAdoptionAndConflicts(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, testdb.SQLite(t), digicerttest.Options{NoLimits: true}, digicert.WithLimits())
 	if _, err := e.sim.Generate(400, 7); err != nil {
 		t.Fatal(err)
@@ -575,6 +408,7 @@ func TestAdoptionAndConflicts(t *testing.T) {
 
 // The lock: a second sync while one runs is refused with ErrBusy.
 func TestBusy(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, testdb.SQLite(t), digicerttest.Options{NoLimits: true}, digicert.WithLimits())
 	lock, ok, err := e.store.LockSync(context.Background())
 	if err != nil || !ok {

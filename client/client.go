@@ -7,7 +7,9 @@
 //	cur, err := c.Current(ctx, 10001) // follows renewals to the newest order
 //	fmt.Println(cur.Order.OrderID, cur.Order.Certificate.ValidTill)
 //
-// It imports only the standard library.
+// It imports the standard library, the root package (its Order is
+// certorder.OrderInfo, the document's types) and wire/ (the error codes).
+// Neither pulls in a store, a driver or a dependency outside the module.
 package client
 
 import (

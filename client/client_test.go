@@ -67,6 +67,7 @@ func newService(t *testing.T) (endpoint, aliceKey string) {
 }
 
 func TestAgainstServer(t *testing.T) {
+	t.Parallel()
 	endpoint, key := newService(t)
 	ctx := context.Background()
 	c, err := client.New(endpoint, "alice", key)
@@ -132,6 +133,7 @@ func TestAgainstServer(t *testing.T) {
 // the standard library: every package it needs, transitively, is either
 // standard or of this module.
 func TestClientImports(t *testing.T) {
+	t.Parallel()
 	const module = "github.com/certorder/certorder"
 	seen := map[string]bool{}
 	var walk func(path string)

@@ -76,6 +76,7 @@ func newTestClient(t *testing.T, url string, opts ...Option) (*Client, *[]time.D
 }
 
 func TestFaults(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		handlers  []http.HandlerFunc
@@ -195,6 +196,7 @@ func TestFaults(t *testing.T) {
 
 // A slow answer ends at the deadline, and no retry follows.
 func TestSlowAnswer(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	srv := newFaultServer(t, func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -214,6 +216,7 @@ func TestSlowAnswer(t *testing.T) {
 // A Retry-After longer than the time left, or than the longest wait the
 // client may make, ends the call at once, with the reason.
 func TestRetryAfterTooLong(t *testing.T) {
+	t.Parallel()
 	for _, opts := range [][]Option{{WithTimeout(time.Second)}, {WithTimeout(time.Hour), WithBackoff(time.Millisecond, 10*time.Second)}} {
 		srv := newFaultServer(t, jsonAnswer(429, `{"error_message":"Error(140) rate limit is exceeded."}`, "Retry-After", "30"))
 		c, waits := newTestClient(t, srv.URL, opts...)
@@ -225,6 +228,7 @@ func TestRetryAfterTooLong(t *testing.T) {
 }
 
 func TestNewRefuses(t *testing.T) {
+	t.Parallel()
 	for _, tc := range [][3]string{
 		{"ftp://host/api/x/", "a", "k"}, {"host/api/x/", "a", "k"}, {"http://", "a", "k"},
 		{"http://h/api/x/", "", "k"}, {"http://h/api/x/", "a", ""},
@@ -236,6 +240,7 @@ func TestNewRefuses(t *testing.T) {
 }
 
 func TestRetryAfterHeader(t *testing.T) {
+	t.Parallel()
 	for h, want := range map[string]time.Duration{
 		"": 0, "2": 2 * time.Second, "-1": 0, "soon": 0, "3600": time.Hour,
 		time.Now().Add(-time.Hour).UTC().Format(http.TimeFormat): 0,
@@ -269,6 +274,7 @@ func renewals(next func(id int64) int64) http.HandlerFunc {
 }
 
 func TestCurrentStops(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	// A service with its own error numbers: "orderId is failed." ends the chain.
 	srv := newFaultServer(t, renewals(func(id int64) int64 {
@@ -302,6 +308,7 @@ func TestCurrentStops(t *testing.T) {
 // The wait the service asked for travels with the error, for the caller to
 // tell its user; without a Retry-After it is 0.
 func TestRetryAfterInError(t *testing.T) {
+	t.Parallel()
 	for header, want := range map[string]time.Duration{"900": 15 * time.Minute, "": 0} {
 		srv := newFaultServer(t, jsonAnswer(429, `{"error_message":"Error(140) rate limit is exceeded."}`, "Retry-After", header))
 		c, _ := newTestClient(t, srv.URL, WithRetries(0))
@@ -315,6 +322,7 @@ func TestRetryAfterInError(t *testing.T) {
 
 // A chain that names an order the service does not find says which one.
 func TestCurrentMissingNext(t *testing.T) {
+	t.Parallel()
 	srv := newFaultServer(t, func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Action  string `json:"action"`

@@ -26,6 +26,7 @@ func load(t *testing.T, name string) *client.Order {
 func num(v int64) client.Int { return client.Int{Value: v, Valid: true} }
 
 func TestDecodeFull(t *testing.T) {
+	t.Parallel()
 	o := load(t, "order_full.json")
 	c := o.Certificate
 	checks := []struct {
@@ -63,6 +64,7 @@ func TestDecodeFull(t *testing.T) {
 }
 
 func TestDecodeMinimal(t *testing.T) {
+	t.Parallel()
 	o := load(t, "order_minimal.json")
 	c := o.Certificate
 	if o.IsRenewed || o.WasRenewedByOrderID.Valid {
@@ -80,6 +82,7 @@ func TestDecodeMinimal(t *testing.T) {
 }
 
 func TestDecodeOdd(t *testing.T) {
+	t.Parallel()
 	o := load(t, "order_odd.json")
 	c := o.Certificate
 	if want := []string{"odd.example.com", "www.odd.example.com"}; !reflect.DeepEqual([]string(c.DNSNames), want) {
@@ -98,6 +101,7 @@ func TestDecodeOdd(t *testing.T) {
 }
 
 func TestDecodeRefuses(t *testing.T) {
+	t.Parallel()
 	for _, doc := range []string{
 		`{"OrderId": 1, "certificate": {"receipt_id": "12a"}}`,
 		`{"OrderId": 1, "certificate": {"receipt_id": true}}`,
@@ -114,6 +118,7 @@ func TestDecodeRefuses(t *testing.T) {
 
 // Int and Time write back what they read.
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	o := load(t, "order_full.json")
 	b, err := json.Marshal(struct {
 		A client.Int  `json:"a"`

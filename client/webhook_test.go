@@ -56,6 +56,7 @@ func clockAt(t time.Time) client.WebhookOption {
 const renewedBody = `{"type":"order.renewed","timestamp":"2026-11-21T09:59:58.25Z","data":{"order_id":10001,"renewed_order_id":10002}}`
 
 func TestVerifyWebhookFromReference(t *testing.T) {
+	t.Parallel()
 	secret := newSecret(t)
 	h := signed(t, "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", sent, renewedBody, secret)
 	ev, err := client.VerifyWebhook(secret, h, []byte(renewedBody), clockAt(sent.Add(time.Second)))
@@ -88,6 +89,7 @@ func TestVerifyWebhookFromReference(t *testing.T) {
 }
 
 func TestVerifyWebhookHelpers(t *testing.T) {
+	t.Parallel()
 	secret := newSecret(t)
 	verify := func(body string) *client.WebhookEvent {
 		t.Helper()
@@ -124,6 +126,7 @@ func TestVerifyWebhookHelpers(t *testing.T) {
 }
 
 func TestVerifyWebhookRefusals(t *testing.T) {
+	t.Parallel()
 	secret, other := newSecret(t), newSecret(t)
 	good := signed(t, "msg_1", sent, renewedBody, secret)
 	with := func(name, value string) http.Header {
@@ -202,6 +205,7 @@ func TestVerifyWebhookRefusals(t *testing.T) {
 // During a rotation both signatures are sent; a receiver holding either
 // secret accepts the webhook, one holding neither refuses it.
 func TestVerifyWebhookRotation(t *testing.T) {
+	t.Parallel()
 	oldSecret, newSecret_, third := newSecret(t), newSecret(t), newSecret(t)
 	h := signed(t, "msg_1", sent, renewedBody, newSecret_, oldSecret)
 	if sigs := strings.Fields(h.Get("webhook-signature")); len(sigs) != 2 {

@@ -16,6 +16,7 @@ import (
 // limits, on one fake clock: over four simulated minutes both the 5-second
 // and the 3-minute windows fill, and no request may break either.
 func TestLimiterKeepsInsideDocumentedLimits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, digicerttest.Options{}) // default limits on both sides
 	id := changeAt(t, e.sim, start.Add(-time.Hour))
 	ctx := context.Background()
@@ -47,6 +48,7 @@ func TestLimiterKeepsInsideDocumentedLimits(t *testing.T) {
 // TestSimulatorCatchesAnUnlimitedClient shows the check above can fail: a
 // client without a limiter breaks the 5-second limit at once.
 func TestSimulatorCatchesAnUnlimitedClient(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, digicerttest.Options{}, digicert.WithLimits(), digicert.WithRetry(1, time.Second, time.Second))
 	id := changeAt(t, e.sim, start.Add(-time.Hour))
 	var refused int
@@ -65,6 +67,7 @@ func TestSimulatorCatchesAnUnlimitedClient(t *testing.T) {
 // scaled-down limits. The client keeps to 80% of the simulator's limits:
 // on a busy machine a request may leave later than the limiter let it.
 func TestLimiterInRealTime(t *testing.T) {
+	t.Parallel()
 	simLimits := []digicert.Limit{{Requests: 20, Per: 200 * time.Millisecond}, {Requests: 60, Per: time.Second}}
 	sim := digicerttest.NewServer(digicerttest.Options{APIKey: testKey, Limits: simLimits})
 	ts := httptest.NewServer(sim)
@@ -109,6 +112,7 @@ func TestLimiterInRealTime(t *testing.T) {
 }
 
 func TestLimitsAreChecked(t *testing.T) {
+	t.Parallel()
 	for _, l := range []digicert.Limit{{Requests: 0, Per: time.Second}, {Requests: 5, Per: 0}} {
 		if _, err := digicert.New(digicert.DefaultURL, "k", digicert.WithLimits(l)); err == nil {
 			t.Errorf("limit %v accepted", l)

@@ -110,6 +110,7 @@ const wantIssued = `{"OrderId":4410021,"certificate":{"id":8830077,` +
 	`"api_key":{"name":"inventory automation","key_type":"api_key"}}`
 
 func TestSpecOrder(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		raw     []byte
@@ -250,6 +251,7 @@ func checkMemberSafe(t *testing.T, got []byte) {
 }
 
 func TestSpecOrderRejectsNothingToMap(t *testing.T) {
+	t.Parallel()
 	for _, o := range []*digicert.Order{nil, {}, {Raw: []byte(`[1]`)}, {Raw: []byte(`{"id":0,"certificate":{}}`)}} {
 		if _, err := digicert.SpecOrder(o); !errors.Is(err, digicert.ErrUnmappable) {
 			t.Errorf("SpecOrder(%v) err = %v, want ErrUnmappable", o, err)
@@ -261,6 +263,7 @@ func TestSpecOrderRejectsNothingToMap(t *testing.T) {
 // orders of every status map and are member-safe, pending ones without
 // certificate dates, and the renewal relation matches the simulator's.
 func TestSpecOrderSimulatedDataset(t *testing.T) {
+	t.Parallel()
 	sim := digicerttest.NewServer(digicerttest.Options{APIKey: "k",
 		Clock: digicerttest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))})
 	g, err := sim.Generate(400, 7)

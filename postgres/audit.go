@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/auditseg"
 )
 
 // AppendAudit adds entries to the audit trail as one segment, and when
@@ -15,7 +16,7 @@ func (s *Store) AppendAudit(ctx context.Context, entries []certorder.AuditEntry)
 	if len(entries) == 0 {
 		return nil
 	}
-	seg, oldest, newest := certorder.EncodeAuditSegment(entries)
+	seg, oldest, newest := auditseg.Encode(entries)
 	return s.wrap("append audit", s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO audit_segments (first_at, last_at, entries, data) VALUES ($1, $2, $3, $4)`,
 			oldest.UnixMicro(), newest.UnixMicro(), len(entries), seg); err != nil {
@@ -62,9 +63,9 @@ func (s *Store) Audit(ctx context.Context, q certorder.AuditQuery) ([]certorder.
 	if err != nil {
 		return nil, s.wrap("audit", err)
 	}
-	rows, _ = s.pool.Query(ctx, `SELECT data FROM audit_segments WHERE last_at >= $1 ORDER BY id`, certorder.CeilMicro(q.Since))
+	rows, _ = s.pool.Query(ctx, `SELECT data FROM audit_segments WHERE last_at >= $1 ORDER BY id`, auditseg.CeilMicro(q.Since))
 	defer rows.Close()
-	es, err := certorder.AuditSegments(q, legacy, certorder.SegmentData(rows))
+	es, err := auditseg.Query(q, legacy, auditseg.Data(rows))
 	return es, s.wrap("audit", err)
 }
 
@@ -78,7 +79,7 @@ func (s *Store) PruneAudit(ctx context.Context, before time.Time) (int64, error)
 			return err
 		}
 		n = tag.RowsAffected()
-		cut := certorder.CeilMicro(before)
+		cut := auditseg.CeilMicro(before)
 		var whole int64
 		if err := tx.QueryRow(ctx, `WITH gone AS (DELETE FROM audit_segments WHERE last_at < $1 RETURNING entries)
 			SELECT COALESCE(SUM(entries), 0) FROM gone`, cut).Scan(&whole); err != nil {
@@ -99,12 +100,12 @@ func (s *Store) PruneAudit(ctx context.Context, before time.Time) (int64, error)
 			return err
 		}
 		for _, sg := range straddling {
-			kept, dropped, err := certorder.PruneAuditSegment(sg.data, before)
+			kept, dropped, err := auditseg.Prune(sg.data, before)
 			if err != nil {
 				return err
 			}
 			n += int64(dropped)
-			oldest, _, err := certorder.AuditSegmentBounds(kept)
+			oldest, _, err := auditseg.Bounds(kept)
 			if err != nil {
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/export"
 )
 
 // Restore loads an export into the empty store, in one transaction.
@@ -33,7 +34,7 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record,
 			rows = rows[:0]
 			return err
 		}
-		err := certorder.Restorer{
+		err := export.Restorer{
 			Member: func(m *certorder.Member) (int64, error) {
 				var id int64
 				err := tx.QueryRow(ctx, `INSERT INTO members (name, disabled, created_at, self_service_keys_off)

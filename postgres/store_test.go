@@ -16,6 +16,7 @@ import (
 )
 
 func TestStore(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T) certorder.Store {
 		s, err := postgres.Open(context.Background(), testdb.Postgres(t))
 		if err != nil {
@@ -28,6 +29,7 @@ func TestStore(t *testing.T) {
 // Several instances starting at once on an empty database: the advisory
 // lock lets one migrate and the others find the schema done.
 func TestConcurrentMigrations(t *testing.T) {
+	t.Parallel()
 	dsn := testdb.Postgres(t)
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
@@ -53,6 +55,7 @@ func TestConcurrentMigrations(t *testing.T) {
 }
 
 func TestBadDSN(t *testing.T) {
+	t.Parallel()
 	if _, err := postgres.Open(context.Background(), "postgres://u:secretpw@127.0.0.1:1/x?connect_timeout=1"); err == nil {
 		t.Fatal("opened a database nobody serves")
 	} else if want := "secretpw"; strings.Contains(err.Error(), want) {
@@ -62,6 +65,7 @@ func TestBadDSN(t *testing.T) {
 
 // Audit rows written before segments are still read and pruned.
 func TestLegacyAudit(t *testing.T) {
+	t.Parallel()
 	dsn := testdb.Postgres(t)
 	s, err := postgres.Open(context.Background(), dsn)
 	if err != nil {
@@ -81,6 +85,7 @@ func TestLegacyAudit(t *testing.T) {
 }
 
 func TestCache(t *testing.T) {
+	t.Parallel()
 	dsn := testdb.Postgres(t)
 	open := func() certorder.Store {
 		s, err := postgres.Open(context.Background(), dsn)
@@ -97,6 +102,7 @@ func TestCache(t *testing.T) {
 // change made meanwhile is seen, AwaitInstances does not wait in vain, and
 // the cache is back once the connection is.
 func TestCacheListenerDown(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dsn := testdb.Postgres(t)
 	open := func() *postgres.Store {

@@ -94,16 +94,6 @@ func (s *Store) FindEndpoint(ctx context.Context, id int64) (certorder.Endpoint,
 	return e, s.wrap("find endpoint", err)
 }
 
-// SetEndpointEnabled enables or disables an endpoint.
-func (s *Store) SetEndpointEnabled(ctx context.Context, id int64, enabled bool, reason string) error {
-	if enabled {
-		reason = ""
-	}
-	tag, err := s.pool.Exec(ctx, `UPDATE webhook_endpoints SET enabled = $1, disabled_reason = $2,
-		failing_since = CASE WHEN $1 THEN NULL ELSE failing_since END WHERE id = $3`, enabled, reason, id)
-	return s.wrap("set endpoint", oneRow(tag, err, fmt.Sprintf("endpoint %d", id)))
-}
-
 // RotateSecret gives an endpoint a new secret; the old one stays valid until previousUntil.
 func (s *Store) RotateSecret(ctx context.Context, id int64, secret string, previousUntil time.Time) error {
 	tag, err := s.pool.Exec(ctx, `UPDATE webhook_endpoints SET previous_secret = secret, previous_expires = $1,
@@ -130,30 +120,8 @@ func scanDelivery(row pgx.Row, more ...any) (certorder.Delivery, error) {
 	return d, err
 }
 
-// Deliveries lists an endpoint's latest deliveries.
-func (s *Store) Deliveries(ctx context.Context, endpointID int64, limit int) ([]certorder.Delivery, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d
-		WHERE d.endpoint_id = $1 ORDER BY d.id DESC LIMIT $2`, endpointID, limit)
-	ds, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.Delivery, error) { return scanDelivery(row) })
-	return ds, s.wrap("list deliveries", err)
-}
-
 const insertDelivery = `INSERT INTO webhook_deliveries (endpoint_id, event_type, msg_id, body, state, next_attempt, created_at)
 	VALUES ($1, $2, $3, $4, 'pending', now(), now())`
-
-// QueueDelivery queues a message to one endpoint.
-func (s *Store) QueueDelivery(ctx context.Context, endpointID int64, eventType, msgID string, body []byte) (int64, error) {
-	var id int64
-	err := s.pool.QueryRow(ctx, insertDelivery+` RETURNING id`, endpointID, eventType, msgID, body).Scan(&id)
-	return id, s.wrap("queue delivery", err)
-}
-
-// Redeliver queues a delivery again at once.
-func (s *Store) Redeliver(ctx context.Context, deliveryID int64) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_attempt = now()
-		WHERE id = $1`, deliveryID)
-	return s.wrap("redeliver", oneRow(tag, err, fmt.Sprintf("delivery %d", deliveryID)))
-}
 
 // FanOut queues the deliveries of events not yet fanned out. FOR UPDATE
 // SKIP LOCKED lets instances share the work without taking one event twice.

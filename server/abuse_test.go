@@ -31,6 +31,7 @@ import (
 // several addresses, never take the places of requests being answered:
 // normal clients keep getting their answers.
 func TestSlowBodies(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testdb.SQLite(t), server.Config{Limits: server.Limits{
 		MaxInFlight: 8, MaxPerIP: 8, BodyTimeout: 3 * time.Second}})
 	host := strings.TrimPrefix(strings.TrimSuffix(f.url, "/api/digicert/"), "http://")
@@ -92,6 +93,7 @@ func TestSlowBodies(t *testing.T) {
 // A slow body is cut at the body deadline with 408; one address cannot
 // hold more than MaxPerIP requests open.
 func TestBodyDeadlineAndPerIP(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testdb.SQLite(t), server.Config{Limits: server.Limits{MaxPerIP: 2, BodyTimeout: 300 * time.Millisecond}})
 	host := strings.TrimPrefix(strings.TrimSuffix(f.url, "/api/digicert/"), "http://")
 	open := func() net.Conn {
@@ -129,6 +131,7 @@ func TestBodyDeadlineAndPerIP(t *testing.T) {
 // few counted entries in the audit trail, and real traffic beside it loses
 // none of its own.
 func TestAuditFlood(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	f := newFixture(t, testdb.SQLite(t), server.Config{AuditRetention: time.Hour, Metrics: reg,
 		Limits: server.Limits{IPRate: 5, IPBurst: 10, TrustedProxies: loopback}})
@@ -183,6 +186,7 @@ func TestAuditFlood(t *testing.T) {
 // A key sent in the wrong field is not written in plaintext: not in the
 // audit trail, not in the access log.
 func TestKeyInWrongField(t *testing.T) {
+	t.Parallel()
 	var log bytes.Buffer
 	var mu sync.Mutex
 	f := newFixture(t, testdb.SQLite(t), server.Config{AuditRetention: time.Hour,
@@ -222,6 +226,7 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 // never a redirect, an empty body or the web page. A declared length over
 // the limit is refused before the body is read.
 func TestAPIPaths(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testdb.SQLite(t), server.Config{Web: true})
 	base := strings.TrimSuffix(f.url, "/api/digicert/")
 	host := strings.TrimPrefix(base, "http://")
@@ -297,6 +302,7 @@ func TestForeignOrderCostsNothing(t *testing.T) {
 // entries, not one each (the review saw 11.3k rows in 10 s from 3,000
 // addresses); their counts add up to the requests refused.
 func TestAuditWrongKeysAggregated(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testdb.SQLite(t), server.Config{AuditRetention: time.Hour,
 		Limits: server.Limits{TrustedProxies: loopback}})
 	wrong := body("AccessName", `"alice"`, "AccessKey", q(f.aliceKey+"x"), "action", `"OrderInfo"`, "orderId", "1001")

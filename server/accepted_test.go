@@ -8,8 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/client"
+	"github.com/certorder/certorder/internal/importfile"
+	"github.com/certorder/certorder/internal/ordertest"
 	"github.com/certorder/certorder/server"
 )
 
@@ -17,15 +18,16 @@ import (
 // documents in every variation the schema allows, imported, then fetched
 // with the client over HTTP and shown on the web page.
 func TestAcceptedOrdersReadEverywhere(t *testing.T) {
+	t.Parallel()
 	f, base := webFixture(t, server.Config{})
 	r := rand.New(rand.NewPCG(3, 4))
 	const n = 150
 	var docs []string
 	for i := range n {
-		docs = append(docs, string(certorder.RandomDocument(r, int64(50001+i))))
+		docs = append(docs, string(ordertest.RandomDocument(r, int64(50001+i))))
 	}
 	if _, err := f.store.ImportOrders(context.Background(), "alice",
-		certorder.DecodeOrders(strings.NewReader("["+strings.Join(docs, ",")+"]"))); err != nil {
+		importfile.Decode(strings.NewReader("["+strings.Join(docs, ",")+"]"))); err != nil {
 		t.Fatal(err)
 	}
 	c, err := client.New(f.url, "alice", f.aliceKey)

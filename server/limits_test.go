@@ -59,6 +59,7 @@ func (f *fixture) postFrom(t *testing.T, ip, body string) (int, string, http.Hea
 var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
 
 func TestIPRateLimit(t *testing.T) {
+	t.Parallel()
 	clk := &clock{t: today}
 	f := newFixture(t, testdb.SQLite(t), server.Config{Now: clk.Now,
 		Limits: server.Limits{IPRate: 1, IPBurst: 2, TrustedProxies: loopback}})
@@ -82,6 +83,7 @@ func TestIPRateLimit(t *testing.T) {
 }
 
 func TestMemberRateLimit(t *testing.T) {
+	t.Parallel()
 	clk := &clock{t: today}
 	f := newFixture(t, testdb.SQLite(t), server.Config{Now: clk.Now,
 		Limits: server.Limits{MemberRate: 0.5, MemberBurst: 3, TrustedProxies: loopback}})
@@ -107,6 +109,7 @@ func TestMemberRateLimit(t *testing.T) {
 }
 
 func TestAuthLockout(t *testing.T) {
+	t.Parallel()
 	clk := &clock{t: today}
 	f := newFixture(t, testdb.SQLite(t), server.Config{Now: clk.Now, Limits: server.Limits{
 		AuthFailures: 3, AuthFailuresPerIP: 5, AuthFailWindow: time.Minute, AuthLockout: 5 * time.Minute, TrustedProxies: loopback}})
@@ -185,6 +188,7 @@ func (s blockingStore) FindCredential(ctx context.Context, id string, order int6
 }
 
 func TestMaxInFlight(t *testing.T) {
+	t.Parallel()
 	base := newFixture(t, testdb.SQLite(t), server.Config{})
 	bs := blockingStore{Store: base.store, entered: make(chan struct{}, 1), release: make(chan struct{})}
 	h, err := server.New(bs, server.Config{CASegment: "digicert", Limits: server.Limits{MaxInFlight: 1}})
@@ -211,6 +215,7 @@ func TestMaxInFlight(t *testing.T) {
 }
 
 func TestClientIPFromTrustedProxyOnly(t *testing.T) {
+	t.Parallel()
 	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
 	clk := &clock{t: today}
 	for _, tc := range []struct {
@@ -246,6 +251,7 @@ func TestClientIPFromTrustedProxyOnly(t *testing.T) {
 }
 
 func TestMetricsAndHealth(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	f := newFixture(t, testdb.SQLite(t), server.Config{Metrics: reg})
 	f.post(t, f.alice("Auth"))
@@ -303,6 +309,7 @@ func counter(t *testing.T, reg *prometheus.Registry, name string, labels ...stri
 }
 
 func TestAuditTrail(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dsn string) {
 		clk := &clock{t: today}
 		f := newFixture(t, dsn, server.Config{Now: clk.Now, AuditRetention: 24 * time.Hour})
@@ -333,6 +340,7 @@ func TestAuditTrail(t *testing.T) {
 // The per-address limits count an IPv6 client by its /64: fresh addresses
 // of one /64 share one bucket; another /64 has its own.
 func TestIPv6LimitsBySlash64(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testdb.SQLite(t), server.Config{Limits: server.Limits{IPRate: 0.001, IPBurst: 2, TrustedProxies: loopback}})
 	for i, ip := range []string{"2001:db8:1:2::1", "2001:db8:1:2:ffff::2"} {
 		if status, _, _ := f.postFrom(t, ip, f.alice("Auth")); status != 200 {
@@ -353,6 +361,7 @@ func TestIPv6LimitsBySlash64(t *testing.T) {
 // The endpoint answers only at its literal path: an escaped slash or
 // letter is another path, answered 102, not as if decoded.
 func TestEscapedEndpointPath(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testdb.SQLite(t), server.Config{})
 	base := strings.TrimSuffix(f.url, "/api/digicert/")
 	for _, p := range []string{"/api%2Fdigicert%2F", "/api/digicert%2F", "/api/%64igicert/", "/api%2fdigicert"} {

@@ -137,6 +137,7 @@ func checkOnly(t *testing.T, what string, o *outcomes) (ok, unavailable int) {
 // answer is a 200 or a 503 Error(150), never a 500, and the service
 // recovers by itself.
 func TestPostgresConnectionsTerminated(t *testing.T) {
+	t.Parallel()
 	dsn := testdb.Postgres(t)
 	app := "certorder-term-" + randomHex()
 	url, body := pgServer(t, dsn, app)
@@ -167,6 +168,7 @@ func TestPostgresConnectionsTerminated(t *testing.T) {
 // The database refuses connections: every answer is a 503 Error(150);
 // once it accepts them again, the service answers again by itself.
 func TestPostgresRefusesConnections(t *testing.T) {
+	t.Parallel()
 	testdb.Postgres(t) // skips without PostgreSQL, fails under CI
 	conn := admin(t)
 	ctx := context.Background()

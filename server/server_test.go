@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/importfile"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/stores"
@@ -78,7 +79,7 @@ func newFixture(t testing.TB, dsn string, cfg server.Config) *fixture {
 		t.Fatal(err)
 	}
 	defer file.Close()
-	if _, err := s.ImportOrders(ctx, "alice", certorder.DecodeOrders(file)); err != nil {
+	if _, err := s.ImportOrders(ctx, "alice", importfile.Decode(file)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.RecordRenewal(ctx, 1002, 1003); err != nil {
@@ -154,6 +155,7 @@ func (f *fixture) alice(action string, more ...string) string {
 }
 
 func TestActions(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dsn string) {
 		f := newFixture(t, dsn, server.Config{})
 		for _, tc := range []struct {
@@ -180,6 +182,7 @@ func TestActions(t *testing.T) {
 }
 
 func TestOrderInfoFidelity(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dsn string) {
 		f := newFixture(t, dsn, server.Config{})
 		raw, err := os.ReadFile("testdata/orders.json")
@@ -271,6 +274,7 @@ const (
 )
 
 func TestBadRequests(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dsn string) {
 		f := newFixture(t, dsn, server.Config{})
 		creds := func(name, key string) []string {
@@ -361,6 +365,7 @@ func TestBadRequests(t *testing.T) {
 
 // Another member's order and a missing one look the same, byte for byte.
 func TestNoExistenceOracle(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dsn string) {
 		f := newFixture(t, dsn, server.Config{})
 		for _, action := range []string{"OrderInfo", "RenewCheck"} {
@@ -379,6 +384,7 @@ func TestNoExistenceOracle(t *testing.T) {
 }
 
 func TestRefusedOnTheNextRequest(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dsn string) {
 		f := newFixture(t, dsn, server.Config{})
 		ctx := context.Background()
@@ -407,6 +413,7 @@ func TestRefusedOnTheNextRequest(t *testing.T) {
 }
 
 func TestErrorsAs200(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testdb.SQLite(t), server.Config{ErrorsAs200: true, CASegment: "sectigo"})
 	status, got := f.post(t, f.alice("OrderInfo", "orderId", "2001"))
 	if status != http.StatusOK || got != `{"error_message":"Error(131) orderId is failed."}` {
@@ -418,6 +425,7 @@ func TestErrorsAs200(t *testing.T) {
 }
 
 func TestBadSegment(t *testing.T) {
+	t.Parallel()
 	for _, seg := range []string{"", "a/b", "..", "{x}", "a b"} {
 		if _, err := server.New(nil, server.Config{CASegment: seg}); err == nil {
 			t.Errorf("segment %q accepted", seg)
@@ -427,6 +435,7 @@ func TestBadSegment(t *testing.T) {
 
 // The key's text is nowhere in the database, the WAL or the log.
 func TestKeyNotStored(t *testing.T) {
+	t.Parallel()
 	var log bytes.Buffer
 	f := newFixture(t, testdb.SQLite(t), server.Config{Logger: slogTo(&log)})
 	f.post(t, f.alice("Auth"))
@@ -455,6 +464,7 @@ func slogTo(w io.Writer) *slog.Logger { return slog.New(slog.NewJSONHandler(w, n
 
 // A store that fails answers with the internal or unavailable error, never a trace.
 func TestStoreFailure(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		err    error
 		want   string

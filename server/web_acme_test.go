@@ -13,6 +13,7 @@ import (
 // The order page shows the ACME directory URL for the newest order of its
 // chain when the operator set a template, and nothing when not.
 func TestWebACMEURL(t *testing.T) {
+	t.Parallel()
 	const tmpl = "https://one.digicert.com/mpki/api/v1/acme/v2/directory?action=renew&orderId={orderId}"
 	f, base := webFixture(t, server.Config{ACMEURLTemplate: tmpl})
 	ctx := context.Background()

@@ -53,6 +53,7 @@ func keyIDOf(t *testing.T, text string) string {
 // it, revokes the old one; every change is in the audit trail with the
 // member and the IP.
 func TestWebKeys(t *testing.T) {
+	t.Parallel()
 	clk := &clock{t: today}
 	f, base := webFixture(t, server.Config{Now: clk.Now, AuditRetention: time.Hour})
 	ctx := context.Background()
@@ -163,6 +164,7 @@ func TestWebKeys(t *testing.T) {
 
 // Revoking the key the session signed in with ends the session.
 func TestWebRevokeOwnKey(t *testing.T) {
+	t.Parallel()
 	f, base := webFixture(t, server.Config{})
 	b := newBrowser(t, base, nil)
 	b.signIn("alice", f.aliceKey)
@@ -190,6 +192,7 @@ func TestWebRevokeOwnKey(t *testing.T) {
 // The operator turns self-service keys off, for everyone or for one member:
 // the keys are listed, and no change is accepted.
 func TestWebKeysOff(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		global bool
@@ -228,6 +231,7 @@ func TestWebKeysOff(t *testing.T) {
 
 // A member holds at most MaxActiveKeys active keys.
 func TestWebKeysLimit(t *testing.T) {
+	t.Parallel()
 	f, base := webFixture(t, server.Config{})
 	b := newBrowser(t, base, nil)
 	b.signIn("alice", f.aliceKey)
@@ -246,6 +250,7 @@ func TestWebKeysLimit(t *testing.T) {
 // or a plain-HTTP attacker cannot plant them; a planted cookie without the
 // prefix is not read.
 func TestWebHostCookies(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testdb.SQLite(t), server.Config{})
 	h, err := server.New(f.store, server.Config{CASegment: "digicert", Web: true, Now: func() time.Time { return today }})
 	if err != nil {
@@ -280,6 +285,7 @@ func TestWebHostCookies(t *testing.T) {
 // A browser's cross-origin POST is refused before any form is read, even
 // with a valid token: login CSRF and key changes from another site.
 func TestWebCrossOrigin(t *testing.T) {
+	t.Parallel()
 	f, base := webFixture(t, server.Config{})
 	b := newBrowser(t, base, headerTransport{"Sec-Fetch-Site": "cross-site"})
 	form := b.get("/signin") // a GET is safe: allowed
@@ -307,6 +313,7 @@ func TestWebCrossOrigin(t *testing.T) {
 // with its cache on (PostgreSQL): the page returns only once every live
 // instance has applied the revocation.
 func TestWebRevokeAcrossCachingInstances(t *testing.T) {
+	t.Parallel()
 	dsn := testdb.Postgres(t)
 	ctx := context.Background()
 	f := newFixture(t, dsn, server.Config{Web: true})
@@ -362,6 +369,7 @@ func TestWebRevokeAcrossCachingInstances(t *testing.T) {
 // and MaxEndpoints endpoints, on both stores (before, the count and the
 // insert were two steps: 161 keys against a cap of 20 on PostgreSQL).
 func TestWebCapsUnderParallelRequests(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dsn string) {
 		f := newFixture(t, dsn, server.Config{Web: true, PrivateWebhooks: true})
 		base := strings.TrimSuffix(f.url, "/api/digicert/")

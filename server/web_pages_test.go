@@ -21,6 +21,7 @@ import (
 // each bar a link, today marked, the renewal window shaded, expired and
 // expiring said in words; 50 to a page.
 func TestWebTimeline(t *testing.T) {
+	t.Parallel()
 	feb10 := time.Date(2026, 2, 10, 9, 0, 0, 0, time.UTC)
 	f, base := webFixture(t, server.Config{Now: func() time.Time { return feb10 }})
 	docs := []string{storetest.OrderJSON(1010, 0, "2026-03-01"), storetest.OrderJSON(1011, 0, "2020-01-01"),
@@ -104,6 +105,7 @@ func readCSV(t *testing.T, p page) [][]string {
 // The CSV holds the list's columns with its filter, every page of it,
 // and nothing a spreadsheet would run.
 func TestWebCSV(t *testing.T) {
+	t.Parallel()
 	feb10 := time.Date(2026, 2, 10, 9, 0, 0, 0, time.UTC)
 	f, base := webFixture(t, server.Config{Now: func() time.Time { return feb10 }})
 	evil := strings.Replace(storetest.OrderJSON(1020, 0, "2026-03-01"), `"common_name":"host1020.example.com"`,
@@ -173,6 +175,7 @@ var htmlLang = regexp.MustCompile(`<html lang="([a-z]+)">`)
 // The page follows Accept-Language, the switch is remembered, and the
 // API's texts stay as the spec writes them.
 func TestWebLanguages(t *testing.T) {
+	t.Parallel()
 	f, base := webFixture(t, server.Config{})
 	for _, tc := range []struct{ accept, lang, heading string }{
 		{"", "en", "<h1>Sign in</h1>"},
@@ -240,6 +243,7 @@ func TestWebLanguages(t *testing.T) {
 // Every page answers in both languages without a missing string (a
 // missing one fails the page with 500).
 func TestWebEveryPageInEveryLanguage(t *testing.T) {
+	t.Parallel()
 	f, base := webFixture(t, server.Config{})
 	for _, lang := range []string{"en", "ja"} {
 		b := newBrowser(t, base, headerTransport{"Accept-Language": lang})
@@ -271,6 +275,7 @@ func TestWebEveryPageInEveryLanguage(t *testing.T) {
 // leading = + - @: after leading spaces or line breaks, and the full-width
 // and small forms.
 func TestWebCSVFormulaVariants(t *testing.T) {
+	t.Parallel()
 	f, base := webFixture(t, server.Config{})
 	names := []string{" =1+1", "\n=1+1", "\u3000=1+1", "＝1+1", "＋1+1", "－1+1", "＠SUM(1)", "﹦1+1", "\t1", "plain", "a=b"}
 	var docs []string

@@ -68,6 +68,7 @@ func holdImport(t *testing.T, store certorder.Store) (release func()) {
 // import holds its transaction open: on SQLite, sessions are in a file of
 // their own.
 func TestWebSignInDuringImport(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dsn string) {
 		f := newFixture(t, dsn, server.Config{Web: true})
 		base := strings.TrimSuffix(f.url, "/api/digicert/")

@@ -92,6 +92,7 @@ func webFixture(t *testing.T, cfg server.Config) (*fixture, string) {
 }
 
 func TestWebSignedOut(t *testing.T) {
+	t.Parallel()
 	_, base := webFixture(t, server.Config{})
 	b := newBrowser(t, base, nil)
 	for _, path := range []string{"/", "/orders", "/orders/1001"} {
@@ -141,6 +142,7 @@ func TestWebSignedOut(t *testing.T) {
 }
 
 func TestWebSignInAndPages(t *testing.T) {
+	t.Parallel()
 	feb10 := time.Date(2026, 2, 10, 9, 0, 0, 0, time.UTC) // order 1002 ends within 30 days, but it was renewed
 	f, base := webFixture(t, server.Config{Now: func() time.Time { return feb10 }})
 	// Two orders nobody renewed: one ending within 30 days, one long expired.
@@ -256,6 +258,7 @@ func TestWebSignInAndPages(t *testing.T) {
 }
 
 func TestWebRefusals(t *testing.T) {
+	t.Parallel()
 	f, base := webFixture(t, server.Config{})
 	b := newBrowser(t, base, nil)
 	// One message and status for every wrong credential.
@@ -279,6 +282,7 @@ func TestWebRefusals(t *testing.T) {
 }
 
 func TestWebSessionEnds(t *testing.T) {
+	t.Parallel()
 	clk := &clock{t: today}
 	f, base := webFixture(t, server.Config{Now: clk.Now})
 	b := newBrowser(t, base, nil)
@@ -309,6 +313,7 @@ func TestWebSessionEnds(t *testing.T) {
 
 // A session opened on one instance is valid on another sharing the store.
 func TestWebSessionAcrossInstances(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dsn string) {
 		f := newFixture(t, dsn, server.Config{Web: true})
 		other, err := server.New(f.store, server.Config{CASegment: "digicert", Web: true, Now: func() time.Time { return today }})
@@ -330,6 +335,7 @@ func TestWebSessionAcrossInstances(t *testing.T) {
 }
 
 func TestWebThrottled(t *testing.T) {
+	t.Parallel()
 	clk := &clock{t: today}
 	f, base := webFixture(t, server.Config{Now: clk.Now, Limits: server.Limits{AuthFailures: 2, AuthFailWindow: time.Minute, AuthLockout: time.Minute}})
 	b := newBrowser(t, base, nil)
@@ -350,6 +356,7 @@ func TestWebThrottled(t *testing.T) {
 }
 
 func TestWebPagination(t *testing.T) {
+	t.Parallel()
 	f, base := webFixture(t, server.Config{})
 	var docs []string
 	for i := range 30 {
@@ -372,6 +379,7 @@ func TestWebPagination(t *testing.T) {
 
 // Under TLS the cookie is Secure and HSTS is on.
 func TestWebTLS(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testdb.SQLite(t), server.Config{})
 	h, err := server.New(f.store, server.Config{CASegment: "digicert", Web: true, Now: func() time.Time { return today }})
 	if err != nil {
@@ -390,6 +398,7 @@ func TestWebTLS(t *testing.T) {
 // Behind a trusted TLS-terminating proxy the cookie is Secure; a peer that
 // is not trusted cannot claim TLS.
 func TestWebSecureBehindProxy(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		trusted []netip.Prefix
 		secure  bool
@@ -420,6 +429,7 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // timeline and the CSV; in both languages. OrderInfo answers what was
 // stored and nothing more.
 func TestWebPendingOrders(t *testing.T) {
+	t.Parallel()
 	feb10 := time.Date(2026, 2, 10, 9, 0, 0, 0, time.UTC)
 	f, base := webFixture(t, server.Config{Now: func() time.Time { return feb10 }})
 	if _, err := f.store.ImportOrders(context.Background(), "alice", storetest.Orders(t,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/auditseg"
 )
 
 // AppendAudit adds entries to the audit trail as one segment, and when
@@ -15,7 +16,7 @@ func (s *Store) AppendAudit(ctx context.Context, entries []certorder.AuditEntry)
 	if len(entries) == 0 {
 		return nil
 	}
-	seg, oldest, newest := certorder.EncodeAuditSegment(entries)
+	seg, oldest, newest := auditseg.Encode(entries)
 	return s.wrap("append audit", inTx(ctx, s.audit, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO audit_segments (first_at, last_at, entries, data) VALUES (?, ?, ?, ?)`,
 			oldest.UnixMicro(), newest.UnixMicro(), len(entries), seg); err != nil {
@@ -56,12 +57,12 @@ func (s *Store) Audit(ctx context.Context, q certorder.AuditQuery) ([]certorder.
 	if err != nil {
 		return nil, s.wrap("audit", err)
 	}
-	rows, err := s.audit.QueryContext(ctx, `SELECT data FROM audit_segments WHERE last_at >= ? ORDER BY id`, certorder.CeilMicro(q.Since))
+	rows, err := s.audit.QueryContext(ctx, `SELECT data FROM audit_segments WHERE last_at >= ? ORDER BY id`, auditseg.CeilMicro(q.Since))
 	if err != nil {
 		return nil, s.wrap("audit", err)
 	}
 	defer rows.Close()
-	es, err := certorder.AuditSegments(q, legacy, certorder.SegmentData(rows))
+	es, err := auditseg.Query(q, legacy, auditseg.Data(rows))
 	return es, s.wrap("audit", err)
 }
 
@@ -103,7 +104,7 @@ func (s *Store) PruneAudit(ctx context.Context, before time.Time) (int64, error)
 		if n, err = res.RowsAffected(); err != nil {
 			return err
 		}
-		cut := certorder.CeilMicro(before)
+		cut := auditseg.CeilMicro(before)
 		var whole int64
 		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(entries), 0) FROM audit_segments WHERE last_at < ?`, cut).
 			Scan(&whole); err != nil {
@@ -118,12 +119,12 @@ func (s *Store) PruneAudit(ctx context.Context, before time.Time) (int64, error)
 			return err
 		}
 		for _, sg := range straddling {
-			kept, dropped, err := certorder.PruneAuditSegment(sg.data, before)
+			kept, dropped, err := auditseg.Prune(sg.data, before)
 			if err != nil {
 				return err
 			}
 			n += int64(dropped)
-			oldest, _, err := certorder.AuditSegmentBounds(kept)
+			oldest, _, err := auditseg.Bounds(kept)
 			if err != nil {
 				return err
 			}

@@ -18,6 +18,7 @@ import (
 // import committed before it began, and each import whole or not at all;
 // it opens as a store, with its audit trail.
 func TestBackupWhileWriting(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	live := filepath.Join(dir, "live.db")
@@ -158,6 +159,7 @@ func TestBackupWhileWriting(t *testing.T) {
 
 // Without the audit trail, the backup has none beside it.
 func TestBackupWithoutAudit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	s, err := sqlite.Open(ctx, filepath.Join(dir, "live.db"))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/export"
 )
 
 // Restore loads an export into the empty store, in one transaction.
@@ -44,7 +45,7 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record,
 			rows = rows[:0]
 			return err
 		}
-		err = certorder.Restorer{
+		err = export.Restorer{
 			Member: func(m *certorder.Member) (int64, error) {
 				res, err := tx.ExecContext(ctx, `INSERT INTO members (name, disabled, created_at, self_service_keys_off) VALUES (?, ?, ?, ?)`,
 					m.Name, m.Disabled, stampOrNow(m.CreatedAt), m.SelfServiceKeysOff)

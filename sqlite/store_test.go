@@ -8,11 +8,14 @@ import (
 	"testing"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/export"
+	"github.com/certorder/certorder/internal/importfile"
 	"github.com/certorder/certorder/sqlite"
 	"github.com/certorder/certorder/storetest"
 )
 
 func TestStore(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T) certorder.Store {
 		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "test.db"))
 		if err != nil {
@@ -23,6 +26,7 @@ func TestStore(t *testing.T) {
 }
 
 func TestReopenKeepsData(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "test.db")
 	s, err := sqlite.Open(ctx, path)
@@ -45,6 +49,7 @@ func TestReopenKeepsData(t *testing.T) {
 }
 
 func TestBadPath(t *testing.T) {
+	t.Parallel()
 	for _, p := range []string{"", "a?b", filepath.Join(t.TempDir(), "no", "such", "dir", "x.db")} {
 		if s, err := sqlite.Open(context.Background(), p); err == nil {
 			s.Close()
@@ -79,7 +84,7 @@ func BenchmarkImport(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		if _, err := s.ImportOrders(context.Background(), "alice", certorder.DecodeOrders(strings.NewReader(data))); err != nil {
+		if _, err := s.ImportOrders(context.Background(), "alice", importfile.Decode(strings.NewReader(data))); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()
@@ -90,6 +95,7 @@ func BenchmarkImport(b *testing.B) {
 
 // Audit rows written before segments are still read and pruned.
 func TestLegacyAudit(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "test.db")
 	s, err := sqlite.Open(context.Background(), path)
 	if err != nil {
@@ -110,6 +116,7 @@ func TestLegacyAudit(t *testing.T) {
 }
 
 func TestCache(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "test.db")
 	open := func() certorder.Store {
 		s, err := sqlite.Open(context.Background(), path)
@@ -140,8 +147,8 @@ func BenchmarkRestore(b *testing.B) {
 	if _, err := src.ImportOrders(ctx, "alice", storetest.Orders(b, docs...)); err != nil {
 		b.Fatal(err)
 	}
-	var export strings.Builder
-	if err := certorder.Export(ctx, src, &export); err != nil {
+	var dump strings.Builder
+	if err := export.Write(ctx, src, &dump); err != nil {
 		b.Fatal(err)
 	}
 	for b.Loop() {
@@ -151,7 +158,7 @@ func BenchmarkRestore(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		if err := dst.Restore(ctx, certorder.ReadExport(strings.NewReader(export.String()))); err != nil {
+		if err := dst.Restore(ctx, export.Read(strings.NewReader(dump.String()))); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()

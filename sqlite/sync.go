@@ -102,34 +102,16 @@ func (s *Store) KnownOrders(ctx context.Context, ids []int64) (map[int64]certord
 	return known, s.wrap("known orders", rows.Err())
 }
 
-// errDryRun rolls back a dry run's transaction.
-var errDryRun = errors.New("dry run")
-
-// ApplyUpstream stores a batch of upstream orders in one transaction.
-func (s *Store) ApplyUpstream(ctx context.Context, orders []certorder.UpstreamOrder, dry *certorder.SyncDryRun) (certorder.SyncResult, error) {
-	var res certorder.SyncResult
-	err := inTx(ctx, s.write, func(tx *sql.Tx) error {
+// InSyncTx runs fn in one write transaction (see certorder.SyncStore).
+func (s *Store) InSyncTx(ctx context.Context, fn func(certorder.SyncTx) error) error {
+	return s.wrap("sync transaction", inTx(ctx, s.write, func(tx *sql.Tx) error {
 		ot, err := newOrderTx(ctx, tx)
 		if err != nil {
 			return err
 		}
 		defer ot.close()
-		var stx certorder.SyncTx = &syncTx{orderTx: ot}
-		if dry != nil {
-			stx = dry.Tx(stx)
-		}
-		if res, err = certorder.ApplyUpstream(ctx, stx, orders); err != nil {
-			return err
-		}
-		if dry != nil {
-			return errDryRun
-		}
-		return nil
-	})
-	if errors.Is(err, errDryRun) {
-		err = nil
-	}
-	return res, s.wrap("apply upstream orders", err)
+		return fn(&syncTx{orderTx: ot})
+	}))
 }
 
 // syncTx is certorder.SyncTx on a transaction. The batches are small (a

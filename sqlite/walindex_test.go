@@ -9,6 +9,7 @@ import (
 // The WAL-index header changes with every commit, from this store or
 // another, and reads the same while nothing is committed.
 func TestWALIndexGeneration(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "test.db")
 	s, err := Open(ctx, path)

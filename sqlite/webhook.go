@@ -111,16 +111,6 @@ func (s *Store) FindEndpoint(ctx context.Context, id int64) (certorder.Endpoint,
 	return e, s.wrap("find endpoint", err)
 }
 
-// SetEndpointEnabled enables or disables an endpoint.
-func (s *Store) SetEndpointEnabled(ctx context.Context, id int64, enabled bool, reason string) error {
-	if enabled {
-		reason = ""
-	}
-	res, err := s.write.ExecContext(ctx, `UPDATE webhook_endpoints SET enabled = ?, disabled_reason = ?,
-		failing_since = CASE WHEN ? THEN NULL ELSE failing_since END WHERE id = ?`, enabled, reason, enabled, id)
-	return s.wrap("set endpoint", oneRow(res, err, fmt.Sprintf("endpoint %d", id)))
-}
-
 // RotateSecret gives an endpoint a new secret; the old one stays valid until previousUntil.
 func (s *Store) RotateSecret(ctx context.Context, id int64, secret string, previousUntil time.Time) error {
 	res, err := s.write.ExecContext(ctx, `UPDATE webhook_endpoints SET previous_secret = secret, previous_expires = ?,
@@ -148,45 +138,8 @@ func scanDelivery(row interface{ Scan(...any) error }, more ...any) (certorder.D
 	return d, err
 }
 
-// Deliveries lists an endpoint's latest deliveries.
-func (s *Store) Deliveries(ctx context.Context, endpointID int64, limit int) ([]certorder.Delivery, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d
-		WHERE d.endpoint_id = ? ORDER BY d.id DESC LIMIT ?`, endpointID, limit)
-	if err != nil {
-		return nil, s.wrap("list deliveries", err)
-	}
-	defer rows.Close()
-	var ds []certorder.Delivery
-	for rows.Next() {
-		d, err := scanDelivery(rows)
-		if err != nil {
-			return nil, s.wrap("list deliveries", err)
-		}
-		ds = append(ds, d)
-	}
-	return ds, s.wrap("list deliveries", rows.Err())
-}
-
 const insertDelivery = `INSERT INTO webhook_deliveries (endpoint_id, event_type, msg_id, body, state, next_attempt, created_at)
 	VALUES (?, ?, ?, ?, 'pending', ?, ?)`
-
-// QueueDelivery queues a message to one endpoint.
-func (s *Store) QueueDelivery(ctx context.Context, endpointID int64, eventType, msgID string, body []byte) (int64, error) {
-	stamp := now()
-	res, err := s.write.ExecContext(ctx, insertDelivery, endpointID, eventType, msgID, body, stamp, stamp)
-	if err != nil {
-		return 0, s.wrap("queue delivery", err)
-	}
-	id, err := res.LastInsertId()
-	return id, s.wrap("queue delivery", err)
-}
-
-// Redeliver queues a delivery again at once.
-func (s *Store) Redeliver(ctx context.Context, deliveryID int64) error {
-	res, err := s.write.ExecContext(ctx, `UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_attempt = ?
-		WHERE id = ?`, now(), deliveryID)
-	return s.wrap("redeliver", oneRow(res, err, fmt.Sprintf("delivery %d", deliveryID)))
-}
 
 // FanOut queues the deliveries of events not yet fanned out. SQLite has one
 // writer, so the transaction alone keeps two workers from taking one event.

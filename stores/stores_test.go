@@ -17,6 +17,7 @@ import (
 
 // OpenExisting refuses what is not a store, names it, and creates nothing.
 func TestOpenExistingSQLite(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	foreign := filepath.Join(dir, "foreign.db") // a SQLite file of something else
@@ -75,6 +76,7 @@ func TestOpenExistingSQLite(t *testing.T) {
 }
 
 func TestOpenExistingPostgres(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dsn := testdb.Postgres(t) // an empty schema of its own
 	if s, err := stores.OpenExisting(ctx, dsn); err == nil {

@@ -41,9 +41,9 @@ func testMemberWebhooks(t *testing.T, s certorder.Store) {
 		_, err := s.QueueMemberDelivery(ctx, alice.ID, id, "webhook.test", "msg_x", []byte(`{}`))
 		wantErr(t, err, certorder.ErrNotFound)
 	}
-	theirDelivery, err := s.QueueDelivery(ctx, theirs.ID, "webhook.test", "msg_theirs", []byte(`{}`))
+	theirDelivery, err := s.QueueMemberDelivery(ctx, theirs.MemberID, theirs.ID, "webhook.test", "msg_theirs", []byte(`{}`))
 	must(t, err)
-	if ds, err := s.Deliveries(ctx, theirs.ID, 10); err != nil || len(ds) != 1 || ds[0].MsgID != "msg_theirs" {
+	if ds, err := s.MemberDeliveries(ctx, theirs.MemberID, theirs.ID, 10); err != nil || len(ds) != 1 || ds[0].MsgID != "msg_theirs" {
 		t.Fatalf("bob's deliveries after alice's refused test messages: %+v %v", ds, err)
 	}
 

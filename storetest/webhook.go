@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/export"
 )
 
 // events fans out what is pending and returns, per endpoint, the deliveries
@@ -87,7 +88,7 @@ func testWebhooks(t *testing.T, open func(t *testing.T) certorder.Store) {
 	}
 
 	// A finished attempt; a retry due later; the endpoint's failure state.
-	ds, err := s.Deliveries(ctx, all.ID, 10)
+	ds, err := s.MemberDeliveries(ctx, all.MemberID, all.ID, 10)
 	must(t, err)
 	if len(ds) != 2 || ds[0].State != certorder.DeliveryPending || ds[0].MsgID == "" {
 		t.Fatalf("Deliveries = %+v", ds)
@@ -98,7 +99,7 @@ func testWebhooks(t *testing.T, open func(t *testing.T) certorder.Store) {
 		NextAttempt: at.Add(time.Hour)}))
 	must(t, s.FinishAttempt(ctx, certorder.Attempt{DeliveryID: ds[1].ID, EndpointID: all.ID, At: at, Status: 200,
 		Class: "delivered", State: certorder.DeliveryDelivered, Success: true}))
-	ds, err = s.Deliveries(ctx, all.ID, 10)
+	ds, err = s.MemberDeliveries(ctx, all.MemberID, all.ID, 10)
 	must(t, err)
 	if ds[0].Attempts != 1 || ds[0].LastStatus != 503 || ds[0].LastLatency != 1500*time.Microsecond || ds[0].LastError != "busy" ||
 		!ds[0].NextAttempt.Equal(at.Add(time.Hour)) || ds[1].State != certorder.DeliveryDelivered || !ds[1].LastAttempt.Equal(at) {
@@ -109,14 +110,14 @@ func testWebhooks(t *testing.T, open func(t *testing.T) certorder.Store) {
 	if !ep.LastSuccess.Equal(at) || !ep.FailingSince.IsZero() {
 		t.Fatalf("endpoint after a success: %+v", ep)
 	}
-	rd, err := s.Deliveries(ctx, renewals.ID, 10)
+	rd, err := s.MemberDeliveries(ctx, renewals.MemberID, renewals.ID, 10)
 	must(t, err)
 	must(t, s.FinishAttempt(ctx, certorder.Attempt{DeliveryID: rd[0].ID, EndpointID: renewals.ID, At: at, Status: 204,
 		Class: "delivered", State: certorder.DeliveryDelivered, Success: true}))
 	if due, err := s.ClaimDeliveries(ctx, certorder.Claim{At: at.Add(30 * time.Minute), Lease: time.Minute, Limit: 10}); err != nil || len(due) != 0 {
 		t.Fatalf("claimed before it was due: %v %v", due, err)
 	}
-	must(t, s.Redeliver(ctx, ds[1].ID))
+	must(t, s.RedeliverMemberDelivery(ctx, all.MemberID, all.ID, ds[1].ID))
 	due, err := s.ClaimDeliveries(ctx, certorder.Claim{At: time.Now().Add(time.Second), Lease: time.Minute, Limit: 10})
 	must(t, err)
 	if len(due) != 1 || due[0].MsgID != ds[1].MsgID || due[0].Endpoint == nil || due[0].Endpoint.URL != all.URL ||
@@ -137,7 +138,7 @@ func testWebhooks(t *testing.T, open func(t *testing.T) certorder.Store) {
 	if got := fanOut(t, s); len(got[all.ID]) != 0 || len(got[renewals.ID]) != 0 {
 		t.Fatalf("deliveries to a disabled endpoint or of an unwanted type: %v", got)
 	}
-	must(t, s.SetEndpointEnabled(ctx, all.ID, true, ""))
+	must(t, s.SetMemberEndpointEnabled(ctx, all.MemberID, all.ID, true, ""))
 	must(t, s.RotateSecret(ctx, all.ID, "whsec_new", at.Add(24*time.Hour)))
 	ep, err = s.FindEndpoint(ctx, all.ID)
 	must(t, err)
@@ -145,9 +146,9 @@ func testWebhooks(t *testing.T, open func(t *testing.T) certorder.Store) {
 		!ep.PreviousExpires.Equal(at.Add(24*time.Hour)) {
 		t.Fatalf("after enable and rotate: %+v", ep)
 	}
-	id, err := s.QueueDelivery(ctx, bobs.ID, "webhook.test", "msg_test", []byte(`{"type":"webhook.test"}`))
+	id, err := s.QueueMemberDelivery(ctx, bobs.MemberID, bobs.ID, "webhook.test", "msg_test", []byte(`{"type":"webhook.test"}`))
 	must(t, err)
-	if ds, err := s.Deliveries(ctx, bobs.ID, 10); err != nil || len(ds) != 1 || ds[0].ID != id || ds[0].EventType != "webhook.test" {
+	if ds, err := s.MemberDeliveries(ctx, bobs.MemberID, bobs.ID, 10); err != nil || len(ds) != 1 || ds[0].ID != id || ds[0].EventType != "webhook.test" {
 		t.Fatalf("test delivery: %+v %v", ds, err)
 	}
 	must(t, s.DeleteEndpoint(ctx, bobs.ID))
@@ -181,9 +182,9 @@ func testWebhooks(t *testing.T, open func(t *testing.T) certorder.Store) {
 	}
 	// The CertCentral sync's writes emit the same events.
 	must(t, s.LinkContainer(ctx, "alice", 100))
-	_, err = s.ApplyUpstream(ctx, []certorder.UpstreamOrder{upstream(t, 50, 0, 100, "issued")}, nil)
+	_, err = certorder.ApplyBatch(ctx, s, []certorder.UpstreamOrder{upstream(t, 50, 0, 100, "issued")})
 	must(t, err)
-	_, err = s.ApplyUpstream(ctx, []certorder.UpstreamOrder{upstream(t, 51, 0, 100, "issued"), upstream(t, 50, 51, 100, "issued")}, nil)
+	_, err = certorder.ApplyBatch(ctx, s, []certorder.UpstreamOrder{upstream(t, 51, 0, 100, "issued"), upstream(t, 50, 51, 100, "issued")})
 	must(t, err)
 	if got := fanOut(t, s); !equalJSONLines(got[all.ID], []string{`order.renewed {"order_id":50,"renewed_order_id":51}`}) {
 		t.Fatalf("the sync's renewal: %v", got)
@@ -191,11 +192,11 @@ func testWebhooks(t *testing.T, open func(t *testing.T) certorder.Store) {
 	must(t, s.PruneWebhooks(ctx, time.Now().Add(time.Hour)))
 
 	// A restore inserts orders with their renewals: no event.
-	var export bytes.Buffer
-	must(t, certorder.Export(ctx, s, &export))
+	var dump bytes.Buffer
+	must(t, export.Write(ctx, s, &dump))
 	dst := open(t)
 	defer dst.Close()
-	must(t, dst.Restore(ctx, certorder.ReadExport(&export)))
+	must(t, dst.Restore(ctx, export.Read(&dump)))
 	_, err = dst.AddEndpoint(ctx, "alice", certorder.Endpoint{URL: "https://a.example/hook", Secret: "whsec_a"})
 	must(t, err)
 	if got := fanOut(t, dst); len(got) != 0 {

@@ -9,6 +9,7 @@ import (
 )
 
 func TestBackoffSchedule(t *testing.T) {
+	t.Parallel()
 	nominal := []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour,
 		5 * time.Hour, 10 * time.Hour, 14 * time.Hour, 20 * time.Hour, 24 * time.Hour}
 	if webhook.MaxAttempts != len(nominal)+1 {

@@ -59,6 +59,7 @@ func testClient(t *testing.T, timeout time.Duration) *http.Client {
 // both the reference library and client.VerifyWebhook accept, for each of
 // the two secrets of a rotation.
 func TestDeliverSignedHeaders(t *testing.T) {
+	t.Parallel()
 	oldSecret, oldKey := mustKey(t)
 	newSecret, newKey := mustKey(t)
 	refs := map[string]*standardwebhooks.Webhook{}
@@ -123,6 +124,7 @@ func TestDeliverSignedHeaders(t *testing.T) {
 
 // 503 is retried with the same webhook-id; 410 asks to disable the endpoint.
 func TestDeliverStatuses(t *testing.T) {
+	t.Parallel()
 	var rc recorder
 	var calls atomic.Int64
 	recv := startReceiver(t, func(w http.ResponseWriter, r *http.Request) {
@@ -172,6 +174,7 @@ func TestDeliverStatuses(t *testing.T) {
 
 // A receiver that never answers is cut at the client's timeout.
 func TestDeliverTimeout(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	defer close(release)
 	recv := startReceiver(t, func(w http.ResponseWriter, r *http.Request) {
@@ -207,6 +210,7 @@ func TestDeliverTimeout(t *testing.T) {
 // A 2xx is a delivery even if the receiver then stalls sending its body;
 // the stall is cut at the timeout.
 func TestDeliverStalledAnswerBody(t *testing.T) {
+	t.Parallel()
 	recv := startReceiver(t, func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ok, and")
 		w.(http.Flusher).Flush()
@@ -227,6 +231,7 @@ func TestDeliverStalledAnswerBody(t *testing.T) {
 
 // A redirect is reported, not followed.
 func TestDeliverRedirectNotFollowed(t *testing.T) {
+	t.Parallel()
 	var followed atomic.Int64
 	mux := http.NewServeMux()
 	mux.HandleFunc("/hook", func(w http.ResponseWriter, r *http.Request) {
@@ -246,6 +251,7 @@ func TestDeliverRedirectNotFollowed(t *testing.T) {
 // A huge answer is read only up to MaxAnswer, then the connection is closed:
 // the receiver cannot write it all.
 func TestDeliverHugeAnswer(t *testing.T) {
+	t.Parallel()
 	const total = 256 << 20
 	written := make(chan int64, 1)
 	recv := startReceiver(t, func(w http.ResponseWriter, r *http.Request) {
@@ -277,6 +283,7 @@ func TestDeliverHugeAnswer(t *testing.T) {
 }
 
 func TestDeliverConnectionFailures(t *testing.T) {
+	t.Parallel()
 	// A port nobody listens on: take one, then close it.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -317,6 +324,7 @@ func TestDeliverConnectionFailures(t *testing.T) {
 // What the caller got wrong is refused before any connection, and no error
 // quotes the URL's query (it may hold the receiver's token).
 func TestDeliverInvalid(t *testing.T) {
+	t.Parallel()
 	recv := startReceiver(t, ok)
 	hc := testClient(t, 5*time.Second)
 	_, key := mustKey(t)

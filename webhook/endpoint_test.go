@@ -9,6 +9,7 @@ import (
 )
 
 func TestNewEndpoint(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		url          string
 		types        []string

@@ -20,6 +20,7 @@ import (
 )
 
 func TestCheckURL(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		url          string
 		allowPrivate bool
@@ -136,6 +137,7 @@ func deliverTo(t *testing.T, hc *http.Client, url string) webhook.Result {
 // named by address or by a name the system resolver maps to loopback; with
 // AllowPrivate it is reached.
 func TestClientRefusesLoopback(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int64
 	recv := startTLSReceiver(t, func(w http.ResponseWriter, r *http.Request) { hits.Add(1); ok(w, r) })
 	guard := &noPublicDial{}
@@ -175,6 +177,7 @@ func TestClientRefusesLoopback(t *testing.T) {
 // 127.0.0.1: that dial is refused and nothing connects. The check is made
 // when dialling, not once when the URL is checked.
 func TestClientRefusesDNSRebinding(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int64
 	recv := startReceiver(t, func(w http.ResponseWriter, r *http.Request) { hits.Add(1); ok(w, r) })
 	public := netip.MustParseAddr("93.184.216.34")
@@ -227,6 +230,7 @@ func TestClientRefusesDNSRebinding(t *testing.T) {
 // A name answering both a public and a loopback address: each address is
 // judged as it is dialled.
 func TestClientChecksEveryAddress(t *testing.T) {
+	t.Parallel()
 	recv := startReceiver(t, ok)
 	guard := &noPublicDial{}
 	lookup := func(context.Context, string, string) ([]netip.Addr, error) {

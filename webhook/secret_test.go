@@ -15,6 +15,7 @@ import (
 )
 
 func TestNewSecret(t *testing.T) {
+	t.Parallel()
 	a, err := webhook.NewSecret()
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +40,7 @@ func TestNewSecret(t *testing.T) {
 }
 
 func TestParseSecretMalformed(t *testing.T) {
+	t.Parallel()
 	b64 := func(n int) string { return base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", n))) }
 	for _, tc := range []struct{ name, secret string }{
 		{"empty", ""},
@@ -91,6 +93,7 @@ func signedHeader(id string, ts time.Time, sig string) http.Header {
 
 // Sign is checked by the Standard Webhooks reference library, not by our own code.
 func TestSignVerifiedByReference(t *testing.T) {
+	t.Parallel()
 	secret, key := mustKey(t)
 	ref, err := standardwebhooks.NewWebhook(secret)
 	if err != nil {
@@ -127,6 +130,7 @@ func TestSignVerifiedByReference(t *testing.T) {
 }
 
 func TestSignRotation(t *testing.T) {
+	t.Parallel()
 	oldSecret, oldKey := mustKey(t)
 	newSecret, newKey := mustKey(t)
 	otherSecret, _ := mustKey(t)

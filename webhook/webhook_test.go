@@ -10,6 +10,7 @@ import (
 )
 
 func TestEventPayloads(t *testing.T) {
+	t.Parallel()
 	// A zone other than UTC: the payload is in UTC all the same.
 	ts := time.Date(2026, 11, 21, 11, 0, 0, 500_000_000, time.FixedZone("CET", 3600))
 	for _, tc := range []struct {
@@ -42,6 +43,7 @@ func TestEventPayloads(t *testing.T) {
 }
 
 func TestEventRefusesBadPayload(t *testing.T) {
+	t.Parallel()
 	for name, ev := range map[string]webhook.Event{
 		"empty type":      {Data: json.RawMessage(`{}`)},
 		"space in type":   {Type: "order renewed"},
@@ -56,6 +58,7 @@ func TestEventRefusesBadPayload(t *testing.T) {
 }
 
 func TestEventTypes(t *testing.T) {
+	t.Parallel()
 	want := []string{"order.renewed", "order.status_changed", "order.expiring"}
 	if got := webhook.EventTypes(); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("EventTypes = %v, want %v", got, want)
@@ -73,6 +76,7 @@ func TestEventTypes(t *testing.T) {
 }
 
 func TestMessageID(t *testing.T) {
+	t.Parallel()
 	seen := map[string]bool{}
 	for range 100 {
 		id := webhook.NewMessageID()

@@ -46,7 +46,7 @@ type Worker struct {
 
 // WorkerConfig is what a Worker needs.
 type WorkerConfig struct {
-	Store        certorder.WebhookStore
+	Store        certorder.WebhookOutbox
 	Client       *http.Client     // NewHTTPClient's; nil: NewHTTPClient(Options{})
 	Now          func() time.Time // nil: time.Now
 	Logger       *slog.Logger     // nil: none

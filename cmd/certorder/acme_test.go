@@ -44,8 +44,10 @@ func (u *acmeUser) GetPrivateKey() crypto.Signer           { return u.key }
 // Pebble behind the gate that plays DigiCert, with the directory URLs
 // "certorder acme-url" prints.
 func TestACMEWithLego(t *testing.T) {
-	t.Setenv("PEBBLE_VA_NOSLEEP", "1")
-	t.Setenv("PEBBLE_WFE_NONCEREJECT", "0") // Pebble refuses 5% of good nonces by default
+	if testing.Short() {
+		t.Skip("runs an ACME server and client: not with -short")
+	}
+	t.Parallel() // Pebble's settings are TestMain's (the environment is the process's)
 	legolog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	m, op, key := acmeChainsWithOperator(t)
 

@@ -57,6 +57,7 @@ func acmeChainsWithOperator(t *testing.T) (member, operator *cli, key string) {
 }
 
 func TestACMEURL(t *testing.T) {
+	t.Parallel()
 	m, key := acmeChains(t)
 	const dc = "https://one.digicert.com/mpki/api/v1/acme/v2/directory"
 	// A renewal file as Debian's certbot 2.1 wrote it in .ci/acme.sh, its
@@ -161,6 +162,7 @@ func TestACMEURL(t *testing.T) {
 // serve refuses an ACME URL template it could not use, from the flag or
 // the variable.
 func TestServeACMEURLTemplate(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t, testdb.SQLite(t))
 	for _, bad := range []string{"https://acme.example/directory?orderId=1", "http://acme.example/directory?orderId={orderId}"} {
 		if msg := c.fails(exitUsage, "serve", "--acme-url-template", bad); !strings.Contains(msg, "--acme-url-template") {

@@ -114,6 +114,10 @@ func timelineOrders(now time.Time) string {
 // receiver, views the timeline at desktop and phone widths, and switches
 // to Japanese, in headless Chromium; axe-core audits every page.
 func TestBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives a real browser: not with -short")
+	}
+	t.Parallel()
 	exe := chromium(t)
 	axe := axeSource(t)
 	out := artifacts(t)

@@ -24,6 +24,7 @@ func completeWords(t *testing.T, c *cli, typed ...string) []string {
 }
 
 func TestCompleteCandidates(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t, filepath.Join(t.TempDir(), "certorder.db"))
 	for _, tc := range []struct {
 		typed []string
@@ -76,6 +77,7 @@ func shell(t *testing.T, name string) string {
 
 // Each script, in its real shell, completes through the real binary.
 func TestCompletionScripts(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t) // named certorder, as the scripts expect
 	dir := t.TempDir()
 	path := filepath.Dir(bin) + string(os.PathListSeparator) + os.Getenv("PATH")

@@ -105,6 +105,7 @@ func known(exported map[string]bool, name string) bool {
 // Every expression of the Grafana dashboard, and every metric the alert
 // rules name, is one certorder exports.
 func TestDashboardAndRulesUseExportedMetrics(t *testing.T) {
+	t.Parallel()
 	exported := exportedMetrics(t)
 	for _, want := range []string{"certorder_requests_total", "certorder_sync_last_success_timestamp_seconds",
 		"certorder_webhook_queue_age_seconds", "go_goroutines", "process_resident_memory_bytes"} {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/importfile"
 )
 
 // demoMember is the member serve --demo creates.
@@ -43,7 +44,7 @@ func (e *env) seedDemo(ctx context.Context, store certorder.Store, base, endpoin
 	if err := store.AddKey(ctx, demoMember, key); err != nil {
 		return err
 	}
-	if _, err := store.ImportOrders(ctx, demoMember, certorder.DecodeOrders(bytes.NewReader(demoOrders(time.Now())))); err != nil {
+	if _, err := store.ImportOrders(ctx, demoMember, importfile.Decode(bytes.NewReader(demoOrders(time.Now())))); err != nil {
 		return err
 	}
 

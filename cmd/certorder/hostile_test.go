@@ -43,6 +43,7 @@ const fairnessBound = 3 * time.Second
 // member's event still arrives within fairnessBound (before the fix it
 // waited behind batches of 100 attempts of 10 s, 8 at a time).
 func TestWebhookFairness(t *testing.T) {
+	t.Parallel()
 	db := testdb.SQLite(t)
 	c := newStoreCLI(t, db)
 	c.ok("admin", "member", "add", "hog")
@@ -90,6 +91,7 @@ func TestWebhookFairness(t *testing.T) {
 // the fix an instance claimed 100 at once, sent 8 at a time (8.4 s), and
 // the other instance took the rest again when the lease ran out.
 func TestWebhookTwoInstancesSlowReceiver(t *testing.T) {
+	t.Parallel()
 	dsn := testdb.Postgres(t)
 	c := newStoreCLI(t, dsn)
 	const members, each = 4, 24
@@ -145,6 +147,7 @@ func TestWebhookTwoInstancesSlowReceiver(t *testing.T) {
 // --max-conns-per-ip (8 here) they are closed at once, and counted.
 // Before the cap, accept failed for everyone once the descriptors ran out.
 func TestConnsPerIP(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	p := startProcess(t, "prlimit", "--nofile=128:128", bin, "serve", "--addr", "127.0.0.1:0", "--db", testdb.SQLite(t),
 		"--webhooks=false", "--metrics-addr", "127.0.0.1:0", "--max-conns-per-ip", "8")
@@ -280,6 +283,7 @@ func allocatedBy(fn func()) uint64 {
 // human output of info, admin order list and admin order show --summary:
 // they are escaped; --json and show's JSON stay exact.
 func TestHumanOutputEscapesControls(t *testing.T) {
+	t.Parallel()
 	srv := newCLI(t, testdb.SQLite(t))
 	endpoint, stdout := startServe(t, srv, "--demo")
 	key := regexp.MustCompile(`AccessKey:\s+(\S+)`).FindStringSubmatch(stdout.String())[1]
@@ -321,6 +325,7 @@ func TestHumanOutputEscapesControls(t *testing.T) {
 // PostgreSQL the export is the same, and an event is delivered signed
 // with the secret the member was given before the move.
 func TestExportRestoreWebhookEndpoints(t *testing.T) {
+	t.Parallel()
 	pg := testdb.Postgres(t)
 	src := newStoreCLI(t, testdb.SQLite(t))
 	src.ok("admin", "member", "add", "alice")
@@ -359,6 +364,7 @@ func redactSecrets(s string) string {
 // clamped at ±106751 days, time.Duration's range), in the OrderInfo
 // answer admin order show prints.
 func TestDaysRemainingFarDates(t *testing.T) {
+	t.Parallel()
 	c := newStoreCLI(t, testdb.SQLite(t))
 	c.ok("admin", "member", "add", "alice")
 	for i, till := range []string{"9999-12-31", "0001-01-01"} {
@@ -390,6 +396,7 @@ func TestDaysRemainingFarDates(t *testing.T) {
 // request. Before, the LISTEN error was shadowed and the cache served
 // stale answers.
 func TestCacheOffWithoutListen(t *testing.T) {
+	t.Parallel()
 	dsn := testdb.Postgres(t)
 	c := newStoreCLI(t, dsn)
 	c.ok("admin", "member", "add", "alice")

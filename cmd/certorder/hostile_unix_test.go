@@ -24,6 +24,7 @@ const shmDMS = 128
 // (SQLITE_IOERR_IN_PAGE): 2 of 27,444 requests in 14 s with 12 admin
 // commands at a time (docs/OPERATIONS.md).
 func TestSQLiteSharedMemoryLockKept(t *testing.T) {
+	t.Parallel()
 	db := testdb.SQLite(t)
 	c := newStoreCLI(t, db)
 	c.ok("admin", "member", "add", "alice")

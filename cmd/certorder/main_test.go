@@ -68,7 +68,10 @@ func lastLine(s string) string {
 	return lines[len(lines)-1]
 }
 
-func TestAdminCommands(t *testing.T) { testdb.Each(t, testAdminCommands) }
+func TestAdminCommands(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, testAdminCommands)
+}
 
 func testAdminCommands(t *testing.T, dsn string) {
 	c := newCLI(t, dsn)
@@ -246,6 +249,7 @@ func startServeWith(t *testing.T, c *cli, stderr *syncBuffer, args ...string) (e
 
 // The demo prints credentials and curl commands that work, every time it runs.
 func TestServeDemo(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t, testdb.SQLite(t))
 	for run := 0; run < 2; run++ {
 		endpoint, stdout := startServe(t, c, "--demo")
@@ -277,6 +281,7 @@ func TestServeDemo(t *testing.T) {
 }
 
 func TestServeFlags(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t, testdb.SQLite(t))
 	c.fails(exitUsage, "serve", "--ca-segment", "a/b")
 	c.fails(exitUsage, "serve", "extra")

@@ -24,6 +24,7 @@ func memberCLI(t *testing.T) (*cli, string) {
 }
 
 func TestMemberCommands(t *testing.T) {
+	t.Parallel()
 	m, key := memberCLI(t)
 	if out := m.ok("auth"); out != "credentials accepted\n" {
 		t.Fatalf("auth: %q", out)

@@ -16,6 +16,7 @@ import (
 
 // admin member keys NAME on|off sets the member's self-service switch.
 func TestAdminMemberKeys(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dsn string) {
 		c := newStoreCLI(t, dsn)
 		c.ok("admin", "member", "add", "alice")
@@ -50,6 +51,7 @@ func TestAdminMemberKeys(t *testing.T) {
 // CERTORDER_MEMBER_KEYS=false (--member-keys=false) reaches the web page:
 // the keys page refuses changes.
 func TestServeMemberKeysOff(t *testing.T) {
+	t.Parallel()
 	c := newStoreCLI(t, testdb.SQLite(t))
 	c.ok("admin", "member", "add", "alice")
 	key := lastLine(c.ok("admin", "key", "create", "alice"))

@@ -37,6 +37,7 @@ func helpPaths() [][]string {
 // Every command and group answers -h, --help and help with its usage on
 // stdout and exit 0, and creates nothing while at it.
 func TestHelpEverywhere(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c := newCLI(t, filepath.Join(dir, "certorder.db"))
 	for _, path := range helpPaths() {
@@ -79,6 +80,7 @@ func TestHelpEverywhere(t *testing.T) {
 
 // The real process exits 0 on --help and 2 on an unknown command.
 func TestHelpExitCodes(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	for args, want := range map[string]int{"--help": 0, "admin member add --help": 0, "serve -h": 0, "frob": 2, "admin --db x": 2} {
 		cmd := exec.Command(bin, strings.Fields(args)...)
@@ -93,6 +95,7 @@ func TestHelpExitCodes(t *testing.T) {
 // A mistyped --db never creates a store: every command but migrate and
 // restore refuses, names the path, and says how to create a store.
 func TestMistypedDB(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	typo := filepath.Join(dir, "certordr.db")
 	c := newCLI(t, typo)
@@ -131,6 +134,7 @@ func TestMistypedDB(t *testing.T) {
 func (c *cli) adminCommandsForTest() []adminCommand { return (&env{}).adminCommands() }
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t, "")
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		if out := c.ok(args...); !regexp.MustCompile(`^certorder \S+ \(commit \S+.*, built \S+, go1\.`).MatchString(out) {
@@ -154,6 +158,7 @@ func TestVersion(t *testing.T) {
 // the copy holds what was committed before it began, and serve runs on it
 // with the same keys.
 func TestAdminBackupLive(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c := newCLI(t, filepath.Join(dir, "live.db"))
 	endpoint, stdout := startServe(t, c, "--demo", "--rate-limit", "0", "--ip-rate-limit", "0")
@@ -211,7 +216,12 @@ func TestAdminBackupLive(t *testing.T) {
 	mu.Lock()
 	before := append([]string(nil), added...)
 	mu.Unlock()
-	time.Sleep(600 * time.Millisecond) // serve writes the audit trail every 250 ms
+	// Until serve has written API calls to the audit trail (every 250 ms).
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if strings.Contains(c.ok("admin", "audit", "--limit", "0"), `"OrderInfo"  10003`) {
+			break
+		}
+	}
 	backup := filepath.Join(dir, "backup.db")
 	out, errOut, err := c.run("", "admin", "backup", backup, "--audit")
 	close(stop)
@@ -250,6 +260,7 @@ func TestAdminBackupLive(t *testing.T) {
 
 // The member commands say in words what went wrong, with the numbers.
 func TestMemberMessages(t *testing.T) {
+	t.Parallel()
 	srv := newCLI(t, testdb.SQLite(t))
 	endpoint, stdout := startServe(t, srv, "--demo", "--auth-fail-limit", "1", "--auth-lockout", "15m")
 	key := regexp.MustCompile(`AccessKey:\s+(\S+)`).FindStringSubmatch(stdout.String())[1]

@@ -64,6 +64,7 @@ func selfSigned(t *testing.T, dir string, serial int64) (certFile, keyFile strin
 
 // HTTPS, a certificate reloaded on SIGHUP, and the metrics listener.
 func TestServeTLSAndMetrics(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	certFile, keyFile, first := selfSigned(t, dir, 1)
 	c := newCLI(t, testdb.SQLite(t))
@@ -157,6 +158,7 @@ func TestServeTLSAndMetrics(t *testing.T) {
 // serving: the signal's default action would end the process, and the
 // test binary with it.
 func TestServeSIGHUPWithoutTLS(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t, testdb.SQLite(t))
 	endpoint, stdout, stderr := startServeLog(t, c, "--demo")
 	key := regexp.MustCompile(`AccessKey:\s+(\S+)`).FindStringSubmatch(stdout.String())[1]
@@ -195,13 +197,53 @@ func startServeLog(t *testing.T, c *cli, args ...string) (string, *syncBuffer, *
 }
 
 // buildBinary builds certorder for tests that need a real process.
+//
+// The binary is built once for every test of the run (linking it takes
+// seconds), in a directory of its own that TestMain removes; with -short
+// the tests that need it are skipped.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "certorder")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if testing.Short() {
+		t.Skip("builds and runs certorder as a process: not with -short")
 	}
-	return bin
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "certorder-test-bin-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.dir = dir
+		bin := filepath.Join(dir, "certorder")
+		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		built.bin = bin
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.bin
+}
+
+// built is the binary buildBinary made.
+var built struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+}
+
+func TestMain(m *testing.M) {
+	testdb.WaitBoundParallel() // these tests wait on processes, timers and the network
+	// For TestACMEWithLego's Pebble, the only reader: set here so that the
+	// test can run in parallel, which t.Setenv forbids.
+	os.Setenv("PEBBLE_VA_NOSLEEP", "1")
+	os.Setenv("PEBBLE_WFE_NONCEREJECT", "0") // Pebble refuses 5% of good nonces by default
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
 // process is "certorder serve" running as an OS process of its own.
@@ -258,6 +300,7 @@ func (p *process) waitFor(out *syncBuffer, re string) string {
 // the signal gets its 200, on keep-alive and new connections alike; the
 // server drains, stops accepting, finishes what it accepted, and exits 0.
 func TestGracefulShutdown(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	p := startProcess(t, bin, "serve", "--demo", "--addr", "127.0.0.1:0", "--db", testdb.SQLite(t),
 		"--log-format", "json", "--rate-limit", "0", "--ip-rate-limit", "0")
@@ -327,6 +370,7 @@ func TestGracefulShutdown(t *testing.T) {
 
 // A client that sends its headers slowly is cut off after --read-header-timeout.
 func TestReadHeaderTimeout(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t, testdb.SQLite(t))
 	endpoint, _ := startServe(t, c, "--read-header-timeout", "300ms")
 	u, err := url.Parse(endpoint)

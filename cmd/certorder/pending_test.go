@@ -20,7 +20,10 @@ import (
 // order.renewed webhook at link time. Its issuance upstream reaches members
 // after the sync after that, with order.status_changed pending -> issued.
 // A renewal canceled upstream ends its chain: `current` exits 7.
-func TestPendingRenewalThroughSync(t *testing.T) { testdb.Each(t, testPendingRenewalThroughSync) }
+func TestPendingRenewalThroughSync(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, testPendingRenewalThroughSync)
+}
 
 func testPendingRenewalThroughSync(t *testing.T, dsn string) {
 	u := newUpstream(t, digicerttest.Options{NoLimits: true})
@@ -158,6 +161,7 @@ func testPendingRenewalThroughSync(t *testing.T, dsn string) {
 // An order not issued yet is imported as it is; one whose status says it
 // was issued must have certificate.valid_till, and the message says which.
 func TestImportPendingOrder(t *testing.T) {
+	t.Parallel()
 	c := newStoreCLI(t, testdb.SQLite(t))
 	c.ok("admin", "member", "add", "alice")
 	pending := `{"OrderId":7,"certificate":{"common_name":"new.example.com","dns_names":["new.example.com"]},"status":"pending","date_created":"2026-11-20T10:00:00+00:00"}`

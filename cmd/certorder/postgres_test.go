@@ -39,6 +39,7 @@ func request(name, key, action, orderID string) string {
 // Moving between stores loses nothing: SQLite -> PostgreSQL -> SQLite, and
 // every export reads the same.
 func TestExportRestoreAcrossStores(t *testing.T) {
+	t.Parallel()
 	pg := testdb.Postgres(t)
 	src := newCLI(t, testdb.SQLite(t))
 	startServe(t, src, "--demo") // a member, a key, orders and renewals
@@ -73,6 +74,7 @@ func TestExportRestoreAcrossStores(t *testing.T) {
 // Two serve processes on one PostgreSQL: a key revoked or a member disabled
 // is refused by both on the next request, other changes are seen within moments.
 func TestTwoInstances(t *testing.T) {
+	t.Parallel()
 	dsn := testdb.Postgres(t)
 	admin := newCLI(t, dsn)
 	bin := buildBinary(t)
@@ -220,6 +222,7 @@ func (p *proxy) restore(blackhole bool) {
 // The database goes away: requests fail fast with the unavailable error
 // and HTTP 503, and the server recovers by itself when it is back.
 func TestDatabaseOutage(t *testing.T) {
+	t.Parallel()
 	dsn := testdb.Postgres(t)
 	u, err := url.Parse(dsn)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 )
 
 func TestRedactDSN(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{in: "./certorder.db", want: "./certorder.db"},
 		{in: "postgres://u:s3cret@db:5432/x?sslmode=require", want: "postgres://u:xxxxx@db:5432/x?sslmode=require"},
@@ -25,6 +26,7 @@ func TestRedactDSN(t *testing.T) {
 
 // Every option of serve is in docs/OPERATIONS.md, with its variable.
 func TestOptionsDocumented(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile("../../docs/OPERATIONS.md")
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 // Usage errors exit 2 and say what is wrong; failures of the machine exit 1
 // and name what failed. Through run(), as the shell sees them.
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, content string, mode os.FileMode) string {
 		p := filepath.Join(dir, name)

@@ -19,8 +19,8 @@ func (e *env) webhookAdd(fs *flag.FlagSet) adminFunc {
 	events := fs.String("events", "", "comma-separated event types ("+strings.Join(webhook.EventTypes(), ", ")+"); default all")
 	allowPrivate := fs.Bool("allow-private", false, "allow http and private, loopback or link-local addresses, as serve --webhook-allow-private (env CERTORDER_WEBHOOK_ALLOW_PRIVATE)")
 	return func(ctx context.Context, store certorder.Store, args []string) error {
-		if !*allowPrivate {
-			*allowPrivate, _ = strconv.ParseBool(e.getenv("CERTORDER_WEBHOOK_ALLOW_PRIVATE"))
+		if err := e.applyEnv(fs, map[string]string{"allow-private": "CERTORDER_WEBHOOK_ALLOW_PRIVATE"}); err != nil {
+			return err
 		}
 		ep, err := webhook.NewEndpoint(args[1], strings.Split(*events, ","), *allowPrivate)
 		if err != nil {
@@ -67,7 +67,7 @@ func (e *env) webhookList(ctx context.Context, store certorder.Store, args []str
 }
 
 // endpointArg is the endpoint an ID argument names.
-func endpointArg(ctx context.Context, store certorder.WebhookStore, s string) (certorder.Endpoint, error) {
+func endpointArg(ctx context.Context, store certorder.EndpointAdmin, s string) (certorder.Endpoint, error) {
 	id, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || id <= 0 {
 		return certorder.Endpoint{}, usageError("%q is not an endpoint ID (see admin webhook list)", s)

@@ -133,6 +133,7 @@ func webhookOrder(id int, status, validTill string) string {
 // verifies it; bob's endpoint never hears of alice's orders; a 503 is
 // retried with the same webhook-id and then no more; 410 disables.
 func TestWebhookEvents(t *testing.T) {
+	t.Parallel()
 	c := newStoreCLI(t, testdb.SQLite(t))
 	for _, m := range []string{"alice", "bob"} {
 		c.ok("admin", "member", "add", m)
@@ -216,6 +217,7 @@ func TestWebhookEvents(t *testing.T) {
 // Without --webhook-allow-private, an endpoint on loopback is never
 // connected to: the address is checked on every connection.
 func TestWebhookNoPrivateAddresses(t *testing.T) {
+	t.Parallel()
 	c := newStoreCLI(t, testdb.SQLite(t))
 	c.ok("admin", "member", "add", "alice")
 	rc := newReceiver(t)
@@ -241,6 +243,7 @@ func TestWebhookNoPrivateAddresses(t *testing.T) {
 // serve killed while a delivery is in flight: after a restart the event is
 // delivered, with the same webhook-id.
 func TestWebhookSurvivesKill(t *testing.T) {
+	t.Parallel()
 	db := testdb.SQLite(t)
 	c := newStoreCLI(t, db)
 	c.ok("admin", "member", "add", "alice")
@@ -291,6 +294,7 @@ func TestWebhookSurvivesKill(t *testing.T) {
 
 // Two serve instances on one PostgreSQL deliver every event exactly once.
 func TestWebhookTwoInstances(t *testing.T) {
+	t.Parallel()
 	dsn := testdb.Postgres(t)
 	c := newStoreCLI(t, dsn)
 	c.ok("admin", "member", "add", "alice")
@@ -324,5 +328,24 @@ func TestWebhookTwoInstances(t *testing.T) {
 	}
 	if len(got) != n || len(seen) != n || len(orderSeen) != n {
 		t.Fatalf("%d webhooks, %d distinct ids, %d distinct orders; want %d of each", len(got), len(seen), len(orderSeen), n)
+	}
+}
+
+// admin webhook add reads CERTORDER_WEBHOOK_ALLOW_PRIVATE as serve does
+// (applyEnv): true allows a loopback endpoint, a value that is not a
+// boolean is a usage error, and without it the address is refused.
+func TestWebhookAddAllowPrivateFromEnv(t *testing.T) {
+	t.Parallel()
+	c := newStoreCLI(t, testdb.SQLite(t))
+	c.ok("admin", "member", "add", "alice")
+	add := []string{"admin", "webhook", "add", "alice", "http://127.0.0.1:9/hook"}
+	c.fails(exitUsage, add...)
+	c.env["CERTORDER_WEBHOOK_ALLOW_PRIVATE"] = "maybe"
+	if msg := c.fails(exitUsage, add...); !strings.Contains(msg, "CERTORDER_WEBHOOK_ALLOW_PRIVATE") {
+		t.Errorf("a value that is not a boolean: %s", msg)
+	}
+	c.env["CERTORDER_WEBHOOK_ALLOW_PRIVATE"] = "true"
+	if out := c.ok(add...); !strings.Contains(out, "endpoint 1 added for member alice") {
+		t.Errorf("with the variable set: %s", out)
 	}
 }

@@ -82,6 +82,7 @@ func errorCode(t *testing.T, doc map[string]any) string {
 }
 
 func TestAuthAndRoutes(t *testing.T) {
+	t.Parallel()
 	s := newSim(t, digicerttest.Options{})
 	for _, k := range []string{"", "wrong"} {
 		status, doc := s.get(t, "order/certificate", nil, k)
@@ -106,6 +107,7 @@ func TestAuthAndRoutes(t *testing.T) {
 }
 
 func TestOrderLifecycle(t *testing.T) {
+	t.Parallel()
 	s := newSim(t, digicerttest.Options{})
 	s.AddContainer(5, "Science")
 	id, err := s.AddOrder(digicerttest.OrderSpec{ContainerID: 5, CommonName: "lab.example.edu"})
@@ -187,6 +189,7 @@ func TestOrderLifecycle(t *testing.T) {
 }
 
 func TestStatusChangeWindow(t *testing.T) {
+	t.Parallel()
 	s := newSim(t, digicerttest.Options{NoLimits: true})
 	tests := []struct {
 		q      url.Values
@@ -220,6 +223,7 @@ func TestStatusChangeWindow(t *testing.T) {
 
 // TestDateRangeReadsMountainTime: a change at 06:30 UTC is 00:30 MDT.
 func TestDateRangeReadsMountainTime(t *testing.T) {
+	t.Parallel()
 	s := newSim(t, digicerttest.Options{NoLimits: true})
 	id, _ := s.AddOrder(digicerttest.OrderSpec{Created: now.Add(-72 * time.Hour)})
 	if err := s.SetStatus(id, "rejected", time.Date(2026, 5, 30, 6, 30, 0, 0, time.UTC)); err != nil {
@@ -245,6 +249,7 @@ func TestDateRangeReadsMountainTime(t *testing.T) {
 }
 
 func TestRateLimitsRecorded(t *testing.T) {
+	t.Parallel()
 	s := newSim(t, digicerttest.Options{Limits: []digicert.Limit{{Requests: 3, Per: time.Second}}})
 	codes := []int{}
 	for range 5 {
@@ -275,6 +280,7 @@ func TestRateLimitsRecorded(t *testing.T) {
 }
 
 func TestInjectedFailures(t *testing.T) {
+	t.Parallel()
 	s := newSim(t, digicerttest.Options{})
 	s.FailNext(2, http.StatusTooManyRequests)
 	s.FailNext(1, http.StatusBadGateway)
@@ -297,6 +303,7 @@ func TestInjectedFailures(t *testing.T) {
 }
 
 func TestGenerateIsDeterministic(t *testing.T) {
+	t.Parallel()
 	render := func(seed int64) []byte {
 		s := newSim(t, digicerttest.Options{})
 		g, err := s.Generate(3000, seed)
@@ -326,6 +333,7 @@ func TestGenerateIsDeterministic(t *testing.T) {
 }
 
 func TestSlowAnswers(t *testing.T) {
+	t.Parallel()
 	s := newSim(t, digicerttest.Options{})
 	s.SetDelay(120 * time.Millisecond)
 	began := time.Now()

@@ -6,11 +6,15 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"flag"
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -70,9 +74,51 @@ func SQLite(t testing.TB) string {
 	return filepath.Join(t.TempDir(), "certorder.db")
 }
 
-// Each runs fn as a subtest on each backend, with the DSN of a fresh store.
-// The PostgreSQL subtest skips (or fails under CI=true) as Postgres says.
+// Each runs fn as a subtest on each backend, with the DSN of a fresh store;
+// the two run in parallel (fn must not share state between them). The
+// PostgreSQL subtest skips (or fails under CI=true) as Postgres says.
 func Each(t *testing.T, fn func(t *testing.T, dsn string)) {
-	t.Run("sqlite", func(t *testing.T) { fn(t, SQLite(t)) })
-	t.Run("postgres", func(t *testing.T) { fn(t, Postgres(t)) })
+	t.Run("sqlite", func(t *testing.T) { t.Parallel(); fn(t, SQLite(t)) })
+	t.Run("postgres", func(t *testing.T) { t.Parallel(); fn(t, Postgres(t)) })
+}
+
+// WaitBoundParallel raises -test.parallel to 8 (or GOMAXPROCS, if more)
+// unless the command line sets it: for a TestMain whose package's tests
+// mostly wait on processes, timers and the network rather than the CPU,
+// so that on a 2-core machine more than two of them wait at once. Call it
+// before m.Run.
+func WaitBoundParallel() {
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		flag.Set("test.parallel", strconv.Itoa(max(8, runtime.GOMAXPROCS(0))))
+	}
+}
+
+// serialSyncKey is the advisory lock SerialSync holds; no store uses it.
+const serialSyncKey int64 = 0x63657274_7465
+
+// SerialSync makes the test, when it runs on PostgreSQL (onPostgres), the only
+// one of every test process using CERTORDER_TEST_POSTGRES that may take a
+// store's sync lock, until it ends: that lock is an advisory lock of the
+// whole database, which every test's schema shares, so that two tests
+// syncing at once would find it taken. A test must not call it twice.
+func SerialSync(t testing.TB, onPostgres bool) {
+	t.Helper()
+	base := os.Getenv(EnvDSN)
+	if base == "" || !onPostgres {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("PostgreSQL at %s: %v", EnvDSN, err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", serialSyncKey); err != nil {
+		conn.Close(context.Background())
+		t.Fatalf("waiting for the other tests' syncs: %v", err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) }) // the session's end releases the lock
 }

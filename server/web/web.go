@@ -52,14 +52,7 @@ type Store interface {
 	RevokeMemberKey(ctx context.Context, memberID int64, id string) error
 	KeysLastUsed(ctx context.Context, keyIDs []string) (map[string]time.Time, error)
 
-	Endpoints(ctx context.Context, member string) ([]certorder.Endpoint, error)
-	AddMemberEndpoint(ctx context.Context, memberID int64, e certorder.Endpoint, max int) (certorder.Endpoint, error)
-	MemberEndpoint(ctx context.Context, memberID, id int64) (certorder.Endpoint, error)
-	SetMemberEndpointEnabled(ctx context.Context, memberID, id int64, enabled bool, reason string) error
-	DeleteMemberEndpoint(ctx context.Context, memberID, id int64) error
-	MemberDeliveries(ctx context.Context, memberID, endpointID int64, limit int) ([]certorder.Delivery, error)
-	QueueMemberDelivery(ctx context.Context, memberID, endpointID int64, eventType, msgID string, body []byte) (int64, error)
-	RedeliverMemberDelivery(ctx context.Context, memberID, endpointID, deliveryID int64) error
+	certorder.MemberWebhookStore
 }
 
 // Config is what New needs besides the store.

@@ -1,4 +1,4 @@
-package certorder_test
+package auditseg_test
 
 import (
 	"iter"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/auditseg"
 )
 
 func segments(segs ...[]byte) iter.Seq2[[]byte, error] {
@@ -29,11 +30,11 @@ func TestAuditSegmentRoundTrip(t *testing.T) {
 		{Time: base.Add(-time.Hour), Member: "cok_0123456789ab_secret", Action: "a\x00b\xffc", Outcome: 140, ClientIP: "2001:db8::1", Count: 5000},
 		{Time: time.Unix(0, 0), Member: strings.Repeat("é", 40), Action: strings.Repeat("x", 100), Outcome: 111},
 	}
-	seg, oldest, newest := certorder.EncodeAuditSegment(in)
+	seg, oldest, newest := auditseg.Encode(in)
 	if !oldest.Equal(time.Unix(0, 0)) || !newest.Equal(base.Truncate(time.Microsecond)) {
 		t.Fatalf("bounds %v, %v", oldest, newest)
 	}
-	got, err := certorder.DecodeAuditSegment(seg)
+	got, err := auditseg.Decode(seg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestAuditSegmentRoundTrip(t *testing.T) {
 	}
 	// Every prefix of a segment but the whole is refused, never a panic.
 	for n := range len(seg) {
-		if es, err := certorder.DecodeAuditSegment(seg[:n]); err == nil && n != 0 && len(es) == len(in) {
+		if es, err := auditseg.Decode(seg[:n]); err == nil && n != 0 && len(es) == len(in) {
 			t.Fatalf("a segment cut to %d bytes decodes whole", n)
 		}
 	}
@@ -67,13 +68,13 @@ func TestAuditSegmentsQuery(t *testing.T) {
 		{Time: at(1), Member: "alice", OrderID: 2},
 		{Time: at(1), Member: "bob", OrderID: 1},
 	}
-	seg1, _, _ := certorder.EncodeAuditSegment([]certorder.AuditEntry{
+	seg1, _, _ := auditseg.Encode([]certorder.AuditEntry{
 		{Time: at(3), Member: "alice", OrderID: 3}, {Time: at(1), Member: "alice", OrderID: 4}})
-	seg2, _, _ := certorder.EncodeAuditSegment([]certorder.AuditEntry{
+	seg2, _, _ := auditseg.Encode([]certorder.AuditEntry{
 		{Time: at(2), Member: "bob", OrderID: 5}, {Time: at(3), Member: "alice", OrderID: 6}})
 	ids := func(q certorder.AuditQuery) []int64 {
 		t.Helper()
-		es, err := certorder.AuditSegments(q, legacy, segments(seg1, seg2))
+		es, err := auditseg.Query(q, legacy, segments(seg1, seg2))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,27 +98,27 @@ func TestAuditSegmentsQuery(t *testing.T) {
 			t.Errorf("%+v: %v, want %v", tc.q, got, tc.want)
 		}
 	}
-	if _, err := certorder.AuditSegments(certorder.AuditQuery{}, nil, segments([]byte{9, 1, 2})); err == nil {
+	if _, err := auditseg.Query(certorder.AuditQuery{}, nil, segments([]byte{9, 1, 2})); err == nil {
 		t.Fatal("a segment of an unknown version was read")
 	}
 }
 
 func TestPruneAuditSegment(t *testing.T) {
 	base := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	seg, _, _ := certorder.EncodeAuditSegment([]certorder.AuditEntry{
+	seg, _, _ := auditseg.Encode([]certorder.AuditEntry{
 		{Time: base, OrderID: 1}, {Time: base.Add(-time.Second), OrderID: 2}, {Time: base.Add(time.Second), OrderID: 3}})
-	kept, dropped, err := certorder.PruneAuditSegment(seg, base)
+	kept, dropped, err := auditseg.Prune(seg, base)
 	if err != nil || dropped != 1 {
 		t.Fatalf("dropped %d, %v", dropped, err)
 	}
-	oldest, newest, err := certorder.AuditSegmentBounds(kept)
+	oldest, newest, err := auditseg.Bounds(kept)
 	if err != nil || !oldest.Equal(base) || !newest.Equal(base.Add(time.Second)) {
 		t.Fatalf("kept %v..%v, %v", oldest, newest, err)
 	}
-	if kept, dropped, _ := certorder.PruneAuditSegment(seg, base.Add(time.Hour)); kept != nil || dropped != 3 {
+	if kept, dropped, _ := auditseg.Prune(seg, base.Add(time.Hour)); kept != nil || dropped != 3 {
 		t.Fatalf("all old: kept %v, dropped %d", kept, dropped)
 	}
-	if got := certorder.CeilMicro(base.Add(1)); got != base.UnixMicro()+1 {
+	if got := auditseg.CeilMicro(base.Add(1)); got != base.UnixMicro()+1 {
 		t.Fatalf("CeilMicro = %d", got)
 	}
 }
@@ -130,7 +131,7 @@ func BenchmarkEncodeAuditSegment(b *testing.B) {
 			OrderID: int64(i + 100000), ClientIP: "192.0.2.7"}
 	}
 	for b.Loop() {
-		certorder.EncodeAuditSegment(es)
+		auditseg.Encode(es)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(es)), "ns/entry")
 }

@@ -1,17 +1,20 @@
-package certorder
+// Package inorder runs work on a few goroutines and hands the results on in
+// the order their inputs came: the import file and the export reader share
+// it. Standard library only.
+package inorder
 
 import (
 	"runtime"
 	"sync"
 )
 
-// inOrder runs work on what produce emits, on a few goroutines (as many as
+// Run runs work on what produce emits, on a few goroutines (as many as
 // there are CPUs, up to 4), and hands the results to consume in the order
 // produce emitted them, until consume returns false or all are consumed.
 // produce runs in a goroutine of its own and stops when emit returns
 // false. The reading of an import file and of an export share it: parsing
 // and checking each document is most of their work.
-func inOrder[In, Out any](produce func(emit func(In) bool), work func(In) Out, consume func(Out) bool) {
+func Run[In, Out any](produce func(emit func(In) bool), work func(In) Out, consume func(Out) bool) {
 	workers := min(4, max(1, runtime.GOMAXPROCS(0)))
 	in, out := make([]chan In, workers), make([]chan Out, workers)
 	done := make(chan struct{})

@@ -115,34 +115,63 @@ type ExpiringOrder struct {
 	Notified  []int // the thresholds (days) already told
 }
 
-// WebhookStore keeps endpoints, the outbox and the deliveries.
+// WebhookStore is every webhook role: endpoints as a member and as the
+// operator manage them, and the outbox.
 type WebhookStore interface {
-	// AddEndpoint stores a new endpoint of the named member; e.ID, MemberID,
-	// CreatedAt are filled in.
-	AddEndpoint(ctx context.Context, member string, e Endpoint) (Endpoint, error)
+	MemberWebhookStore
+	EndpointAdmin
+	WebhookOutbox
+}
+
+// MemberWebhookStore is what the member web page does with endpoints:
+// list them, and the member's own calls. Each of those is scoped to
+// memberID in the store's query, so that another member's endpoint or
+// delivery is ErrNotFound, exactly like a missing one, and no request of
+// one member can read or change another's. (An ID checked first and used
+// after would not do: SQLite may give a deleted endpoint's ID to the next
+// one.)
+type MemberWebhookStore interface {
+	// Endpoints lists a member's endpoints, oldest first.
+	Endpoints(ctx context.Context, member string) ([]Endpoint, error)
 	// AddMemberEndpoint is AddEndpoint for the member, unless it holds max
 	// endpoints already (ErrLimit), atomically as AddMemberKey.
 	AddMemberEndpoint(ctx context.Context, memberID int64, e Endpoint, max int) (Endpoint, error)
-	// Endpoints lists a member's endpoints, oldest first.
-	Endpoints(ctx context.Context, member string) ([]Endpoint, error)
+	// MemberEndpoint returns the member's endpoint id.
+	MemberEndpoint(ctx context.Context, memberID, id int64) (Endpoint, error)
+	// SetMemberEndpointEnabled enables the member's endpoint id (clearing
+	// its failure) or disables it, saying why.
+	SetMemberEndpointEnabled(ctx context.Context, memberID, id int64, enabled bool, reason string) error
+	// DeleteMemberEndpoint deletes the member's endpoint id and its deliveries.
+	DeleteMemberEndpoint(ctx context.Context, memberID, id int64) error
+	// MemberDeliveries lists the latest deliveries of the member's endpoint,
+	// newest first; none if the endpoint is not the member's.
+	MemberDeliveries(ctx context.Context, memberID, endpointID int64, limit int) ([]Delivery, error)
+	// QueueMemberDelivery queues a message to the member's endpoint (a test event).
+	QueueMemberDelivery(ctx context.Context, memberID, endpointID int64, eventType, msgID string, body []byte) (int64, error)
+	// RedeliverMemberDelivery queues a finished delivery of the member's
+	// endpoint again, at once, with the same message ID; ErrConflict if it
+	// is still pending (it may be in flight: sending it again now could
+	// deliver it twice at once).
+	RedeliverMemberDelivery(ctx context.Context, memberID, endpointID, deliveryID int64) error
+}
+
+// EndpointAdmin is what the operator does with endpoints beyond a
+// member's calls: reach any endpoint by its ID (admin webhook ...).
+type EndpointAdmin interface {
+	// AddEndpoint stores a new endpoint of the named member; e.ID, MemberID,
+	// CreatedAt are filled in.
+	AddEndpoint(ctx context.Context, member string, e Endpoint) (Endpoint, error)
 	// FindEndpoint returns one endpoint; ErrNotFound if none.
 	FindEndpoint(ctx context.Context, id int64) (Endpoint, error)
-	// SetEndpointEnabled enables an endpoint (clearing its failure) or
-	// disables it, saying why.
-	SetEndpointEnabled(ctx context.Context, id int64, enabled bool, reason string) error
 	// RotateSecret makes secret the endpoint's, the current one staying
 	// valid (and signed with) until previousUntil.
 	RotateSecret(ctx context.Context, id int64, secret string, previousUntil time.Time) error
 	// DeleteEndpoint deletes an endpoint and its deliveries.
 	DeleteEndpoint(ctx context.Context, id int64) error
+}
 
-	// Deliveries lists an endpoint's latest deliveries, newest first.
-	Deliveries(ctx context.Context, endpointID int64, limit int) ([]Delivery, error)
-	// QueueDelivery queues a message to one endpoint (a test event).
-	QueueDelivery(ctx context.Context, endpointID int64, eventType, msgID string, body []byte) (int64, error)
-	// Redeliver queues a delivery again, at once, with the same message ID.
-	Redeliver(ctx context.Context, deliveryID int64) error
-
+// WebhookOutbox is the delivery outbox, all that webhook.Worker uses.
+type WebhookOutbox interface {
 	// FanOut takes up to limit events not yet fanned out and, in one
 	// transaction, queues a delivery to every enabled endpoint of the
 	// event's member that wants its type, with the message build makes.
@@ -155,7 +184,6 @@ type WebhookStore interface {
 	ClaimDeliveries(ctx context.Context, c Claim) ([]Delivery, error)
 	// FinishAttempt records an attempt's outcome, and its endpoint's.
 	FinishAttempt(ctx context.Context, a Attempt) error
-
 	// ExpiringOrders lists the orders that expire between from and to
 	// (YYYY-MM-DD, inclusive), not renewed, of members with an enabled
 	// endpoint wanting order.expiring.
@@ -167,30 +195,6 @@ type WebhookStore interface {
 	// PruneWebhooks deletes the events fanned out and the deliveries
 	// finished before before.
 	PruneWebhooks(ctx context.Context, before time.Time) error
-
-	// The member's own calls, for the web page: each is scoped to memberID
-	// in the store's query, so that another member's endpoint or delivery
-	// is ErrNotFound, exactly like a missing one, and no request of one
-	// member can read or change another's. (An ID checked first and used
-	// after would not do: SQLite may give a deleted endpoint's ID to the
-	// next one.)
-
-	// MemberEndpoint returns the member's endpoint id.
-	MemberEndpoint(ctx context.Context, memberID, id int64) (Endpoint, error)
-	// SetMemberEndpointEnabled is SetEndpointEnabled for the member's endpoint id.
-	SetMemberEndpointEnabled(ctx context.Context, memberID, id int64, enabled bool, reason string) error
-	// DeleteMemberEndpoint deletes the member's endpoint id and its deliveries.
-	DeleteMemberEndpoint(ctx context.Context, memberID, id int64) error
-	// MemberDeliveries lists the latest deliveries of the member's endpoint,
-	// newest first; none if the endpoint is not the member's.
-	MemberDeliveries(ctx context.Context, memberID, endpointID int64, limit int) ([]Delivery, error)
-	// QueueMemberDelivery is QueueDelivery to the member's endpoint.
-	QueueMemberDelivery(ctx context.Context, memberID, endpointID int64, eventType, msgID string, body []byte) (int64, error)
-	// RedeliverMemberDelivery queues a finished delivery of the member's
-	// endpoint again, at once, with the same message ID; ErrConflict if it
-	// is still pending (it may be in flight: sending it again now could
-	// deliver it twice at once).
-	RedeliverMemberDelivery(ctx context.Context, memberID, endpointID, deliveryID int64) error
 }
 
 // ParseThresholds reads a comma-separated list of days ("30,7,1"), as the

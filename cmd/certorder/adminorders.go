@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"iter"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/client"
+	"github.com/certorder/certorder/internal/importfile"
+	"github.com/certorder/certorder/wire"
+)
+
+func (e *env) orderImport(fs *flag.FlagSet) adminFunc {
+	member := fs.String("member", "", "the member the orders belong to (required)")
+	return func(ctx context.Context, store certorder.Store, args []string) error {
+		if *member == "" {
+			return usageError("order import: --member is required")
+		}
+		r, err := e.openInput(args[0])
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		n, err := store.ImportOrders(ctx, *member, withStatus(importfile.Decode(r)))
+		if err != nil {
+			return fmt.Errorf("nothing imported: %w", err)
+		}
+		fmt.Fprintf(e.stdout, "imported %d order(s) for member %s\n", n, *member)
+		return nil
+	}
+}
+
+// withStatus refuses an order without a status: OrderInfo answers with
+// one, and a member's order without it could not say whether it is issued.
+func withStatus(orders iter.Seq2[*certorder.Order, error]) iter.Seq2[*certorder.Order, error] {
+	return func(yield func(*certorder.Order, error) bool) {
+		for o, err := range orders {
+			if err == nil && o.Status == "" {
+				err = fmt.Errorf("%w: OrderId %d: status is missing (give the CA's status, such as \"issued\")",
+					certorder.ErrInvalid, o.ID)
+			}
+			if !yield(o, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+func orderIDArg(s string) (int64, error) {
+	id, ok := wire.ParseOrderID([]byte(s))
+	if !ok {
+		return 0, usageError("%q is not an order number", s)
+	}
+	return id, nil
+}
+
+func (e *env) orderRenew(ctx context.Context, store certorder.Store, args []string) error {
+	oldID, err := orderIDArg(args[0])
+	if err != nil {
+		return err
+	}
+	newID, err := orderIDArg(args[1])
+	if err != nil {
+		return err
+	}
+	if err := store.RecordRenewal(ctx, oldID, newID); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "order %d renewed by order %d\n", oldID, newID)
+	return nil
+}
+
+func (e *env) orderList(ctx context.Context, store certorder.Store, args []string) error {
+	m, err := store.FindMember(ctx, args[0])
+	if err != nil {
+		return err
+	}
+	orders, err := store.ListOrders(ctx, certorder.OrderQuery{MemberID: m.ID})
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ORDER\tCOMMON NAME\tSTATUS\tVALID TILL\tDAYS\tRENEWED BY")
+	for _, o := range orders {
+		renewed := "-"
+		if o.RenewedBy != 0 {
+			renewed = strconv.FormatInt(o.RenewedBy, 10)
+		}
+		till, days := "-", "-" // not issued yet: no expiry
+		if o.ValidTill != "" {
+			till, days = printable(o.ValidTill), strconv.Itoa(certorder.DaysRemaining(o.ValidTill, now))
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", o.ID, printable(o.CommonName), printable(o.Status), till, days, renewed)
+	}
+	return tw.Flush()
+}
+
+// orderShow prints the OrderInfo answer alone, for jq; --summary prints
+// the member's summary (as `certorder info` does) with the owner first.
+func (e *env) orderShow(fs *flag.FlagSet) adminFunc {
+	summary := fs.Bool("summary", false, "print a readable summary with the owning member instead of the JSON")
+	return func(ctx context.Context, store certorder.Store, args []string) error {
+		id, err := orderIDArg(args[0])
+		if err != nil {
+			return err
+		}
+		o, err := store.FindOrder(ctx, id)
+		if errors.Is(err, certorder.ErrNotFound) {
+			return fmt.Errorf("order show: no order %d in the store", id)
+		} else if err != nil {
+			return err
+		}
+		answer := wire.AppendOrderInfo(nil, o, time.Now())
+		if *summary {
+			var co client.Order
+			if err := json.Unmarshal(answer, &co); err != nil {
+				return err
+			}
+			return e.printOrder(&co, nil, o.Member)
+		}
+		var out bytes.Buffer
+		if err := json.Indent(&out, answer, "", "  "); err != nil {
+			return err
+		}
+		fmt.Fprintln(e.stdout, strings.TrimSpace(out.String()))
+		return nil
+	}
+}

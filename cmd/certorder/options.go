@@ -1,0 +1,174 @@
+package main
+
+import (
+	"flag"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/credcache"
+	"github.com/certorder/certorder/server"
+	"github.com/certorder/certorder/server/web"
+	"github.com/certorder/certorder/webhook"
+)
+
+// serveConfig is every setting of serve.
+type serveConfig struct {
+	addr, db, segment, logFormat, metricsAddr, tlsCert, tlsKey, trusted string
+	demo, errorsAs200, accessLog, web, pprof, memberKeys                bool
+	webhooks, webhookAllowPrivate                                       bool
+	webhookExpiring, acmeURLTemplate                                    string
+	storeTimeout, auditRetention, shutdownTimeout, shutdownDrain        time.Duration
+	webhookTimeout                                                      time.Duration
+	readHeaderTimeout, readTimeout, writeTimeout, idleTimeout           time.Duration
+	limits                                                              server.Limits
+	cacheMB, maxConnsPerIP                                              int
+	syncEvery                                                           time.Duration
+	upstream                                                            upstreamConfig
+}
+
+// option is one setting: its flag, its environment variable ("" for none;
+// a flag wins over its variable), its help, and where its value goes.
+type option struct {
+	flag, env, help string
+	value           flagValue
+}
+
+// flagValue defines a flag of some type on a flag set.
+type flagValue func(fs *flag.FlagSet, name, usage string)
+
+func stringVar(p *string, def string) flagValue {
+	return func(fs *flag.FlagSet, name, usage string) { fs.StringVar(p, name, def, usage) }
+}
+
+func boolVar(p *bool, def bool) flagValue {
+	return func(fs *flag.FlagSet, name, usage string) { fs.BoolVar(p, name, def, usage) }
+}
+
+func durationVar(p *time.Duration, def time.Duration) flagValue {
+	return func(fs *flag.FlagSet, name, usage string) { fs.DurationVar(p, name, def, usage) }
+}
+
+func intVar(p *int, def int) flagValue {
+	return func(fs *flag.FlagSet, name, usage string) { fs.IntVar(p, name, def, usage) }
+}
+
+func floatVar(p *float64, def float64) flagValue {
+	return func(fs *flag.FlagSet, name, usage string) { fs.Float64Var(p, name, def, usage) }
+}
+
+// options is the table of serve's settings, each declared once.
+func (c *serveConfig) options() []option {
+	l, d := &c.limits, server.DefaultLimits
+	return append([]option{
+		{"addr", "CERTORDER_ADDR", "listen address", stringVar(&c.addr, "127.0.0.1:8080")},
+		{"db", "CERTORDER_DB", dbHelp, stringVar(&c.db, defaultDB)},
+		{"ca-segment", "CERTORDER_CA_SEGMENT", "path segment of the endpoint /api/<segment>/", stringVar(&c.segment, "digicert")},
+		{"demo", "", "add demo data and print working credentials and curl commands", boolVar(&c.demo, false)},
+		{"errors-as-200", "CERTORDER_ERRORS_AS_200", "answer failures with HTTP 200 (the body still carries error_message)", boolVar(&c.errorsAs200, false)},
+		{"store-timeout", "CERTORDER_STORE_TIMEOUT", "give up on the store after this long in one request (503)", durationVar(&c.storeTimeout, server.DefaultStoreTimeout)},
+		{"log-format", "CERTORDER_LOG_FORMAT", "log format: text or json", stringVar(&c.logFormat, "text")},
+		{"access-log", "CERTORDER_ACCESS_LOG", "log one line per request", boolVar(&c.accessLog, true)},
+		{"web", "CERTORDER_WEB", "serve the member web page at /", boolVar(&c.web, true)},
+		{"member-keys", "CERTORDER_MEMBER_KEYS", "let members create and revoke their own API keys on the web page (admin member keys NAME off turns it off for one)", boolVar(&c.memberKeys, true)},
+		{"metrics-addr", "CERTORDER_METRICS_ADDR", "listen address for /metrics, /healthz and /readyz; empty: none", stringVar(&c.metricsAddr, "")},
+		{"pprof", "", "also serve /debug/pprof/ on the metrics listener (for profiling; keep that listener private)", boolVar(&c.pprof, false)},
+		{"cache-mb", "CERTORDER_CACHE_MB", "memory for the cache of credentials and orders, in MiB; 0 turns it off", intVar(&c.cacheMB, credcache.DefaultBytes>>20)},
+		{"audit-retention", "CERTORDER_AUDIT_RETENTION", "keep the audit trail this long; 0 turns it off", durationVar(&c.auditRetention, 90*24*time.Hour)},
+		{"tls-cert", "CERTORDER_TLS_CERT", "serve HTTPS with this certificate (PEM); SIGHUP reloads it", stringVar(&c.tlsCert, "")},
+		{"tls-key", "CERTORDER_TLS_KEY", "the certificate's private key (PEM)", stringVar(&c.tlsKey, "")},
+		{"shutdown-drain", "CERTORDER_SHUTDOWN_DRAIN", "on SIGTERM, keep answering (each answer closing its connection, /readyz 503) until no request has come for 200ms, at most this long, then stop accepting", durationVar(&c.shutdownDrain, 2*time.Second)},
+		{"shutdown-timeout", "CERTORDER_SHUTDOWN_TIMEOUT", "then, how long requests in flight may take to finish", durationVar(&c.shutdownTimeout, 15*time.Second)},
+		{"read-header-timeout", "CERTORDER_READ_HEADER_TIMEOUT", "time to read a request's headers", durationVar(&c.readHeaderTimeout, 5*time.Second)},
+		{"read-timeout", "CERTORDER_READ_TIMEOUT", "time to read a whole request", durationVar(&c.readTimeout, 10*time.Second)},
+		{"write-timeout", "CERTORDER_WRITE_TIMEOUT", "time to write an answer", durationVar(&c.writeTimeout, 15*time.Second)},
+		{"idle-timeout", "CERTORDER_IDLE_TIMEOUT", "how long a keep-alive connection may idle", durationVar(&c.idleTimeout, 30*time.Second)},
+		{"max-conns-per-ip", "CERTORDER_MAX_CONNS_PER_IP", "connections one client IP (IPv6: its /64) may hold open, idle ones included; beyond it a new one is closed at once; trusted proxies are exempt; 0 turns it off", intVar(&c.maxConnsPerIP, server.DefaultMaxConnsPerIP)},
+		{"rate-limit", "CERTORDER_RATE_LIMIT", "requests per second per member; 0 turns it off", floatVar(&l.MemberRate, d.MemberRate)},
+		{"rate-burst", "CERTORDER_RATE_BURST", "burst of the per-member limit", intVar(&l.MemberBurst, d.MemberBurst)},
+		{"ip-rate-limit", "CERTORDER_IP_RATE_LIMIT", "requests per second per client IP; 0 turns it off", floatVar(&l.IPRate, d.IPRate)},
+		{"ip-rate-burst", "CERTORDER_IP_RATE_BURST", "burst of the per-IP limit", intVar(&l.IPBurst, d.IPBurst)},
+		{"auth-fail-limit", "CERTORDER_AUTH_FAIL_LIMIT", "failed authentications from one IP for one AccessName before that pair is locked out; 0 turns it off", intVar(&l.AuthFailures, d.AuthFailures)},
+		{"auth-fail-ip-limit", "CERTORDER_AUTH_FAIL_IP_LIMIT", "failed authentications from one IP, any names, before the IP is locked out; 0 turns it off", intVar(&l.AuthFailuresPerIP, d.AuthFailuresPerIP)},
+		{"auth-fail-window", "CERTORDER_AUTH_FAIL_WINDOW", "window in which failed authentications are counted", durationVar(&l.AuthFailWindow, d.AuthFailWindow)},
+		{"auth-lockout", "CERTORDER_AUTH_LOCKOUT", "how long a locked-out IP, or IP and AccessName, is refused", durationVar(&l.AuthLockout, d.AuthLockout)},
+		{"max-in-flight", "CERTORDER_MAX_IN_FLIGHT", "requests served at once, counted once their body has arrived; beyond it a fast 503; 0 turns it off", intVar(&l.MaxInFlight, d.MaxInFlight)},
+		{"max-per-ip", "CERTORDER_MAX_PER_IP", "requests one client IP may hold open at once, bodies still arriving included; beyond it 429; 0 turns it off", intVar(&l.MaxPerIP, d.MaxPerIP)},
+		{"body-timeout", "CERTORDER_BODY_TIMEOUT", "time a request's body may take to arrive, after its headers (408); 0 leaves only --read-timeout", durationVar(&l.BodyTimeout, d.BodyTimeout)},
+		{"webhooks", "CERTORDER_WEBHOOKS", "deliver members' webhook events in the background", boolVar(&c.webhooks, true)},
+		{"webhook-allow-private", "CERTORDER_WEBHOOK_ALLOW_PRIVATE", "let webhook endpoints be plain http and on loopback, private or link-local addresses (intranets, tests)", boolVar(&c.webhookAllowPrivate, false)},
+		{"webhook-timeout", "CERTORDER_WEBHOOK_TIMEOUT", "time a webhook endpoint has to answer", durationVar(&c.webhookTimeout, webhook.DefaultTimeout)},
+		{"webhook-expiring-days", "CERTORDER_WEBHOOK_EXPIRING_DAYS", "order.expiring is sent as an order without a successor crosses each of these days before expiry", stringVar(&c.webhookExpiring, "30,7,1")},
+		{"acme-url-template", "CERTORDER_ACME_URL_TEMPLATE", "show members, on each order's page, this ACME directory URL with the newest order of the chain in place of {orderId}, e.g. https://one.digicert.com/mpki/api/v1/acme/v2/directory?action=renew&orderId={orderId}", stringVar(&c.acmeURLTemplate, "")},
+		{"trusted-proxy", "CERTORDER_TRUSTED_PROXIES", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed", stringVar(&c.trusted, "")},
+		{"sync-every", "CERTORDER_SYNC_EVERY", "sync orders from DigiCert CertCentral this often, as certorder sync does; 0 turns it off", durationVar(&c.syncEvery, 0)},
+	}, c.upstream.options()...)
+}
+
+// parseServe reads serve's flags and environment into a checked config.
+func (e *env) parseServe(args []string) (*serveConfig, *slog.Logger, error) {
+	c := &serveConfig{}
+	fs := e.newFlags("serve", "[flags]")
+	vars := map[string]string{}
+	for _, o := range c.options() {
+		usage := o.help
+		if o.env != "" {
+			usage += " (env " + o.env + ")"
+			vars[o.flag] = o.env
+		}
+		o.value(fs, o.flag, usage)
+	}
+	if _, err := parse(fs, args, 0); err != nil {
+		return nil, nil, err
+	}
+	if err := e.applyEnv(fs, vars); err != nil {
+		return nil, nil, err
+	}
+	if err := server.ValidSegment(c.segment); err != nil {
+		return nil, nil, usageError("%v", err)
+	}
+	for _, cidr := range strings.Split(c.trusted, ",") {
+		if cidr = strings.TrimSpace(cidr); cidr == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(cidr)
+		if err != nil {
+			return nil, nil, usageError("serve: --trusted-proxy %q: %v", cidr, err)
+		}
+		c.limits.TrustedProxies = append(c.limits.TrustedProxies, p.Masked())
+	}
+	if err := checkAddr("addr", c.addr); err != nil {
+		return nil, nil, err
+	}
+	if c.metricsAddr != "" {
+		if err := checkAddr("metrics-addr", c.metricsAddr); err != nil {
+			return nil, nil, err
+		}
+	}
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		return nil, nil, usageError("serve: --tls-cert and --tls-key go together")
+	}
+	if c.webhooks && len(certorder.ParseThresholds(c.webhookExpiring)) == 0 {
+		return nil, nil, usageError("serve: --webhook-expiring-days %q: give days such as 30,7,1", c.webhookExpiring)
+	}
+	if c.pprof && c.metricsAddr == "" {
+		return nil, nil, usageError("serve: --pprof needs --metrics-addr")
+	}
+	if c.acmeURLTemplate != "" {
+		if err := web.CheckACMEURLTemplate(c.acmeURLTemplate); err != nil {
+			return nil, nil, usageError("serve: --acme-url-template: %v", err)
+		}
+	}
+	if c.syncEvery < 0 {
+		return nil, nil, usageError("serve: --sync-every must not be negative")
+	}
+	switch c.logFormat {
+	case "text":
+		return c, slog.New(slog.NewTextHandler(e.stderr, nil)), nil
+	case "json":
+		return c, slog.New(slog.NewJSONHandler(e.stderr, nil)), nil
+	}
+	return nil, nil, usageError("serve: --log-format is text or json, not %q", c.logFormat)
+}

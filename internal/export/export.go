@@ -1,0 +1,338 @@
+// Package export is the store's export format, JSON lines (Write, Read),
+// and the rules every store follows to restore one (Restorer). It imports
+// the root package, internal/inorder and the standard library.
+package export
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"time"
+
+	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/inorder"
+)
+
+// line is one JSON line of an export file.
+type line struct {
+	Type      string          `json:"type"` // member, key, link or order
+	Name      string          `json:"name,omitempty"`
+	Member    string          `json:"member,omitempty"`
+	Container int64           `json:"container,omitempty"`
+	Disabled  bool            `json:"disabled,omitempty"`
+	KeysOff   bool            `json:"self_service_keys_off,omitempty"`
+	KeyID     string          `json:"key_id,omitempty"`
+	Label     string          `json:"label,omitempty"`
+	Hash      []byte          `json:"hash,omitempty"`
+	CreatedAt *time.Time      `json:"created_at,omitempty"`
+	RevokedAt *time.Time      `json:"revoked_at,omitempty"`
+	OrderID   int64           `json:"order_id,omitempty"`
+	RenewedBy int64           `json:"renewed_by,omitempty"`
+	Doc       json.RawMessage `json:"doc,omitempty"`
+
+	// A webhook endpoint: its URL, event types, signing secrets as stored
+	// (signing needs them), its state.
+	URL             string     `json:"url,omitempty"`
+	EventTypes      []string   `json:"event_types,omitempty"`
+	Secret          string     `json:"secret,omitempty"`
+	PreviousSecret  string     `json:"previous_secret,omitempty"`
+	PreviousExpires *time.Time `json:"previous_expires,omitempty"`
+	EndpointOff     bool       `json:"endpoint_disabled,omitempty"`
+	DisabledReason  string     `json:"disabled_reason,omitempty"`
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+// Exporter is what Write reads.
+type Exporter interface {
+	Members(ctx context.Context) ([]certorder.Member, error)
+	Keys(ctx context.Context, member string) ([]certorder.Key, error)
+	ContainerLinks(ctx context.Context) ([]certorder.ContainerLink, error)
+	ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*certorder.Order, error)
+	Endpoints(ctx context.Context, member string) ([]certorder.Endpoint, error)
+}
+
+// batch is how many orders Export reads at a time: its memory is
+// flat in the number of orders.
+const batch = 1000
+
+// Write writes every member, key (its hash, never a secret), division
+// link, order and renewal, and webhook endpoint of the store as JSON lines:
+// members first, then keys, links, orders and endpoints. Documents are
+// written byte for byte as stored. An endpoint's signing secrets are
+// written as stored (the store keeps them to sign with), so the export is
+// as sensitive as the database. The sync's state, unassigned orders and
+// the webhook outbox (events and deliveries) are not exported: a sync
+// after a restore lists everything again.
+func Write(ctx context.Context, s Exporter, w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	members, err := s.Members(ctx)
+	if err != nil {
+		return err
+	}
+	for _, m := range members {
+		if err := enc.Encode(line{Type: "member", Name: m.Name, Disabled: m.Disabled, KeysOff: m.SelfServiceKeysOff,
+			CreatedAt: timePtr(m.CreatedAt)}); err != nil {
+			return err
+		}
+	}
+	for _, m := range members {
+		keys, err := s.Keys(ctx, m.Name)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := enc.Encode(line{Type: "key", Member: m.Name, KeyID: k.ID, Label: k.Label, Hash: k.Hash,
+				CreatedAt: timePtr(k.CreatedAt), RevokedAt: timePtr(k.RevokedAt)}); err != nil {
+				return err
+			}
+		}
+	}
+	links, err := s.ContainerLinks(ctx)
+	if err != nil {
+		return err
+	}
+	for _, l := range links {
+		if err := enc.Encode(line{Type: "link", Member: l.Member, Container: l.Container, CreatedAt: timePtr(l.CreatedAt)}); err != nil {
+			return err
+		}
+	}
+	for _, m := range members {
+		q := certorder.OrderQuery{MemberID: m.ID, Limit: batch}
+		for {
+			orders, err := s.ListOrders(ctx, q)
+			if err != nil {
+				return err
+			}
+			for _, o := range orders {
+				if err := enc.Encode(line{Type: "order", Member: m.Name, OrderID: o.ID, RenewedBy: o.RenewedBy, Doc: o.Doc}); err != nil {
+					return err
+				}
+			}
+			if len(orders) < batch {
+				break
+			}
+			q.AfterID = orders[len(orders)-1].ID
+		}
+	}
+	for _, m := range members {
+		eps, err := s.Endpoints(ctx, m.Name)
+		if err != nil {
+			return err
+		}
+		for _, e := range eps {
+			if err := enc.Encode(line{Type: "endpoint", Member: m.Name, URL: e.URL, EventTypes: e.EventTypes,
+				Secret: e.Secret, PreviousSecret: e.PreviousSecret, PreviousExpires: timePtr(e.PreviousExpires),
+				EndpointOff: !e.Enabled, DisabledReason: e.DisabledReason, CreatedAt: timePtr(e.CreatedAt)}); err != nil {
+				return err
+			}
+		}
+	}
+	return bw.Flush()
+}
+
+// Read reads what Write wrote, one record a line. After the first
+// error it yields nothing more; errors wrap certorder.ErrInvalid and name the line.
+func Read(r io.Reader) iter.Seq2[certorder.Record, error] {
+	return func(yield func(certorder.Record, error) bool) {
+		// Lines are read in a goroutine and parsed by a few (an order
+		// line is an order to check), in the file's order.
+		type item struct {
+			line    []byte
+			rec     certorder.Record
+			err     error
+			scanErr bool // err is the reader's, not a line's
+		}
+		n := 0
+		inorder.Run(func(emit func(item) bool) {
+			sc := bufio.NewScanner(r)
+			sc.Buffer(make([]byte, 64<<10), 64<<20)
+			for sc.Scan() {
+				if !emit(item{line: bytes.Clone(sc.Bytes())}) {
+					return
+				}
+			}
+			if err := sc.Err(); err != nil {
+				emit(item{err: err, scanErr: true})
+			}
+		}, func(it item) item {
+			if !it.scanErr {
+				it.rec, it.err = parseLine(it.line)
+				it.line = nil
+			}
+			return it
+		}, func(it item) bool {
+			n++
+			switch {
+			case it.scanErr:
+				yield(certorder.Record{}, fmt.Errorf("%w: %v", certorder.ErrInvalid, it.err))
+				return false
+			case it.err != nil:
+				yield(certorder.Record{}, fmt.Errorf("%w: line %d: %v", certorder.ErrInvalid, n, it.err))
+				return false
+			}
+			return yield(it.rec, nil)
+		})
+	}
+}
+
+func parseLine(b []byte) (certorder.Record, error) {
+	var l line
+	if err := json.Unmarshal(b, &l); err != nil {
+		return certorder.Record{}, err
+	}
+	var zero time.Time
+	deref := func(t *time.Time) time.Time {
+		if t == nil {
+			return zero
+		}
+		return *t
+	}
+	switch l.Type {
+	case "member":
+		if err := certorder.ValidMemberName(l.Name); err != nil {
+			return certorder.Record{}, err
+		}
+		return certorder.Record{Member: &certorder.Member{Name: l.Name, Disabled: l.Disabled, SelfServiceKeysOff: l.KeysOff,
+			CreatedAt: deref(l.CreatedAt)}}, nil
+	case "key":
+		if _, ok := certorder.KeyID(certorder.KeyPrefix + l.KeyID + "_x"); !ok || len(l.Hash) != 32 || l.Member == "" {
+			return certorder.Record{}, errors.New("a key needs key_id, member and a 32-byte hash")
+		}
+		return certorder.Record{Key: &certorder.Key{ID: l.KeyID, Member: l.Member, Label: l.Label, Hash: l.Hash,
+			CreatedAt: deref(l.CreatedAt), RevokedAt: deref(l.RevokedAt)}}, nil
+	case "link":
+		if l.Member == "" || l.Container <= 0 {
+			return certorder.Record{}, errors.New("a link needs member and a positive container")
+		}
+		return certorder.Record{Link: &certorder.ContainerLink{Member: l.Member, Container: l.Container, CreatedAt: deref(l.CreatedAt)}}, nil
+	case "endpoint":
+		if l.Member == "" || l.URL == "" || l.Secret == "" {
+			return certorder.Record{}, errors.New("an endpoint needs member, url and secret")
+		}
+		return certorder.Record{Endpoint: &certorder.Endpoint{Member: l.Member, URL: l.URL, EventTypes: l.EventTypes, Secret: l.Secret,
+			PreviousSecret: l.PreviousSecret, PreviousExpires: deref(l.PreviousExpires), Enabled: !l.EndpointOff,
+			DisabledReason: l.DisabledReason, CreatedAt: deref(l.CreatedAt)}}, nil
+	case "order":
+		o, err := certorder.ParseOrder(l.Doc)
+		if err != nil {
+			return certorder.Record{}, err
+		}
+		if o.ID != l.OrderID || l.Member == "" || l.RenewedBy < 0 || l.RenewedBy == o.ID {
+			return certorder.Record{}, errors.New("an order needs member, order_id matching its document, and a sound renewed_by")
+		}
+		o.Member, o.RenewedBy = l.Member, l.RenewedBy
+		return certorder.Record{Order: o}, nil
+	}
+	return certorder.Record{}, fmt.Errorf("unknown type %q", l.Type)
+}
+
+// Restorer is how a store writes each kind of record of a restore. Run
+// feeds it an export, resolving owners by member name, so that every store
+// follows the same rules.
+type Restorer struct {
+	Member func(m *certorder.Member) (id int64, err error) // stores a member, returns its new ID
+	Key    func(k *certorder.Key, memberID int64) error
+	Link   func(l *certorder.ContainerLink, memberID int64) error
+	Order  func(o *certorder.Order, memberID int64) error
+	// Endpoint stores a webhook endpoint; nil refuses exports holding one.
+	Endpoint func(e *certorder.Endpoint, memberID int64) error
+}
+
+// Run restores records in order; a key, a link or an order must come
+// after its member. The renewals must follow the rules of RecordRenewal: within one
+// member, without cycles (a renewal may name an order not in the export, as
+// an import may).
+func (r Restorer) Run(records iter.Seq2[certorder.Record, error]) error {
+	ids := map[string]int64{}
+	owners := map[int64]int64{}   // order -> member ID
+	renewals := map[int64]int64{} // old -> new
+	owner := func(name string) (int64, error) {
+		id, ok := ids[name]
+		if !ok {
+			return 0, fmt.Errorf("%w: member %s is not in the export before its keys and orders", certorder.ErrInvalid, name)
+		}
+		return id, nil
+	}
+	for rec, err := range records {
+		if err != nil {
+			return err
+		}
+		switch {
+		case rec.Member != nil:
+			id, err := r.Member(rec.Member)
+			if err != nil {
+				return err
+			}
+			ids[rec.Member.Name] = id
+		case rec.Key != nil:
+			id, err := owner(rec.Key.Member)
+			if err == nil {
+				err = r.Key(rec.Key, id)
+			}
+			if err != nil {
+				return err
+			}
+		case rec.Link != nil:
+			id, err := owner(rec.Link.Member)
+			if err == nil {
+				err = r.Link(rec.Link, id)
+			}
+			if err != nil {
+				return err
+			}
+		case rec.Endpoint != nil:
+			id, err := owner(rec.Endpoint.Member)
+			if err == nil && r.Endpoint == nil {
+				err = fmt.Errorf("%w: this store cannot restore webhook endpoints", certorder.ErrInvalid)
+			}
+			if err == nil {
+				err = r.Endpoint(rec.Endpoint, id)
+			}
+			if err != nil {
+				return err
+			}
+		case rec.Order != nil:
+			if _, dup := owners[rec.Order.ID]; dup {
+				return fmt.Errorf("%w: order %d appears twice", certorder.ErrInvalid, rec.Order.ID)
+			}
+			id, err := owner(rec.Order.Member)
+			if err == nil {
+				err = r.Order(rec.Order, id)
+			}
+			if err != nil {
+				return err
+			}
+			owners[rec.Order.ID] = id
+			if rec.Order.RenewedBy != 0 {
+				renewals[rec.Order.ID] = rec.Order.RenewedBy
+			}
+		}
+	}
+	lookup := func(_ context.Context, id int64) (certorder.OrderLink, error) {
+		member, ok := owners[id]
+		if !ok {
+			return certorder.OrderLink{}, fmt.Errorf("%w: order %d", certorder.ErrNotFound, id)
+		}
+		return certorder.OrderLink{MemberID: member, RenewedBy: renewals[id]}, nil
+	}
+	for old, renewedBy := range renewals {
+		if err := certorder.CheckRenewal(context.Background(), owners[old], old, renewedBy, lookup); err != nil {
+			return err
+		}
+	}
+	return nil
+}

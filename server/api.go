@@ -1,0 +1,313 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/wire"
+)
+
+// event is what the access log and the audit trail say of one request. It
+// never holds the key or the body.
+type event struct {
+	start   time.Time
+	id      string // request ID, also sent back in X-Request-Id
+	ip      string
+	limit   string // what the per-address limits count by: ip, or for IPv6 its /64 (limitKey)
+	action  string // as sent, cut to 32 bytes
+	name    string // AccessName as sent, cut to 64 bytes
+	member  string // the authenticated member
+	keyID   string // the key that authenticated the request
+	orderID int64
+	api     bool // a request to the endpoint, which the audit trail keeps
+}
+
+func (s *Server) newEvent(r *http.Request) *event {
+	ip := clientIP(r, s.cfg.Limits.TrustedProxies)
+	return &event{start: time.Now(), id: requestID(), ip: ip, limit: limitKey(ip)}
+}
+
+// requestID is 64 random bits in 16 hex digits, without fmt (a request's
+// bookkeeping is on the hot path).
+func requestID() string {
+	const digits = "0123456789abcdef"
+	var b [16]byte
+	v := rand.Uint64()
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i] = digits[v&0xf]
+		v >>= 4
+	}
+	return string(b[:])
+}
+
+// handleAPI answers the endpoint. Checks run in the order docs/API.md
+// gives: method, the per-IP limits, body, the in-flight cap, lockout,
+// credentials, action, orderId, order. Nothing that costs more than a map
+// look-up happens before the per-IP limits, and a request takes one of the
+// MaxInFlight places only once its whole body has arrived, so clients that
+// send slowly cannot fill them. The credentials and the order are read
+// together, in one store read.
+func (s *Server) handleAPI(w http.ResponseWriter, r *http.Request) {
+	ev := s.newEvent(r)
+	ev.api = true
+	f := s.serveAPI(w, r, ev)
+	if f != nil {
+		s.answer(w, r, ev, nil, f)
+	}
+}
+
+// serveAPI answers a request, or returns the failure to answer.
+func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *wire.Failure {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		return wire.Fail(wire.MethodNotAllowed)
+	}
+	now := s.cfg.Now()
+	if ok, wait := s.ipRate.take(ev.limit, now); !ok {
+		return s.refuse("ip", wait)
+	}
+	if !s.perIP.take(ev.limit) {
+		return s.refuse("ip_open", time.Second)
+	}
+	defer s.perIP.release(ev.limit)
+	body, f := s.readBody(w, r)
+	if f != nil {
+		return f
+	}
+	release, f := s.takeSlot()
+	if f != nil {
+		putBody(body)
+		return f
+	}
+	defer release()
+	req, f := wire.DecodeRequest(body)
+	if f != nil {
+		putBody(body)
+		return f
+	}
+	ev.action, ev.name = certorder.Cut(req.Action, 32), certorder.Cut(req.AccessName, 64)
+	if f := s.lockedOut(ev.limit, req.AccessName, now); f != nil {
+		return f
+	}
+	act, known := wire.Actions[req.Action]
+	known = known && req.ActionOK
+	c := &wire.Call{Now: now}
+	if known && act.NeedsOrder {
+		c.OrderID, _ = wire.ParseOrderID(req.OrderID)
+	}
+	req.OrderID = nil
+	putBody(body) // everything the request said is now copied out of it
+	c.Credential, c.Order, f = s.authenticate(r.Context(), req, c.OrderID)
+	if f != nil {
+		if f.Code == wire.CredentialsFailed {
+			s.authFailed(ev.limit, req.AccessName, now)
+		}
+		return f
+	}
+	ev.member, ev.keyID, ev.orderID = c.Credential.Member, c.Credential.KeyID, c.OrderID
+	if ok, wait := s.memberRate.take(c.Credential.Member, now); !ok {
+		return s.refuse("member", wait)
+	}
+	if !known {
+		return wire.Fail(wire.UnknownAction)
+	}
+	buf := answerPool.Get().(*[]byte)
+	defer answerPool.Put(buf)
+	c.Buf = (*buf)[:0]
+	answer, f := act.Answer(r.Context(), c)
+	if f != nil {
+		return f
+	}
+	s.answer(w, r, ev, answer, nil)
+	return nil
+}
+
+// answerPool holds buffers answers are built in; an answer is written
+// before its buffer goes back.
+var answerPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// readBody reads a request body of at most MaxBodyBytes within
+// BodyTimeout, into a pooled buffer (give it back with putBody). A
+// declared length over the limit is refused at once.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *wire.Failure) {
+	tooLarge := &wire.Failure{Code: wire.MalformedRequest, Status: http.StatusRequestEntityTooLarge}
+	if r.ContentLength > s.cfg.MaxBodyBytes {
+		return nil, tooLarge
+	}
+	if d := s.cfg.Limits.BodyTimeout; d > 0 {
+		// Not every ResponseWriter can (a test recorder): then the server's
+		// read timeout is the bound.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(d))
+	}
+	body, err := readAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), (*bodyPool.Get().(*[]byte))[:0])
+	var maxErr *http.MaxBytesError
+	switch {
+	case err == nil:
+		return body, nil
+	case errors.As(err, &maxErr):
+		putBody(body)
+		return nil, tooLarge
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		putBody(body)
+		s.metrics.limited.WithLabelValues("body_timeout").Inc()
+		return nil, &wire.Failure{Code: wire.MalformedRequest, Status: http.StatusRequestTimeout}
+	}
+	putBody(body)
+	return nil, wire.Fail(wire.MalformedRequest)
+}
+
+// bodyPool holds request body buffers: a body is read into one, decoded,
+// and given back.
+var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+func putBody(b []byte) {
+	if b != nil {
+		bodyPool.Put(&b)
+	}
+}
+
+// readAll is io.ReadAll into b.
+func readAll(r io.Reader, b []byte) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+}
+
+// authenticate checks AccessName and AccessKey and reads the member's
+// order orderID (if not 0) in the same store read: from the store's cache
+// when it holds them, else from the store within StoreTimeout (the
+// request's one timer, set only when the store is asked). Whatever is
+// wrong (unknown member, wrong or revoked key, disabled member) the answer
+// is the same.
+func (s *Server) authenticate(ctx context.Context, req wire.Request, orderID int64) (certorder.Credential, *certorder.Order, *wire.Failure) {
+	if !req.CredsOK {
+		return certorder.Credential{}, nil, wire.Fail(wire.CredentialsMissing)
+	}
+	id, ok := certorder.KeyID(req.AccessKey)
+	if !ok {
+		certorder.HashKey(req.AccessKey) // the same work as a real check
+		return certorder.Credential{}, nil, wire.Fail(wire.CredentialsFailed)
+	}
+	var cred certorder.Credential
+	var order *certorder.Order
+	hit := false
+	if s.cache != nil {
+		cred, order, hit = s.cache.CachedCredential(id, orderID)
+	}
+	if !hit {
+		var err error
+		ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+		cred, order, err = s.creds.FindCredential(ctx, id, orderID)
+		cancel()
+		if errors.Is(err, certorder.ErrNotFound) {
+			cred = certorder.Credential{} // Verify below fails, after the same work
+		} else if err != nil {
+			return cred, nil, s.storeFailure(err)
+		}
+	}
+	if !cred.Verify(req.AccessName, req.AccessKey) {
+		return certorder.Credential{}, nil, wire.Fail(wire.CredentialsFailed)
+	}
+	return cred, order, nil
+}
+
+// storeFailure logs a store error and turns it into an answer: 503 when the
+// store cannot be reached (worth a retry), 500 otherwise.
+func (s *Server) storeFailure(err error) *wire.Failure {
+	s.metrics.storeErrors.Inc()
+	s.cfg.Logger.Error("store error", "err", err)
+	if errors.Is(err, certorder.ErrUnavailable) {
+		return wire.Fail(wire.Unavailable)
+	}
+	return wire.Fail(wire.Internal)
+}
+
+// answer writes the body or the failure, and accounts for the request: the
+// metrics, the access log line and the audit entry.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, ev *event, body []byte, f *wire.Failure) {
+	status, code := http.StatusOK, wire.Code(0)
+	if f != nil {
+		code, status, body = f.Code, f.Status, wire.AppendFailure(nil, f.Code)
+		if f.RetryAfter > 0 {
+			w.Header().Set("Retry-After", retryAfter(f.RetryAfter))
+		}
+	}
+	w.Header()["X-Request-Id"] = []string{ev.id}
+	if s.cfg.ErrorsAs200 {
+		writeJSON(w, http.StatusOK, body)
+	} else {
+		writeJSON(w, status, body)
+	}
+	latency := time.Since(ev.start)
+
+	s.metrics.observe(ev.action, code, latency)
+	if s.audit != nil && ev.api {
+		name := ev.member
+		if name == "" {
+			name = ev.name
+		}
+		switch {
+		case ev.member == "" && code != wire.CredentialsMissing && code != wire.CredentialsFailed:
+			// Refused before authentication: counted, not one entry each.
+			s.audit.refuse(certorder.AuditEntry{Time: s.cfg.Now(), Outcome: int(code), ClientIP: ev.ip})
+		case code == wire.CredentialsMissing || code == wire.CredentialsFailed:
+			// Credentials refused: counted per member named and interval.
+			s.audit.refuseCredentials(certorder.AuditEntry{Time: s.cfg.Now(), Member: name, KeyID: ev.keyID, Action: ev.action,
+				OrderID: ev.orderID, Outcome: int(code), ClientIP: ev.ip})
+		default:
+			s.audit.record(certorder.AuditEntry{Time: s.cfg.Now(), Member: name, KeyID: ev.keyID, Action: ev.action,
+				OrderID: ev.orderID, Outcome: int(code), ClientIP: ev.ip})
+		}
+	}
+	if s.cfg.NoAccessLog {
+		return
+	}
+	s.cfg.Logger.LogAttrs(r.Context(), slog.LevelInfo, "request",
+		slog.String("request_id", ev.id),
+		slog.String("ip", ev.ip),
+		slog.String("method", r.Method),
+		slog.String("path", certorder.Cut(r.URL.Path, 128)),
+		slog.String("action", certorder.RedactKeys(ev.action)),
+		slog.String("member", ev.member),
+		slog.Int64("order_id", ev.orderID),
+		slog.Int("error", int(code)),
+		slog.Int("status", status),
+		slog.Duration("latency", latency),
+	)
+}
+
+// writeJSON writes a JSON answer with the headers every answer carries.
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	// Assigned, not Set: the keys are canonical already, and the values
+	// are shared (net/http only reads them).
+	h["Content-Type"] = contentTypeJSON
+	h["Cache-Control"] = noStore
+	h["X-Content-Type-Options"] = noSniff
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+var (
+	contentTypeJSON = []string{"application/json"}
+	noStore         = []string{"no-store"}
+	noSniff         = []string{"nosniff"}
+)

@@ -1,0 +1,98 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/server/web"
+	"github.com/certorder/certorder/wire"
+)
+
+// takeSlot takes one of the MaxInFlight places, or says to come back.
+func (s *Server) takeSlot() (release func(), f *wire.Failure) {
+	if s.inFlight == nil {
+		return func() {}, nil
+	}
+	select {
+	case s.inFlight <- struct{}{}:
+		return func() { <-s.inFlight }, nil
+	default:
+		s.metrics.limited.WithLabelValues("in_flight").Inc()
+		f := wire.Fail(wire.Unavailable)
+		f.RetryAfter = time.Second
+		return nil, f
+	}
+}
+
+// refuse answers 429 for a limit, with the wait in Retry-After.
+func (s *Server) refuse(limit string, wait time.Duration) *wire.Failure {
+	s.metrics.limited.WithLabelValues(limit).Inc()
+	f := wire.Fail(wire.RateLimited)
+	f.RetryAfter = wait
+	return f
+}
+
+// lockedOut refuses an IP, or an IP for an AccessName, that failed
+// authentication too often. A name is never locked out as such: another
+// address presenting it is not refused.
+func (s *Server) lockedOut(ip, name string, now time.Time) *wire.Failure {
+	if locked, wait := s.ipFails.locked(ip, now); locked {
+		return s.refuse("auth_lockout", wait)
+	}
+	if s.pairFails == nil {
+		return nil
+	}
+	if locked, wait := s.pairFails.locked(ip+"\x00"+name, now); locked {
+		return s.refuse("auth_lockout", wait)
+	}
+	return nil
+}
+
+// authFailed counts a failed authentication against the IP, and the IP
+// with the name.
+func (s *Server) authFailed(ip, name string, now time.Time) {
+	s.metrics.authFailures.Inc()
+	s.ipFails.fail(ip, now)
+	if s.pairFails != nil {
+		s.pairFails.fail(ip+"\x00"+name, now)
+	}
+}
+
+// signIn checks the web page's sign-in with the API's limits and refusals.
+func (s *Server) signIn(r *http.Request, name, key string) (certorder.Credential, error) {
+	ip, now := limitKey(clientIP(r, s.cfg.Limits.TrustedProxies)), s.cfg.Now()
+	if ok, wait := s.ipRate.take(ip, now); !ok {
+		s.metrics.limited.WithLabelValues("ip").Inc()
+		return certorder.Credential{}, &web.ThrottledError{Wait: wait}
+	}
+	if f := s.lockedOut(ip, name, now); f != nil {
+		return certorder.Credential{}, &web.ThrottledError{Wait: f.RetryAfter}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
+	defer cancel()
+	req := wire.Request{AccessName: name, AccessKey: key, CredsOK: name != "" && key != ""}
+	cred, _, f := s.authenticate(ctx, req, 0)
+	switch {
+	case f == nil:
+		return cred, nil
+	case f.Code == wire.CredentialsFailed:
+		s.authFailed(ip, name, now)
+		return cred, web.ErrRefused
+	case f.Code == wire.CredentialsMissing:
+		return cred, web.ErrRefused
+	case f.Code == wire.Unavailable:
+		return cred, fmt.Errorf("sign-in: %w", certorder.ErrUnavailable)
+	}
+	return cred, fmt.Errorf("sign-in: error %d", f.Code)
+}
+
+// secure says whether the request came over TLS, directly or through a
+// trusted proxy that says so.
+func (s *Server) secure(r *http.Request) bool {
+	return r.TLS != nil || fromTrustedProxy(r, s.cfg.Limits.TrustedProxies) &&
+		strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
