@@ -1,0 +1,44 @@
+package sqlite
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/certorder/certorder"
+)
+
+// BenchmarkMiss reads orders of member 1 the cache does not hold, as a
+// request whose credential is cached does, from the store at
+// CERTORDER_BENCH_DB (cmd/loadbench -state keeps one: bench-1000000.db),
+// whose orders are numbered 1 to CERTORDER_BENCH_ORDERS. It only reads.
+func BenchmarkMiss(b *testing.B) {
+	path := os.Getenv("CERTORDER_BENCH_DB")
+	n, _ := strconv.Atoi(os.Getenv("CERTORDER_BENCH_ORDERS"))
+	if path == "" || n == 0 {
+		b.Skip("CERTORDER_BENCH_DB and CERTORDER_BENCH_ORDERS name a loadbench store")
+	}
+	ctx := context.Background()
+	s, err := Open(ctx, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.StartCache(ctx, certorder.CacheConfig{Bytes: 1 << 20}); err != nil {
+		b.Fatal(err)
+	}
+	c := s.cache.Load()
+	cred := certorder.Credential{MemberID: 1, Member: "bench"}
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			o, err := s.readMemberOrder(ctx, c.memberOrder, cred, 1+rand.Int64N(int64(n)))
+			if err != nil || o == nil {
+				b.Fatal(o, err)
+			}
+		}
+	})
+}
