@@ -81,16 +81,22 @@ func TestLegacyAudit(t *testing.T) {
 }
 
 func TestCache(t *testing.T) {
-	dsn := testdb.Postgres(t)
-	open := func() certorder.Store {
-		s, err := postgres.Open(context.Background(), dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
+	for name, check := range map[string]func(*testing.T, certorder.Store, certorder.Store){
+		"plain": storetest.Cache, "compressed": storetest.CacheCompressed,
+	} {
+		t.Run(name, func(t *testing.T) {
+			dsn := testdb.Postgres(t)
+			open := func() certorder.Store {
+				s, err := postgres.Open(context.Background(), dsn)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				return s
+			}
+			check(t, open(), open())
+		})
 	}
-	storetest.Cache(t, open(), open())
 }
 
 // The notification connection drops: the cache is bypassed at once, a

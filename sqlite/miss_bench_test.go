@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -41,4 +42,38 @@ func BenchmarkMiss(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkImportFile imports the file CERTORDER_BENCH_IMPORT (cmd/loadbench
+// orders N FILE writes one) into a new store per op.
+func BenchmarkImportFile(b *testing.B) {
+	path := os.Getenv("CERTORDER_BENCH_IMPORT")
+	if path == "" {
+		b.Skip("CERTORDER_BENCH_IMPORT names an import file")
+	}
+	ctx := context.Background()
+	for b.Loop() {
+		b.StopTimer()
+		s, err := Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.AddMember(ctx, "bench"); err != nil {
+			b.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		n, err := s.ImportOrders(ctx, "bench", certorder.DecodeOrders(f))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "orders/s")
+		f.Close()
+		s.Close()
+		b.StartTimer()
+	}
 }
