@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/certorder/certorder"
 )
@@ -36,7 +37,9 @@ func BenchmarkMiss(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			o, err := s.readMemberOrder(ctx, c.memberOrder, cred, 1+rand.Int64N(int64(n)))
+			ctx, cancel := context.WithTimeout(ctx, 5*time.Second) // as the server bounds a read
+			o, err := s.readMemberOrder(ctx, c.miss, cred, 1+rand.Int64N(int64(n)))
+			cancel()
 			if err != nil || o == nil {
 				b.Fatal(o, err)
 			}
