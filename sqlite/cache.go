@@ -14,10 +14,10 @@ import (
 // exact: the WAL index says whether anything was committed since an entry
 // was filled, and a pinned connection keeps the WAL index in place.
 type cache struct {
-	entries     *credcache.Cache
-	wal         *walIndex
-	pin         *sql.DB
-	miss        *missReader // one order of a member, when the credential is cached
+	entries *credcache.Cache
+	wal     *walIndex
+	pin     *sql.DB
+	miss    *missReader // one order of a member, when the credential is cached
 }
 
 func (c *cache) close() error {
