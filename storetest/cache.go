@@ -22,7 +22,9 @@ func Cache(t *testing.T, server, admin certorder.Store) { cacheChecks(t, server,
 // that the orders it checks are cached compressed (internal/credcache):
 // what it answers is byte for byte what the store holds, and every change
 // is seen on the next look-up all the same.
-func CacheCompressed(t *testing.T, server, admin certorder.Store) { cacheChecks(t, server, admin, 3000) }
+func CacheCompressed(t *testing.T, server, admin certorder.Store) {
+	cacheChecks(t, server, admin, 3000)
+}
 
 func cacheChecks(t *testing.T, server, admin certorder.Store, fill int) {
 	ctx := context.Background()
