@@ -128,3 +128,26 @@ func BenchmarkMemoryPerOrder(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGCFull is a full collection with a full 64 MiB cache: the
+// collector's work per cycle, which the cache's entries make.
+func BenchmarkGCFull(b *testing.B) {
+	c := credcache.New(64 << 20)
+	defer c.Close()
+	cred := credential("0123456789ab", "alice", 3)
+	c.Fill(1, cred, 0, nil)
+	orders := make([]*certorder.Order, 2000)
+	for i := range orders {
+		orders[i] = docOrder(i+1, false)
+	}
+	for i := 1; i <= 400000; i++ {
+		c.FillOrder(1, 3, int64(i), orders[i%len(orders)])
+	}
+	entries, _, _ := c.Stats()
+	runtime.GC()
+	b.ResetTimer()
+	for b.Loop() {
+		runtime.GC()
+	}
+	b.ReportMetric(float64(entries), "orders")
+}

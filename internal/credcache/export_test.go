@@ -4,6 +4,5 @@ package credcache
 // generation gen with its document compressed.
 func Compressed(c *Cache, gen uint64, memberID, orderID int64) bool {
 	v, ok := c.c.GetIfPresent(key{gen: gen, memberID: memberID, orderID: orderID})
-	b, _ := v.([]byte)
-	return ok && len(b) > 0 && b[0] == 2
+	return ok && len(v.order) > 0 && v.order[0] == 2
 }
