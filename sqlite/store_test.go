@@ -111,7 +111,7 @@ func TestLegacyAudit(t *testing.T) {
 
 func TestCache(t *testing.T) {
 	for name, check := range map[string]func(*testing.T, certorder.Store, certorder.Store){
-		"plain": storetest.Cache, "compressed": storetest.CacheCompressed,
+		"plain": storetest.Cache, "filled": storetest.CacheFilled,
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "test.db")

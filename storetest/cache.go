@@ -18,11 +18,10 @@ import (
 // changes too; and what is in the cache is what FindCredential reads.
 func Cache(t *testing.T, server, admin certorder.Store) { cacheChecks(t, server, admin, 0) }
 
-// CacheCompressed is Cache with the cache more than half full first, so
-// that the orders it checks are cached compressed (internal/credcache):
+// CacheFilled is Cache with the cache holding thousands of orders first:
 // what it answers is byte for byte what the store holds, and every change
 // is seen on the next look-up all the same.
-func CacheCompressed(t *testing.T, server, admin certorder.Store) {
+func CacheFilled(t *testing.T, server, admin certorder.Store) {
 	cacheChecks(t, server, admin, 3000)
 }
 

@@ -3,10 +3,18 @@
 // too), bounded in bytes, in an otter cache (W-TinyLFU: a frequency sketch
 // admits a new entry only if it is asked for more often than the one it
 // would evict, so a scan of orders read once does not flush the popular
-// ones; lock-free reads). Entries are shared, never copied, on a hit; once
-// the cache is half full, orders are stored with their document compressed
-// (S2 with a dictionary made of the first documents cached), and a hit on
-// one of those decodes it.
+// ones; lock-free reads) whose entries are shared, never copied, on a hit.
+//
+// Orders are not compressed. Stored with S2 and a dictionary of the first
+// documents cached, loadbench's took 312 bytes of heap instead of 1,487
+// (1,325 instead of 2,264 with a full-size random CSR) and 64 MiB held
+// 213,000 of them instead of 42,000; but each entry is an object the
+// collector marks, and with the cache full, under the service's memory
+// limit, collection took 62% of the CPU instead of 27% for a hit rate of
+// 91% instead of 87% (-bench ServeFull), and orderinfo at 1M orders (zipf)
+// fell from 0.53 of bare to 0.29 (docs/PERFORMANCE.md). A cache whose
+// entries are not objects (an index without pointers into one byte arena)
+// would let compression pay.
 //
 // It knows nothing of invalidation. Every entry is stored under a
 // generation that the store gives: a number that changes whenever anything
@@ -25,7 +33,6 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/klauspost/compress/s2"
 	"github.com/maypok86/otter/v2"
 
 	"github.com/certorder/certorder"
@@ -41,10 +48,9 @@ const MinBytes = 512 << 10
 
 // entryOverhead is what an entry costs beyond its bytes, roughly: otter's
 // node and table slot, the key, the allocator's rounding. It counts in the
-// bound. Measured (-bench MemoryPerOrder, heap growth over entries held in
-// a full 64 MiB cache): 1,487 bytes for a plain entry of 1,399, 312 for a
-// compressed one of 191; it was 320, which left a fifth of the bound
-// unused.
+// bound. Measured (-bench MemoryPerOrder, heap growth over the entries held
+// in a full 64 MiB cache): 1,487 bytes for an entry of 1,399; it was 320,
+// which left a tenth of the bound unused (37,000 orders held, 42,000 now).
 const entryOverhead = 128
 
 // Cache holds credentials and orders. The zero value is not usable; use New.
@@ -58,20 +64,7 @@ type Cache struct {
 	creds        atomic.Pointer[credTable]
 	credMax      int64        // bytes the credential map may hold
 	hits, misses atomic.Int64 // of Find: requests answered from the cache, and not
-
-	// Orders are stored compressed once the cache weighs compressAbove,
-	// with dict: made of the first documents cached (sample), then fixed.
-	compressAbove uint64
-	dict          atomic.Pointer[s2.Dict]
-	sampleMu      sync.Mutex
-	sample        []byte
 }
-
-// dictBytes is how much of the first documents cached makes the
-// dictionary: some 25 of CertCentral's size. What a document shares with
-// others (its keys, the CA's names, the product, dates) is found in it;
-// what is its own (serial number, thumbprint, the CSR) is not.
-const dictBytes = 32 << 10
 
 // key is an entry's key: an order of a member, or a credential (member
 // and order 0, keyID set), of one generation.
@@ -94,12 +87,7 @@ type credTable struct {
 // each time.
 func New(bytes int) *Cache {
 	bytes = max(bytes, MinBytes)
-	// Compressed once half full: until then a hit returns the cached
-	// document itself; after, it decodes it (0.2 µs for a 1.3 KiB
-	// document, 111 bytes compressed; 0.4 µs and 1,080 bytes for one with
-	// a full-size CSR of random bytes: -bench Codec). A store whose orders
-	// all fit (10k orders: 16 MiB of 64) never pays it.
-	c := &Cache{maxEntry: bytes / 1024, credMax: int64(bytes / 16), compressAbove: uint64(bytes-bytes/16) / 2}
+	c := &Cache{maxEntry: bytes / 1024, credMax: int64(bytes / 16)}
 	c.c = otter.Must(&otter.Options[key, value]{
 		MaximumWeight: uint64(bytes - bytes/16),
 		Weigher:       weigh,
@@ -110,12 +98,8 @@ func New(bytes int) *Cache {
 
 // value is an entry: an order (encoded) or a credential, held in otter's
 // node itself. As an interface, an order was one more object per entry
-// for the collector to mark: a full collection with 213,000 compressed
-// orders cached took 22-27 ms, 15-16 ms with this (-bench GCFull); in a
-// profile at 1M orders (zipf) collection had been 40% of the service's CPU
-// (at load 12), 4% with this (at load 4). A floor of 640 bytes an order
-// (half as many orders) gave the same 4% and the same hit rate, and was
-// dropped.
+// for the collector to mark: a full collection with 213,000 small entries
+// took 22-27 ms with it, 15-16 ms without (-bench GCFull).
 type value struct {
 	order []byte
 	cred  *certorder.Credential
@@ -163,40 +147,27 @@ func (c *Cache) Order(gen uint64, memberID, orderID int64) (*certorder.Order, bo
 	if !ok {
 		return nil, false
 	}
-	return c.decodeOrder(v.order, memberID)
+	return decodeOrder(v.order, memberID)
 }
 
 // An order is kept as one []byte, which the garbage collector need not
 // scan (a cache of tens of thousands of Orders, each with its strings,
 // made collection a seventh of the service's CPU at 1M orders): a presence
-// byte (0: the member has no such order; 1: an order; 2: an order whose
-// document is compressed with the cache's dictionary), the order number,
-// the renewal and the certificate's end, the lengths of valid_till, common
-// name, status and member name, those texts, and the document. A hit makes
-// an Order whose texts (and document, unless compressed) point into it: it
-// is never written again.
-func encodeOrder(o *certorder.Order, d *s2.Dict) []byte {
+// byte (0: the member has no such order), the order number, the renewal
+// and the certificate's end, the lengths of valid_till, common name,
+// status and member name, those texts, and the document. A hit makes an
+// Order whose texts and document point into it: it is never written again.
+func encodeOrder(o *certorder.Order) []byte {
 	if o == nil {
 		return []byte{0}
 	}
-	doc, kind := o.Doc, byte(1)
-	if d != nil {
-		scratch := scratchPool.Get().(*[]byte)
-		defer scratchPool.Put(scratch)
-		if enc := d.Encode((*scratch)[:cap(*scratch)], o.Doc); len(enc) < len(o.Doc) {
-			doc, kind = enc, 2
-			if cap(enc) > cap(*scratch) {
-				*scratch = enc
-			}
-		}
-	}
 	texts := []string{o.ValidTill, o.CommonName, o.Status, o.Member}
-	n := 1 + 3*8 + 4*4 + len(doc)
+	n := 1 + 3*8 + 4*4 + len(o.Doc)
 	for _, t := range texts {
 		n += len(t)
 	}
 	b := make([]byte, 0, n)
-	b = append(b, kind)
+	b = append(b, 1)
 	b = binary.LittleEndian.AppendUint64(b, uint64(o.ID))
 	b = binary.LittleEndian.AppendUint64(b, uint64(o.RenewedBy))
 	b = binary.LittleEndian.AppendUint64(b, uint64(o.CertEnd))
@@ -206,17 +177,15 @@ func encodeOrder(o *certorder.Order, d *s2.Dict) []byte {
 	for _, t := range texts {
 		b = append(b, t...)
 	}
-	return append(b, doc...)
+	return append(b, o.Doc...)
 }
 
-var scratchPool = sync.Pool{New: func() any { b := make([]byte, 0, 8192); return &b }}
-
-func (c *Cache) decodeOrder(b []byte, memberID int64) (*certorder.Order, bool) {
+func decodeOrder(b []byte, memberID int64) (*certorder.Order, bool) {
 	if len(b) == 1 && b[0] == 0 {
 		return nil, true
 	}
 	const head = 1 + 3*8 + 4*4
-	if len(b) < head || (b[0] != 1 && b[0] != 2) {
+	if len(b) < head || b[0] != 1 {
 		return nil, false
 	}
 	o := &certorder.Order{
@@ -237,17 +206,6 @@ func (c *Cache) decodeOrder(b []byte, memberID int64) (*certorder.Order, bool) {
 	}
 	o.ValidTill, o.CommonName, o.Status, o.Member = text(0), text(1), text(2), text(3)
 	o.Doc = b[at:len(b):len(b)]
-	if b[0] == 2 {
-		d := c.dict.Load()
-		if d == nil {
-			return nil, false
-		}
-		doc, err := d.Decode(nil, o.Doc)
-		if err != nil {
-			return nil, false
-		}
-		o.Doc = doc
-	}
 	if o.CertEnd <= 0 || o.CertEnd >= len(o.Doc) {
 		return nil, false
 	}
@@ -287,34 +245,7 @@ func (c *Cache) FillOrder(gen uint64, memberID, orderID int64, o *certorder.Orde
 	if o != nil && len(o.Doc) > c.maxEntry {
 		return
 	}
-	var d *s2.Dict
-	if o != nil {
-		if d = c.dictionary(o.Doc); d != nil && c.c.WeightedSize() < c.compressAbove {
-			d = nil
-		}
-	}
-	c.c.Set(key{gen: gen, memberID: memberID, orderID: orderID}, value{order: encodeOrder(o, d)})
-}
-
-// dictionary returns the dictionary, or keeps doc to make it of and
-// returns nil while it is not made yet.
-func (c *Cache) dictionary(doc []byte) *s2.Dict {
-	if d := c.dict.Load(); d != nil {
-		return d
-	}
-	c.sampleMu.Lock()
-	defer c.sampleMu.Unlock()
-	if d := c.dict.Load(); d != nil {
-		return d
-	}
-	c.sample = append(c.sample, doc...)
-	if len(c.sample) < dictBytes {
-		return nil
-	}
-	d := s2.MakeDict(c.sample[max(0, len(c.sample)-s2.MaxDictSize):], c.sample[:min(len(c.sample), 16)])
-	c.sample = nil
-	c.dict.Store(d)
-	return d
+	c.c.Set(key{gen: gen, memberID: memberID, orderID: orderID}, value{order: encodeOrder(o)})
 }
 
 // fillCredential stores a credential read under gen: in the map of gen

@@ -49,49 +49,8 @@ func docOrder(i int, realCSR bool) *certorder.Order {
 	return o
 }
 
-// Once the cache is half full it stores documents compressed; what it
-// answers is byte for byte what was filled, compressed or not, for
-// documents that compress well and for ones that do not.
-func TestCompressedIdentical(t *testing.T) {
-	c := credcache.New(4 << 20)
-	defer c.Close()
-	cred := credential("0123456789ab", "alice", 3)
-	c.Fill(1, cred, 0, nil)
-	filled := map[int64]*certorder.Order{}
-	for i := 1; i <= 6000; i++ {
-		o := docOrder(i, i%3 == 0)
-		c.FillOrder(1, 3, int64(i), o)
-		filled[int64(i)] = o
-	}
-	c.FillOrder(1, 3, 7000, nil)
-	plain, compressed := 0, 0
-	for id, o := range filled {
-		_, got, ok := c.Find(1, cred.KeyID, id)
-		if !ok {
-			continue // evicted
-		}
-		if credcache.Compressed(c, 1, 3, id) {
-			compressed++
-		} else {
-			plain++
-		}
-		if got == nil || got.ID != o.ID || got.MemberID != 3 || got.Member != o.Member || got.RenewedBy != o.RenewedBy ||
-			got.ValidTill != o.ValidTill || got.CommonName != o.CommonName || got.Status != o.Status ||
-			got.CertEnd != o.CertEnd || !bytes.Equal(got.Doc, o.Doc) {
-			t.Fatalf("order %d: got %+v", id, got)
-		}
-	}
-	if _, none, ok := c.Find(1, cred.KeyID, 7000); !ok || none != nil {
-		t.Fatalf("absent order: %v %v", none, ok)
-	}
-	if plain == 0 || compressed == 0 {
-		t.Fatalf("%d plain, %d compressed: expected both", plain, compressed)
-	}
-	t.Logf("%d plain, %d compressed of %d filled", plain, compressed, len(filled))
-}
-
 // BenchmarkMemoryPerOrder reports the heap an order costs in a full
-// cache (entries held / heap growth), plain and compressed, and the
+// cache (entries held / heap growth), and the
 // hit's time.
 func BenchmarkMemoryPerOrder(b *testing.B) {
 	for _, realCSR := range []bool{false, true} {
