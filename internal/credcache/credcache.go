@@ -12,8 +12,8 @@
 // collector marks, and with the cache full, under the service's memory
 // limit, collection took 62% of the CPU instead of 27% (both with an
 // entry overhead of 128) for a hit rate of 91% instead of 87% (-bench
-// ServeFull), and orderinfo at 1M orders (zipf)
-// fell from 0.53 of bare to 0.29 (docs/PERFORMANCE.md). A cache whose
+// ServeFull), and orderinfo at 1M orders (zipf) fell from 0.53 of bare to
+// 0.29 (docs/PERFORMANCE.md). A cache whose
 // entries are not objects (an index without pointers into one byte arena)
 // would let compression pay.
 //
