@@ -14,15 +14,15 @@ import (
 // exact: the WAL index says whether anything was committed since an entry
 // was filled, and a pinned connection keeps the WAL index in place.
 type cache struct {
-	entries     *credcache.Cache
-	wal         *walIndex
-	pin         *sql.DB
-	memberOrder *sql.Stmt // one order of a member, when the credential is cached
+	entries *credcache.Cache
+	wal     *walIndex
+	pin     *sql.DB
+	miss    *missReader // one order of a member, when the credential is cached
 }
 
 func (c *cache) close() error {
 	c.entries.Close()
-	return errors.Join(c.memberOrder.Close(), c.pin.Close(), c.wal.close()) // the -shm descriptor last: see mapShared
+	return errors.Join(c.miss.close(), c.pin.Close(), c.wal.close()) // the -shm descriptor last: see mapShared
 }
 
 var _ certorder.CredentialCache = (*Store)(nil)
@@ -56,13 +56,13 @@ func (s *Store) StartCache(ctx context.Context, cfg certorder.CacheConfig) error
 		pin.Close()
 		return err
 	}
-	memberOrder, err := s.read.PrepareContext(ctx, `SELECT `+orderColumns+` FROM orders o WHERE o.id = ? AND o.member_id = ?`)
+	miss, err := openMissReader(ctx, s.path)
 	if err != nil {
 		wal.close()
 		pin.Close()
 		return s.wrap("cache", err)
 	}
-	c := &cache{entries: credcache.New(cfg.Bytes), wal: wal, pin: pin, memberOrder: memberOrder}
+	c := &cache{entries: credcache.New(cfg.Bytes), wal: wal, pin: pin, miss: miss}
 	if !s.cache.CompareAndSwap(nil, c) {
 		c.close()
 		return errors.New("sqlite: the cache is on already")
@@ -111,7 +111,7 @@ func (s *Store) FindCredential(ctx context.Context, keyID string, orderID int64)
 		if o, hit := c.entries.Order(gen, cred.MemberID, orderID); hit {
 			return cred, o, nil
 		}
-		o, err := s.readMemberOrder(ctx, c.memberOrder, cred, orderID)
+		o, err := s.readMemberOrder(ctx, c.miss, cred, orderID)
 		if err == nil {
 			c.entries.FillOrder(gen, cred.MemberID, orderID, o)
 		}
@@ -126,16 +126,8 @@ func (s *Store) FindCredential(ctx context.Context, keyID string, orderID int64)
 
 // readMemberOrder reads the credential's member's order orderID; nil if
 // the member has none (another member's is never read).
-func (s *Store) readMemberOrder(ctx context.Context, stmt *sql.Stmt, cred certorder.Credential, orderID int64) (*certorder.Order, error) {
-	var n nullOrder
-	err := stmt.QueryRowContext(ctx, orderID, cred.MemberID).Scan(n.dest()...)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, s.wrap("find order", err)
-	}
-	o, err := n.order()
+func (s *Store) readMemberOrder(ctx context.Context, m *missReader, cred certorder.Credential, orderID int64) (*certorder.Order, error) {
+	o, err := m.read(ctx, cred.MemberID, orderID)
 	if o != nil {
 		o.Member = cred.Member
 	}

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -67,10 +68,23 @@ const timeLayout = "2006-01-02T15:04:05.000000000Z"
 
 // dsn is the data source of the database file at path. PRAGMAs go in the
 // DSN so that every pooled connection gets them.
-func dsn(path string) string {
+func dsn(path string) string { return dsnMapped(path, 256<<20) }
+
+// dsnMapped is dsn with up to mmap bytes of the file memory-mapped. The
+// driver keeps the first of two _pragma of a name, so it is said once.
+func dsnMapped(path string, mmap int64) string {
 	return "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)" +
-		"&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=mmap_size(268435456)"
+		"&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=mmap_size(" + strconv.FormatInt(mmap, 10) + ")"
 }
+
+// readMapped is how much of the file the read connections map: as much as
+// SQLite allows (its SQLITE_MAX_MMAP_SIZE, 2 GiB less 64 KiB). A page read
+// through the mapping costs no system call: an order not cached, read from
+// loadbench's 2.1 GB store of 1M orders, took 16.3 µs with 256 MiB mapped
+// (pread 35% of it) and 9.7-11.2 µs with this (go test -bench Miss
+// ./sqlite). The mapped pages are the kernel's page cache, counted as
+// file-backed memory, not the process's own.
+const readMapped = 2147418112
 
 // Open opens (creating if need be) the database file at path and applies
 // the migrations it has not seen yet. It refuses a database whose schema is
@@ -92,7 +106,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
-	if s.read, err = sql.Open("sqlite", dsn(path)+"&_pragma=query_only(1)"); err != nil {
+	if s.read, err = sql.Open("sqlite", dsnMapped(path, readMapped)+"&_pragma=query_only(1)"); err != nil {
 		s.Close()
 		return nil, err
 	}

@@ -117,16 +117,23 @@ func TestLegacyAudit(t *testing.T) {
 
 func TestCache(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "test.db")
-	open := func() certorder.Store {
-		s, err := sqlite.Open(context.Background(), path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
+	for name, check := range map[string]func(*testing.T, certorder.Store, certorder.Store){
+		"plain": storetest.Cache, "filled": storetest.CacheFilled,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "test.db")
+			open := func() certorder.Store {
+				s, err := sqlite.Open(context.Background(), path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				return s
+			}
+			check(t, open(), open())
+		})
 	}
-	storetest.Cache(t, open(), open())
 }
 
 // BenchmarkRestore restores an export of 10,000 orders into a new file per op.

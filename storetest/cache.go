@@ -16,7 +16,16 @@ import (
 // change admin commits is seen by server's next look-up, once
 // AwaitInstances has returned where the store has it; server's own
 // changes too; and what is in the cache is what FindCredential reads.
-func Cache(t *testing.T, server, admin certorder.Store) {
+func Cache(t *testing.T, server, admin certorder.Store) { cacheChecks(t, server, admin, 0) }
+
+// CacheFilled is Cache with the cache holding thousands of orders first:
+// what it answers is byte for byte what the store holds, and every change
+// is seen on the next look-up all the same.
+func CacheFilled(t *testing.T, server, admin certorder.Store) {
+	cacheChecks(t, server, admin, 3000)
+}
+
+func cacheChecks(t *testing.T, server, admin certorder.Store, fill int) {
 	ctx := context.Background()
 	cached, ok := server.(certorder.CredentialCache)
 	if !ok {
@@ -46,7 +55,19 @@ func Cache(t *testing.T, server, admin certorder.Store) {
 			}
 		}
 	}
+	if fill > 0 {
+		docs := make([]string, fill)
+		for i := range docs {
+			docs[i] = OrderJSON(int64(1000+i), 0, "2030-01-01")
+		}
+		_, err = admin.ImportOrders(ctx, "alice", Orders(t, docs...))
+		must(t, err)
+	}
 	settle()
+	for i := range fill { // read through the cache, which holds them after
+		_, _, err := server.FindCredential(ctx, k.ID, int64(1000+i))
+		must(t, err)
+	}
 
 	// find reads through the cache, then checks that the cache alone now
 	// answers the same.
@@ -66,6 +87,13 @@ func Cache(t *testing.T, server, admin certorder.Store) {
 			o.CommonName != o2.CommonName || o.Status != o2.Status || o.ValidTill != o2.ValidTill ||
 			o.RenewedBy != o2.RenewedBy || o.CertEnd != o2.CertEnd || !bytes.Equal(o.Doc, o2.Doc)) {
 			t.Fatalf("cached order %+v, read %+v", o2, o)
+		}
+		if o != nil { // byte for byte what a read without the cache gives
+			direct, err := admin.FindOrder(ctx, orderID)
+			must(t, err)
+			if !bytes.Equal(direct.Doc, o2.Doc) || direct.CertEnd != o2.CertEnd {
+				t.Fatalf("order %d: cached document differs from the stored one", orderID)
+			}
 		}
 		return c, o
 	}

@@ -160,7 +160,7 @@ type Request struct {
 func DecodeRequest(body []byte) (Request, *Failure) {
 	var req Request
 	body = bytes.Trim(body, " \t\r\n")
-	if len(body) == 0 || body[0] != '{' || !json.Valid(body) {
+	if len(body) == 0 || body[0] != '{' || !flatValid(body) && !json.Valid(body) {
 		return req, Fail(MalformedRequest)
 	}
 	var okName, okKey bool

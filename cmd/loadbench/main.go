@@ -351,6 +351,10 @@ func setupStore(c *config, bin, dir string) (string, error) {
 		}
 		return out.String(), nil
 	}
+	// Only migrate (and restore) create a store that does not exist yet.
+	if _, err := certorder("admin", "migrate"); err != nil {
+		return "", err
+	}
 	if _, err := certorder("admin", "member", "add", "bench"); err != nil {
 		return "", err
 	}

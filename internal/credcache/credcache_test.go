@@ -67,7 +67,7 @@ func TestGenerations(t *testing.T) {
 	}
 }
 
-// Credentials beyond the map's share go to freecache; an order too large
+// Credentials beyond the map's share go to otter; an order too large
 // for the cache is not cached (and not wrongly found).
 func TestBounds(t *testing.T) {
 	c := credcache.New(credcache.MinBytes)

@@ -1,0 +1,83 @@
+package sqlite
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/importfile"
+)
+
+// BenchmarkMiss reads orders of member 1 the cache does not hold, as a
+// request whose credential is cached does, from the store at
+// CERTORDER_BENCH_DB (cmd/loadbench -state keeps one: bench-1000000.db),
+// whose orders are numbered 1 to CERTORDER_BENCH_ORDERS. It only reads.
+func BenchmarkMiss(b *testing.B) {
+	path := os.Getenv("CERTORDER_BENCH_DB")
+	n, _ := strconv.Atoi(os.Getenv("CERTORDER_BENCH_ORDERS"))
+	if path == "" || n == 0 {
+		b.Skip("CERTORDER_BENCH_DB and CERTORDER_BENCH_ORDERS name a loadbench store")
+	}
+	ctx := context.Background()
+	s, err := Open(ctx, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.StartCache(ctx, certorder.CacheConfig{Bytes: 1 << 20}); err != nil {
+		b.Fatal(err)
+	}
+	c := s.cache.Load()
+	cred := certorder.Credential{MemberID: 1, Member: "bench"}
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			ctx, cancel := context.WithTimeout(ctx, 5*time.Second) // as the server bounds a read
+			o, err := s.readMemberOrder(ctx, c.miss, cred, 1+rand.Int64N(int64(n)))
+			cancel()
+			if err != nil || o == nil {
+				b.Fatal(o, err)
+			}
+		}
+	})
+}
+
+// BenchmarkImportFile imports the file CERTORDER_BENCH_IMPORT (cmd/loadbench
+// orders N FILE writes one) into a new store per op.
+func BenchmarkImportFile(b *testing.B) {
+	path := os.Getenv("CERTORDER_BENCH_IMPORT")
+	if path == "" {
+		b.Skip("CERTORDER_BENCH_IMPORT names an import file")
+	}
+	ctx := context.Background()
+	for b.Loop() {
+		b.StopTimer()
+		s, err := Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.AddMember(ctx, "bench"); err != nil {
+			b.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		n, err := s.ImportOrders(ctx, "bench", importfile.Decode(f))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "orders/s")
+		f.Close()
+		s.Close()
+		b.StartTimer()
+	}
+}
