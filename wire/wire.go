@@ -204,8 +204,7 @@ func ParseOrderID(raw []byte) (int64, bool) {
 }
 
 // Action is one action of section 4. Answer returns the success body or the
-// failure; ctx is the request's (the order comes with the credentials;
-// reads through Call.Orders are each bounded by the store timeout).
+// failure; ctx is the request's (the order comes with the credentials).
 type Action struct {
 	NeedsOrder bool // the request names an order in orderId, read with the credentials
 	Answer     func(ctx context.Context, c *Call) ([]byte, *Failure)
@@ -218,10 +217,6 @@ type Call struct {
 	Order      *certorder.Order // the member's order OrderID names; nil if the member has none
 	Now        time.Time
 	Buf        []byte // room an answer may be built in (the server pools it); nil: none
-	// Orders reads further, for an action that needs more than the order
-	// read with the credentials (each read within the store timeout).
-	// Every read must stay within Credential.MemberID's orders.
-	Orders certorder.OrderReader
 }
 
 // Actions are the actions of the interface, by name (case-sensitive).
