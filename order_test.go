@@ -42,6 +42,16 @@ func TestParseOrderNotIssued(t *testing.T) {
 			t.Errorf("%s: %+v, %v", status, o, err)
 		}
 	}
+	// The two questions ignore case, and take the British spelling too.
+	for status, ended := range map[string]bool{"canceled": true, "Canceled": true, "CANCELLED": true, "rejected": true,
+		"Rejected": true, "pending": false, "issued": false} {
+		if certorder.OrderEnded(status) != ended {
+			t.Errorf("OrderEnded(%q) = %v", status, !ended)
+		}
+	}
+	if _, err := certorder.ParseOrder([]byte(`{"OrderId":5,"status":"Issued","certificate":{}}`)); err == nil {
+		t.Error(`status "Issued" without valid_till was accepted`)
+	}
 	_, err := certorder.ParseOrder([]byte(`{"OrderId":5,"status":"issued","certificate":{}}`))
 	if err == nil || !strings.Contains(err.Error(), "OrderId 5") || !strings.Contains(err.Error(), "certificate.valid_till") {
 		t.Errorf("issued without valid_till: %v", err)

@@ -1,9 +1,14 @@
 package certorder
 
+import "strings"
+
 // Order statuses are an open set of strings, stored as CertCentral writes
 // them (its Glossary lists pending, needs_approval, processing,
 // waiting_pickup, reissue_pending, issued, rejected, canceled, revoked,
-// expired). Two questions about them matter to the rules here.
+// expired). Two questions about them matter to the rules here, and both
+// are asked without regard to case (and with "cancelled" for "canceled"):
+// an import written by hand as "Canceled" must not send automation to an
+// order that will never be issued.
 
 // Statuses named by the rules.
 const (
@@ -22,7 +27,7 @@ const (
 // (pending and its kin): its certificate dates are stored only if
 // CertCentral gave them, never invented.
 func CertificateIssued(status string) bool {
-	switch status {
+	switch strings.ToLower(status) {
 	case StatusIssued, StatusRevoked, StatusExpired:
 		return true
 	}
@@ -33,7 +38,11 @@ func CertificateIssued(status string) bool {
 // certificate (canceled or rejected): a renewal chain that ends in one
 // must not be used by automation.
 func OrderEnded(status string) bool {
-	return status == StatusCanceled || status == StatusRejected
+	switch strings.ToLower(status) {
+	case StatusCanceled, "cancelled", StatusRejected:
+		return true
+	}
+	return false
 }
 
 // Issued reports whether the order object carries a certificate's

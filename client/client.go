@@ -154,10 +154,10 @@ func (c *Client) Current(ctx context.Context, orderID int64) (*CurrentOrder, err
 		}
 		next := r.RenewedOrderID.Value
 		if seen[next] {
-			return nil, fmt.Errorf("client: renewal chain %v loops back to order %d", chain, next)
+			return nil, fmt.Errorf("%w: renewal chain %v loops back to order %d", ErrBadChain, chain, next)
 		}
 		if len(chain) > c.maxChain {
-			return nil, fmt.Errorf("client: renewal chain from order %d is longer than %d", orderID, c.maxChain)
+			return nil, fmt.Errorf("%w: renewal chain from order %d is longer than %d", ErrBadChain, orderID, c.maxChain)
 		}
 		seen[next] = true
 		chain = append(chain, next)
@@ -171,6 +171,10 @@ func (c *Client) Current(ctx context.Context, orderID int64) (*CurrentOrder, err
 	}
 	if err != nil {
 		return nil, err
+	}
+	if o.OrderID != id {
+		// Automation must never be pointed at an order outside the chain.
+		return nil, fmt.Errorf("%w: OrderInfo for order %d answered order %d", ErrBadChain, id, o.OrderID)
 	}
 	if o.Ended() {
 		return nil, &EndedError{Chain: chain, Order: o}

@@ -26,6 +26,11 @@ var (
 // must not use it. The error is an *EndedError.
 var ErrOrderEnded = errors.New("client: the newest order of the renewal chain is canceled or rejected")
 
+// ErrBadChain is Current's answer when the service's renewal chain cannot
+// be followed: it loops, is longer than WithMaxChain, or an answer names
+// another order than the one asked for. Asking again will not help.
+var ErrBadChain = errors.New("client: the renewal chain cannot be followed")
+
 // EndedError says where a chain ended in a canceled or rejected order.
 type EndedError struct {
 	Chain []int64 // from the order asked about to the ended one

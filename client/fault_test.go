@@ -291,13 +291,29 @@ func TestCurrentStops(t *testing.T) {
 
 	cycle := newFaultServer(t, renewals(func(id int64) int64 { return 3 - id })) // 1 -> 2 -> 1
 	c, _ = newTestClient(t, cycle.URL)
-	if _, err := c.Current(ctx, 1); err == nil || !strings.Contains(err.Error(), "loops back") {
+	if _, err := c.Current(ctx, 1); !errors.Is(err, ErrBadChain) || !strings.Contains(err.Error(), "loops back") {
 		t.Fatalf("cycle: %v", err)
+	}
+
+	// An OrderInfo answer about another order than the one asked for is
+	// never taken for the newest order.
+	other := newFaultServer(t, func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), `"OrderInfo"`) {
+			io.WriteString(w, `{"OrderId":99999,"certificate":{"valid_till":"2030-01-01"}}`)
+			return
+		}
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		renewals(func(id int64) int64 { return map[int64]int64{1: 2}[id] })(w, r)
+	})
+	c, _ = newTestClient(t, other.URL)
+	if cur, err := c.Current(ctx, 1); !errors.Is(err, ErrBadChain) || !strings.Contains(err.Error(), "answered order 99999") {
+		t.Fatalf("an answer about another order: %+v, %v", cur, err)
 	}
 
 	endless := newFaultServer(t, renewals(func(id int64) int64 { return id + 1 }))
 	c, _ = newTestClient(t, endless.URL, WithMaxChain(5))
-	if _, err := c.Current(ctx, 1); err == nil || !strings.Contains(err.Error(), "longer than 5") {
+	if _, err := c.Current(ctx, 1); !errors.Is(err, ErrBadChain) || !strings.Contains(err.Error(), "longer than 5") {
 		t.Fatalf("endless chain: %v", err)
 	}
 	if n := endless.calls.Load(); n > 7 {

@@ -261,6 +261,8 @@ func memberExit(err error, cmd string, id int64, endpoint, name string) error {
 	case errors.Is(err, client.ErrOrderEnded):
 		code = exitOrderEnded
 		msg = fmt.Errorf("%w: it will never be issued; do not point automation at it", err)
+	case errors.Is(err, client.ErrBadChain):
+		code = exitFailure // asking again would meet the same chain
 	case errors.Is(err, client.ErrRateLimited):
 		code = exitUnreachable
 		msg = fmt.Errorf("too many requests or failed sign-ins: %s (%w)", wait, err)
