@@ -58,6 +58,9 @@ func (e *env) acmeURL(ctx context.Context, args []string) error {
 	if err != nil {
 		return usageError("%s: %v", cmd, err)
 	}
+	if n := len(d.find("action")); n > 1 {
+		return usageError("%s: the URL has %d action parameters: which one is meant?", cmd, n)
+	}
 	if *order != "" {
 		flagID, err := orderIDArg(*order)
 		if err != nil {

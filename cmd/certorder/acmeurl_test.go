@@ -109,6 +109,7 @@ func TestACMEURL(t *testing.T) {
 		{name: "not a URL", args: []string{"ftp://x/dir?orderId=500"}, exit: exitUsage},
 		{name: "no orderId", args: []string{dc + "?action=renew"}, exit: exitUsage},
 		{name: "two orderIds", args: []string{dc + "?orderId=500&orderId=300"}, exit: exitUsage},
+		{name: "two actions", args: []string{dc + "?action=renew&action=enroll&orderId=500"}, exit: exitUsage},
 		{name: "orderId not a number", args: []string{dc + "?orderId=abc"}, exit: exitUsage},
 		{name: "no URL", args: nil, exit: exitUsage},
 		{name: "chain ends canceled", args: []string{dc + "?orderId=400"}, exit: exitOrderEnded},

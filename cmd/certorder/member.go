@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -98,6 +99,9 @@ func (m *memberCreds) client(e *env, fs *flag.FlagSet, cmd string) (*client.Clie
 		if *m.key, err = e.readKeyFile(cmd, "access-key-file", *m.keyFile); err != nil {
 			return nil, err
 		}
+	}
+	if u, err := url.Parse(*m.endpoint); err == nil && u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+		fmt.Fprintf(e.stderr, "warning: %s is plain http: the access key crosses the network unencrypted; use https\n", u.Redacted())
 	}
 	var missing []string
 	for _, f := range []struct{ value, what string }{
@@ -195,7 +199,9 @@ func (e *env) printOrder(o *client.Order, chain []int64, member string) error {
 	if len(cert.DNSNames) > 0 {
 		fmt.Fprintf(tw, "DNS names:\t%s\n", strings.Join(printables(cert.DNSNames), ", "))
 	}
-	fmt.Fprintf(tw, "Product:\t%s\n", printable(o.Product.Name))
+	if o.Product.Name != "" {
+		fmt.Fprintf(tw, "Product:\t%s\n", printable(o.Product.Name))
+	}
 	if cert.Status != "" {
 		fmt.Fprintf(tw, "Status:\t%s (certificate %s)\n", printable(o.Status), printable(cert.Status))
 	} else {

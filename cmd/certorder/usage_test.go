@@ -49,6 +49,10 @@ func TestUsageErrors(t *testing.T) {
 		absent string // not in them
 		once   string // exactly once in them
 	}{
+		// Plain http off loopback is warned about before anything is sent
+		// (here nothing is: the name is missing).
+		{name: "plain http to another host", args: []string{"auth", "--url", "http://192.0.2.1/api/digicert/"}, code: exitUsage,
+			want: "http://192.0.2.1/api/digicert/ is plain http: the access key crosses the network unencrypted"},
 		{name: "invalid member name", args: []string{"admin", "member", "add", "Bad Name!"}, code: exitUsage,
 			want: `member name "Bad Name!" may hold only`},
 		{name: "nonsense --addr", args: []string{"serve", "--db", fresh, "--addr", "nonsense"}, code: exitUsage,
