@@ -18,10 +18,14 @@ func (s *Store) AddKey(ctx context.Context, member string, k certorder.Key) erro
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO api_keys (id, member_id, label, hash, created_at) VALUES ($1, $2, $3, $4, now())`,
-			k.ID, mid, k.Label, k.Hash)
-		return err
+		return insertKey(ctx, tx, mid, k)
 	}))
+}
+
+func insertKey(ctx context.Context, tx pgx.Tx, memberID int64, k certorder.Key) error {
+	_, err := tx.Exec(ctx, `INSERT INTO api_keys (id, member_id, label, hash, created_at) VALUES ($1, $2, $3, $4, now())`,
+		k.ID, memberID, k.Label, k.Hash)
+	return err
 }
 
 // lockMember locks the member's row for the transaction, so that counting
@@ -49,9 +53,7 @@ func (s *Store) AddMemberKey(ctx context.Context, memberID int64, k certorder.Ke
 		if n >= max {
 			return fmt.Errorf("%w: %d active keys", certorder.ErrLimit, n)
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO api_keys (id, member_id, label, hash, created_at) VALUES ($1, $2, $3, $4, now())`,
-			k.ID, memberID, k.Label, k.Hash)
-		return err
+		return insertKey(ctx, tx, memberID, k)
 	}))
 }
 

@@ -42,12 +42,19 @@ func (s *Store) AddEndpoint(ctx context.Context, member string, e certorder.Endp
 		if err != nil {
 			return err
 		}
-		e.MemberID, e.Member, e.Enabled = mid, member, true
-		return tx.QueryRow(ctx, `INSERT INTO webhook_endpoints (member_id, url, event_types, secret, enabled, created_at)
-			VALUES ($1, $2, $3, $4, true, now()) RETURNING id, created_at`,
-			mid, e.URL, strings.Join(e.EventTypes, ","), e.Secret).Scan(&e.ID, &e.CreatedAt)
+		e.MemberID, e.Member = mid, member
+		return insertEndpoint(ctx, tx, &e)
 	})
 	return e, s.wrap("add endpoint", err)
+}
+
+// insertEndpoint stores e, of e.MemberID, as a new enabled endpoint, and
+// fills in its ID and creation time.
+func insertEndpoint(ctx context.Context, tx pgx.Tx, e *certorder.Endpoint) error {
+	e.Enabled = true
+	return tx.QueryRow(ctx, `INSERT INTO webhook_endpoints (member_id, url, event_types, secret, enabled, created_at)
+		VALUES ($1, $2, $3, $4, true, now()) RETURNING id, created_at`,
+		e.MemberID, e.URL, strings.Join(e.EventTypes, ","), e.Secret).Scan(&e.ID, &e.CreatedAt)
 }
 
 // AddMemberEndpoint stores a new endpoint of the member, within max.
@@ -64,10 +71,8 @@ func (s *Store) AddMemberEndpoint(ctx context.Context, memberID int64, e certord
 		if n >= max {
 			return fmt.Errorf("%w: %d endpoints", certorder.ErrLimit, n)
 		}
-		e.MemberID, e.Member, e.Enabled = memberID, name, true
-		return tx.QueryRow(ctx, `INSERT INTO webhook_endpoints (member_id, url, event_types, secret, enabled, created_at)
-			VALUES ($1, $2, $3, $4, true, now()) RETURNING id, created_at`,
-			memberID, e.URL, strings.Join(e.EventTypes, ","), e.Secret).Scan(&e.ID, &e.CreatedAt)
+		e.MemberID, e.Member = memberID, name
+		return insertEndpoint(ctx, tx, &e)
 	})
 	return e, s.wrap("add endpoint", err)
 }

@@ -16,10 +16,14 @@ func (s *Store) AddKey(ctx context.Context, member string, k certorder.Key) erro
 		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO api_keys (id, member_id, label, hash, created_at) VALUES (?, ?, ?, ?, ?)`,
-			k.ID, mid, k.Label, k.Hash, now())
-		return err
+		return insertKey(ctx, tx, mid, k)
 	}))
+}
+
+func insertKey(ctx context.Context, tx *sql.Tx, memberID int64, k certorder.Key) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, member_id, label, hash, created_at) VALUES (?, ?, ?, ?, ?)`,
+		k.ID, memberID, k.Label, k.Hash, now())
+	return err
 }
 
 // memberName is the name of member id; ErrNotFound if none.
@@ -47,9 +51,7 @@ func (s *Store) AddMemberKey(ctx context.Context, memberID int64, k certorder.Ke
 		if n >= max {
 			return fmt.Errorf("%w: %d active keys", certorder.ErrLimit, n)
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, member_id, label, hash, created_at) VALUES (?, ?, ?, ?, ?)`,
-			k.ID, memberID, k.Label, k.Hash, now())
-		return err
+		return insertKey(ctx, tx, memberID, k)
 	}))
 }
 

@@ -37,17 +37,23 @@ func (s *Store) AddEndpoint(ctx context.Context, member string, e certorder.Endp
 		if err != nil {
 			return err
 		}
-		e.MemberID, e.Member, e.CreatedAt = mid, member, time.Now().UTC().Truncate(time.Microsecond)
-		res, err := tx.ExecContext(ctx, `INSERT INTO webhook_endpoints (member_id, url, event_types, secret, enabled, created_at)
-			VALUES (?, ?, ?, ?, 1, ?)`, mid, e.URL, strings.Join(e.EventTypes, ","), e.Secret, formatTime(e.CreatedAt))
-		if err != nil {
-			return err
-		}
-		e.ID, err = res.LastInsertId()
-		e.Enabled = true
+		e.MemberID, e.Member = mid, member
+		e, err = insertEndpoint(ctx, tx, e)
 		return err
 	})
 	return e, s.wrap("add endpoint", err)
+}
+
+// insertEndpoint stores e, of e.MemberID, as a new enabled endpoint.
+func insertEndpoint(ctx context.Context, tx *sql.Tx, e certorder.Endpoint) (certorder.Endpoint, error) {
+	e.CreatedAt, e.Enabled = time.Now().UTC().Truncate(time.Microsecond), true
+	res, err := tx.ExecContext(ctx, `INSERT INTO webhook_endpoints (member_id, url, event_types, secret, enabled, created_at)
+		VALUES (?, ?, ?, ?, 1, ?)`, e.MemberID, e.URL, strings.Join(e.EventTypes, ","), e.Secret, formatTime(e.CreatedAt))
+	if err != nil {
+		return e, err
+	}
+	e.ID, err = res.LastInsertId()
+	return e, err
 }
 
 // AddMemberEndpoint stores a new endpoint of the member, within max, in
@@ -65,14 +71,8 @@ func (s *Store) AddMemberEndpoint(ctx context.Context, memberID int64, e certord
 		if n >= max {
 			return fmt.Errorf("%w: %d endpoints", certorder.ErrLimit, n)
 		}
-		e.MemberID, e.Member, e.CreatedAt = memberID, name, time.Now().UTC().Truncate(time.Microsecond)
-		res, err := tx.ExecContext(ctx, `INSERT INTO webhook_endpoints (member_id, url, event_types, secret, enabled, created_at)
-			VALUES (?, ?, ?, ?, 1, ?)`, memberID, e.URL, strings.Join(e.EventTypes, ","), e.Secret, formatTime(e.CreatedAt))
-		if err != nil {
-			return err
-		}
-		e.ID, err = res.LastInsertId()
-		e.Enabled = true
+		e.MemberID, e.Member = memberID, name
+		e, err = insertEndpoint(ctx, tx, e)
 		return err
 	})
 	return e, s.wrap("add endpoint", err)
