@@ -102,6 +102,24 @@ func (rc *receiver) count() (total, distinct int) {
 	return rc.total, len(rc.ids)
 }
 
+// addMembers creates the store and members m0...m<n-1>, each with an
+// endpoint for order.status_changed at receiverURL/<member>.
+func addMembers(bin, db, receiverURL string, n int) error {
+	if err := admin(bin, db, "", "admin", "migrate"); err != nil {
+		return err
+	}
+	for m := range n {
+		name := fmt.Sprintf("m%d", m)
+		if err := admin(bin, db, "", "admin", "member", "add", name); err != nil {
+			return err
+		}
+		if err := admin(bin, db, "", "admin", "webhook", "add", name, receiverURL+"/"+name, "--allow-private", "--events", "order.status_changed"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // webhookOrders is an import of orders first..last with status.
 func webhookOrders(first, last int, status string) string {
 	var b strings.Builder
@@ -162,17 +180,8 @@ func fairness(bin, db string, members, backlog, rounds int) error {
 		return err
 	}
 	defer rc.close()
-	if err := admin(bin, db, "", "admin", "migrate"); err != nil {
+	if err := addMembers(bin, db, rc.url, members); err != nil {
 		return err
-	}
-	for m := range members {
-		name := fmt.Sprintf("m%d", m)
-		if err := admin(bin, db, "", "admin", "member", "add", name); err != nil {
-			return err
-		}
-		if err := admin(bin, db, "", "admin", "webhook", "add", name, rc.url+"/"+name, "--allow-private", "--events", "order.status_changed"); err != nil {
-			return err
-		}
 	}
 	if err := admin(bin, db, webhookOrders(1, backlog, "issued"), "admin", "order", "import", "--member", "m0", "-"); err != nil {
 		return err
@@ -268,17 +277,11 @@ func twoInstances(bin, base string, members, events int, answer time.Duration) e
 		return err
 	}
 	defer rc.close()
-	if err := admin(bin, db, "", "admin", "migrate"); err != nil {
+	if err := addMembers(bin, db, rc.url, members); err != nil {
 		return err
 	}
 	for m := range members {
 		name := fmt.Sprintf("m%d", m)
-		if err := admin(bin, db, "", "admin", "member", "add", name); err != nil {
-			return err
-		}
-		if err := admin(bin, db, "", "admin", "webhook", "add", name, rc.url+"/"+name, "--allow-private", "--events", "order.status_changed"); err != nil {
-			return err
-		}
 		first := m*1000 + 1
 		if err := admin(bin, db, webhookOrders(first, first+events-1, "issued"), "admin", "order", "import", "--member", name, "-"); err != nil {
 			return err
