@@ -21,21 +21,33 @@ const awaitTimeout = 15 * time.Second
 // within awaitTimeout. With SQLite every request checks for changes
 // itself: there is nothing to wait for.
 func (e *env) awaitInstances(ctx context.Context, store certorder.Store, what string) error {
+	start := time.Now()
+	waited, err := confirmInstances(ctx, store)
+	if err != nil {
+		return fmt.Errorf("%s, but %w", what, err)
+	}
+	if waited {
+		fmt.Fprintf(e.stdout, "every serving instance has applied it (%v)\n", time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// confirmInstances is awaitInstances' wait: false when the store has no
+// instances to wait for.
+func confirmInstances(ctx context.Context, store certorder.Store) (waited bool, err error) {
 	w, ok := store.(certorder.InstanceAwaiter)
 	if !ok {
-		return nil
+		return false, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, awaitTimeout)
 	defer cancel()
-	start := time.Now()
 	unconfirmed, err := w.AwaitInstances(ctx)
 	if err != nil {
-		return fmt.Errorf("%s, but whether every instance has applied it is unknown: %w", what, err)
+		return true, fmt.Errorf("whether every instance has applied it is unknown: %w", err)
 	}
 	if len(unconfirmed) > 0 {
-		return fmt.Errorf("%s, but %d instance(s) did not confirm within %v and may answer from their cache until they do: %s",
-			what, len(unconfirmed), awaitTimeout, strings.Join(unconfirmed, ", "))
+		return true, fmt.Errorf("%d instance(s) did not confirm within %v and may answer from their cache until they do: %s",
+			len(unconfirmed), awaitTimeout, strings.Join(unconfirmed, ", "))
 	}
-	fmt.Fprintf(e.stdout, "every serving instance has applied it (%v)\n", time.Since(start).Round(time.Millisecond))
-	return nil
+	return true, nil
 }

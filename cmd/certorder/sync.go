@@ -141,13 +141,8 @@ func (e *env) sync(ctx context.Context, args []string) error {
 	if changed := rep.New + rep.Changed + rep.Renewals; err == nil && !*dryRun && changed > 0 {
 		// Serving PostgreSQL instances learn of the changes by notification:
 		// when the command returns, members see what it stored.
-		if w, ok := store.(certorder.InstanceAwaiter); ok {
-			actx, cancel := context.WithTimeout(ctx, awaitTimeout)
-			if unconfirmed, aerr := w.AwaitInstances(actx); aerr != nil || len(unconfirmed) > 0 {
-				fmt.Fprintf(e.stderr, "warning: %d serving instance(s) did not confirm the changes within %v (%v); "+
-					"they may answer from their cache until they do: %s\n", len(unconfirmed), awaitTimeout, aerr, strings.Join(unconfirmed, ", "))
-			}
-			cancel()
+		if _, aerr := confirmInstances(ctx, store); aerr != nil {
+			fmt.Fprintf(e.stderr, "warning: the changes are stored, but %v\n", aerr)
 		}
 	}
 	for _, line := range ccsync.UnassignedByDivision(rep.UnassignedOrders, 10) {
