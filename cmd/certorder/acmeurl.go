@@ -4,12 +4,13 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/certorder/certorder/internal/acmeurl"
 )
 
 // acmeActions are the values DigiCert's ACME directory URL takes for
@@ -44,7 +45,7 @@ func (e *env) acmeURL(ctx context.Context, args []string) error {
 		fs.Usage()
 		return usageError("%s: want DIRECTORY_URL or --certbot-renewal FILE", cmd)
 	}
-	if err := checkDirectoryURL(raw); err != nil {
+	if err := acmeurl.Check(raw); err != nil {
 		return usageError("%s: %v", cmd, err)
 	}
 	if *action != "" && !slices.Contains(acmeActions, *action) {
@@ -102,31 +103,6 @@ func (e *env) acmeURL(ctx context.Context, args []string) error {
 		fmt.Fprintf(e.stderr, "order %d was renewed by %d (%s%s)\n", id, newest, cur.Order.Status, via)
 	}
 	return nil
-}
-
-// checkDirectoryURL refuses a URL that is not https, unless its host is
-// loopback (a test server on this machine): the ACME client would send its
-// account's requests there.
-func checkDirectoryURL(raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return fmt.Errorf("%q is not a URL: %v", raw, err)
-	}
-	if u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return fmt.Errorf("%q is not an https URL", raw)
-	}
-	if u.Scheme == "http" && !loopbackHost(u.Hostname()) {
-		return fmt.Errorf("%q is not https: plain http is allowed only on loopback (127.0.0.0/8, ::1, localhost)", raw)
-	}
-	return nil
-}
-
-func loopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // directoryURL is a URL cut where its query's parameters begin and end, so

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder/client"
+	"github.com/certorder/certorder/internal/acmeurl"
 )
 
 // Exit codes of the member commands, beside exitFailure and exitUsage.
@@ -100,7 +101,7 @@ func (m *memberCreds) client(e *env, fs *flag.FlagSet, cmd string) (*client.Clie
 			return nil, err
 		}
 	}
-	if u, err := url.Parse(*m.endpoint); err == nil && u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+	if u, err := url.Parse(*m.endpoint); err == nil && u.Scheme == "http" && !acmeurl.Loopback(u.Hostname()) {
 		fmt.Fprintf(e.stderr, "warning: %s is plain http: the access key crosses the network unencrypted; use https\n", u.Redacted())
 	}
 	var missing []string
