@@ -227,6 +227,9 @@ func (o *Order) build(top []field) error {
 	doc.WriteByte('{')
 	isRenewed := false
 	for _, f := range top {
+		if err := sameCase("", f.key, orderSchema, "OrderId", fieldIsRenewed, fieldRenewedBy); err != nil {
+			return err
+		}
 		switch f.key {
 		case fieldIsRenewed:
 			if err := json.Unmarshal(f.value, &isRenewed); err != nil {
@@ -295,6 +298,9 @@ func (o *Order) writeCertificate(doc *bytes.Buffer, value json.RawMessage) error
 	doc.WriteByte('{')
 	n := 0
 	for _, f := range fields {
+		if err := sameCase("certificate.", f.key, certificateSchema, fieldDaysRemaining); err != nil {
+			return err
+		}
 		switch f.key {
 		case fieldDaysRemaining:
 			continue

@@ -79,6 +79,11 @@ func TestParseOrderRefuses(t *testing.T) {
 		"renews itself":      `{"OrderId":5,"is_renewed":true,"was_renewed_by_order_id":5,"certificate":{"valid_till":"2030-01-01"}}`,
 		"status a number":    `{"OrderId":5,"status":1,"certificate":{"valid_till":"2030-01-01"}}`,
 		"trailing data":      `{"OrderId":5,"certificate":{"valid_till":"2030-01-01"}} x`,
+		// encoding/json would read these as the spec's fields, unchecked.
+		"product, other case":    `{"OrderId":5,"produCt":0,"certificate":{"valid_till":"2030-01-01"}}`,
+		"valid_till, other case": `{"OrderId":5,"status":"pending","certificate":{"Valid_Till":"someday"}}`,
+		"name_id, other case":    `{"OrderId":5,"product":{"Name_ID":1},"certificate":{"valid_till":"2030-01-01"}}`,
+		"OrderId, other case":    `{"OrderId":5,"orderid":"x","certificate":{"valid_till":"2030-01-01"}}`,
 	} {
 		if _, err := certorder.ParseOrder([]byte(doc)); err == nil {
 			t.Errorf("%s: accepted %s", name, doc)

@@ -121,10 +121,34 @@ func (r rule) check(path string, value json.RawMessage) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	for _, f := range fields {
+		if err := sameCase(path+".", f.key, r.fields); err != nil {
+			return err
+		}
 		if sub, ok := r.fields[f.key]; ok {
 			if err := sub.check(path+"."+f.key, f.value); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// sameCase refuses a key that names a field the spec types (or one of
+// also) in other letter case: encoding/json, which the client and the web
+// page read documents with, matches names without regard to case, so
+// "produCt":0 would be read as product without ever being checked as one.
+func sameCase(path, key string, known map[string]rule, also ...string) error {
+	if _, ok := known[key]; ok {
+		return nil
+	}
+	for name := range known {
+		if strings.EqualFold(key, name) {
+			return fmt.Errorf("field %s%s: the spec's name is %q (names are read without regard to case)", path, key, name)
+		}
+	}
+	for _, name := range also {
+		if key != name && strings.EqualFold(key, name) {
+			return fmt.Errorf("field %s%s: the spec's name is %q (names are read without regard to case)", path, key, name)
 		}
 	}
 	return nil
