@@ -11,6 +11,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/digicert"
+	"github.com/certorder/certorder/internal/orderdoc"
 )
 
 // run is the state of one run.
@@ -264,7 +265,7 @@ func (r *run) fetch(ctx context.Context, id int64) (*certorder.UpstreamOrder, er
 	doc, err := digicert.SpecOrder(o)
 	if err == nil {
 		var parsed *certorder.Order
-		if parsed, err = certorder.ParseOrder(doc); err == nil {
+		if parsed, err = orderdoc.Parse(doc); err == nil {
 			if r.rep.ByStatus == nil {
 				r.rep.ByStatus = map[string]int{}
 			}

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/digicert"
 	"github.com/certorder/certorder/digicert/digicerttest"
+	"github.com/certorder/certorder/internal/orderdoc"
 )
 
 // specPaths is every member the spec's order object has (sections
@@ -245,7 +245,7 @@ func checkMemberSafe(t *testing.T, got []byte) {
 			t.Errorf("personal or internal data %q reached the output:\n%s", p, got)
 		}
 	}
-	if _, err := certorder.ParseOrder(got); err != nil {
+	if _, err := orderdoc.Parse(got); err != nil {
 		t.Errorf("certorder refuses the mapped order: %v\n%s", err, got)
 	}
 }
@@ -298,7 +298,7 @@ func TestSpecOrderSimulatedDataset(t *testing.T) {
 				t.Fatalf("order %d: %q reached the output: %s", id, p, got)
 			}
 		}
-		parsed, err := certorder.ParseOrder(got)
+		parsed, err := orderdoc.Parse(got)
 		if err != nil {
 			t.Fatal(err)
 		}

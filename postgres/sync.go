@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/orderdoc"
 )
 
 // lockSync is the session-level advisory lock one sync holds for its
@@ -142,7 +143,7 @@ func scanUnassigned(row pgx.Row) (*certorder.UpstreamOrder, error) {
 	if format != certorder.DocFormat {
 		return nil, fmt.Errorf("unassigned order %d is stored in document format %d; this binary reads %d", id, format, certorder.DocFormat)
 	}
-	o, err := certorder.ParseOrder(doc)
+	o, err := orderdoc.Parse(doc)
 	if err != nil {
 		return nil, fmt.Errorf("unassigned order %d: %w", id, err)
 	}

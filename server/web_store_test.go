@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/orderdoc"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/storetest"
@@ -22,11 +23,11 @@ import (
 func holdImport(t *testing.T, store certorder.Store) (release func()) {
 	t.Helper()
 	started, stop, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	first, err := certorder.ParseOrder([]byte(storetest.OrderJSON(7001, 0, "2030-01-01")))
+	first, err := orderdoc.Parse([]byte(storetest.OrderJSON(7001, 0, "2030-01-01")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := certorder.ParseOrder([]byte(storetest.OrderJSON(7002, 0, "2030-01-01")))
+	second, err := orderdoc.Parse([]byte(storetest.OrderJSON(7002, 0, "2030-01-01")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/orderdoc"
 )
 
 // LinkContainer ties a member to a division.
@@ -163,7 +164,7 @@ func scanUnassigned(row interface{ Scan(...any) error }) (*certorder.UpstreamOrd
 	if format != certorder.DocFormat {
 		return nil, fmt.Errorf("unassigned order %d is stored in document format %d; this binary reads %d", id, format, certorder.DocFormat)
 	}
-	o, err := certorder.ParseOrder(doc)
+	o, err := orderdoc.Parse(doc)
 	if err != nil {
 		return nil, fmt.Errorf("unassigned order %d: %w", id, err)
 	}

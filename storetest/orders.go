@@ -11,6 +11,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/export"
+	"github.com/certorder/certorder/internal/orderdoc"
 )
 
 func testImportAndFind(t *testing.T, s certorder.Store) {
@@ -25,7 +26,7 @@ func testImportAndFind(t *testing.T, s certorder.Store) {
 	if n != 2 {
 		t.Fatalf("imported %d, want 2", n)
 	}
-	want, err := certorder.ParseOrder([]byte(OrderJSON(1, 2, "2024-05-06")))
+	want, err := orderdoc.Parse([]byte(OrderJSON(1, 2, "2024-05-06")))
 	must(t, err)
 	got, err := s.FindOrder(ctx, 1)
 	must(t, err)

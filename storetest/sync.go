@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/orderdoc"
 	"github.com/certorder/certorder/internal/testdb"
 )
 
@@ -19,7 +20,7 @@ func upstream(t *testing.T, id, renewedBy, container int64, status string) certo
 	t.Helper()
 	doc := strings.Replace(OrderJSON(id, renewedBy, "2030-01-01"), `"status":"issued","product"`,
 		`"status":"`+status+`","product"`, 1)
-	o, err := certorder.ParseOrder([]byte(doc))
+	o, err := orderdoc.Parse([]byte(doc))
 	must(t, err)
 	return certorder.UpstreamOrder{Order: o, Container: container}
 }

@@ -200,7 +200,7 @@ func ParseOrderID(raw []byte) (int64, bool) {
 	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
 		raw = raw[1 : len(raw)-1]
 	}
-	return certorder.ParsePositive(raw)
+	return jsonscan.ParsePositive(raw)
 }
 
 // Action is one action of section 4. Answer returns the success body or the

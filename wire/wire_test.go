@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/orderdoc"
 	"github.com/certorder/certorder/wire"
 )
 
@@ -110,7 +110,7 @@ func TestAppendOrderInfo(t *testing.T) {
 		{`{"OrderId":5,"certificate":{"common_name":"a.example","days_remaining":3},"status":"needs_approval"}`,
 			`{"OrderId":5,"certificate":{"common_name":"a.example"},"status":"needs_approval","is_renewed":false}`},
 	} {
-		o, err := certorder.ParseOrder([]byte(tc.in))
+		o, err := orderdoc.Parse([]byte(tc.in))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/inorder"
+	"github.com/certorder/certorder/internal/orderdoc"
 )
 
 // line is one JSON line of an export file.
@@ -227,7 +228,7 @@ func parseLine(b []byte) (certorder.Record, error) {
 			PreviousSecret: l.PreviousSecret, PreviousExpires: deref(l.PreviousExpires), Enabled: !l.EndpointOff,
 			DisabledReason: l.DisabledReason, CreatedAt: deref(l.CreatedAt)}}, nil
 	case "order":
-		o, err := certorder.ParseOrder(l.Doc)
+		o, err := orderdoc.Parse(l.Doc)
 		if err != nil {
 			return certorder.Record{}, err
 		}

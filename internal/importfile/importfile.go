@@ -1,7 +1,7 @@
 // Package importfile reads an operator's import file: one order document,
 // or a JSON array of them, split without decoding and checked by
-// certorder.ParseOrder on a few goroutines. It imports the root package,
-// internal/inorder and the standard library.
+// orderdoc.Parse on a few goroutines. It imports the root package,
+// internal/orderdoc, internal/inorder and the standard library.
 package importfile
 
 import (
@@ -14,6 +14,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/inorder"
+	"github.com/certorder/certorder/internal/orderdoc"
 )
 
 // Decode reads an import file: one order object, or an array of them.
@@ -39,7 +40,7 @@ func Decode(r io.Reader) iter.Seq2[*certorder.Order, error] {
 			})
 		}, func(it item) item {
 			if it.raw != nil {
-				o, err := certorder.ParseOrder(it.raw)
+				o, err := orderdoc.Parse(it.raw)
 				if err != nil {
 					it.err = err
 				} else if it.err == nil {

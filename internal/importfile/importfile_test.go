@@ -13,6 +13,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/importfile"
+	"github.com/certorder/certorder/internal/orderdoc"
 )
 
 func TestDecodeOrders(t *testing.T) {
@@ -114,7 +115,7 @@ func FuzzDecodeOrders(f *testing.F) {
 			if wantErr != nil {
 				break
 			}
-			o, err := certorder.ParseOrder(d)
+			o, err := orderdoc.Parse(d)
 			if err == nil && seen[o.ID] {
 				err = errors.New("twice")
 			}

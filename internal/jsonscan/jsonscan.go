@@ -1,5 +1,6 @@
 // Package jsonscan walks the members of a JSON object that json.Valid has
-// accepted, without decoding it: the hot paths of requests and imports.
+// accepted, without decoding it, and reads the IDs they hold: the hot paths
+// of requests and imports.
 package jsonscan
 
 import (
@@ -87,4 +88,24 @@ func valueEnd(b []byte, i int) int {
 		}
 	}
 	return i
+}
+
+// ParsePositive parses text made only of ASCII digits into an int64 > 0:
+// an ID sent as a JSON number or as a string of digits.
+func ParsePositive(text []byte) (int64, bool) {
+	if len(text) == 0 || len(text) > 19 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range text {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := int64(c - '0')
+		if n > (1<<63-1-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
+	}
+	return n, n > 0
 }

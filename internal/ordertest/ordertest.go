@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/orderdoc"
 )
 
 // RandomDocument makes an order document that the import accepts, with
@@ -16,7 +17,7 @@ import (
 // in one of the variations allowed: for property tests that feed whatever
 // the import accepts to its readers.
 func RandomDocument(r *rand.Rand, id int64) []byte {
-	schema := certorder.OrderSchema()
+	schema := orderdoc.Schema()
 	order := randomObject(r, schema)
 	cert := randomObject(r, schema["certificate"].Fields)
 	cert["valid_till"] = json.RawMessage(`"` + time.Date(2020+r.IntN(15), time.Month(1+r.IntN(12)), 1+r.IntN(28), 0, 0, 0, 0, time.UTC).Format(certorder.DateLayout) + `"`)
@@ -26,7 +27,7 @@ func RandomDocument(r *rand.Rand, id int64) []byte {
 	return b
 }
 
-func randomObject(r *rand.Rand, schema map[string]certorder.FieldType) map[string]json.RawMessage {
+func randomObject(r *rand.Rand, schema map[string]orderdoc.FieldType) map[string]json.RawMessage {
 	obj := map[string]json.RawMessage{}
 	for name, rl := range schema {
 		if r.IntN(4) == 0 || name == "certificate" {
@@ -43,7 +44,7 @@ func marshalObject(obj map[string]json.RawMessage) json.RawMessage {
 }
 
 // random is a value of the type, in one of the variations the spec allows.
-func random(r *rand.Rand, rl certorder.FieldType) json.RawMessage {
+func random(r *rand.Rand, rl orderdoc.FieldType) json.RawMessage {
 	pick := func(vs ...string) json.RawMessage { return json.RawMessage(vs[r.IntN(len(vs))]) }
 	switch rl.Kind {
 	case "string":

@@ -1,14 +1,15 @@
-package certorder
+package orderdoc
 
 import (
-	"github.com/certorder/certorder/internal/jsonscan"
-
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/jsonscan"
 )
 
 // The types the spec gives each field of an order (sections 2.2 to 2.5),
@@ -174,7 +175,7 @@ func (r rule) holds(v json.RawMessage) bool {
 		return string(v) == "true" || string(v) == "false"
 	case kindDate:
 		s, ok := text(v)
-		_, err := time.Parse(DateLayout, s)
+		_, err := time.Parse(certorder.DateLayout, s)
 		return ok && err == nil
 	case kindDateTime:
 		s, ok := text(v)
@@ -266,7 +267,7 @@ func isDigits(v json.RawMessage) bool {
 		return false
 	}
 	d := v[1 : len(v)-1]
-	_, ok := ParsePositive(d)
+	_, ok := jsonscan.ParsePositive(d)
 	return ok || bytes.Equal(bytes.TrimLeft(d, "0"), nil) && len(d) > 0
 }
 
@@ -291,9 +292,9 @@ type FieldType struct {
 	Fields map[string]FieldType
 }
 
-// OrderSchema is the spec's typing of an order document, the certificate's
+// Schema is the spec's typing of an order document, the certificate's
 // members included under "certificate"; fields it does not hold are free.
-func OrderSchema() map[string]FieldType {
+func Schema() map[string]FieldType {
 	s := schemaTypes(orderSchema)
 	cert := s["certificate"]
 	cert.Fields = schemaTypes(certificateSchema)
@@ -313,7 +314,7 @@ func schemaTypes(rules map[string]rule) map[string]FieldType {
 	return out
 }
 
-// kindName is each kind's name in OrderSchema.
+// kindName is each kind's name in Schema.
 var kindName = map[kind]string{
 	kindString:         "string",
 	kindStringOrNumber: "string-or-number",

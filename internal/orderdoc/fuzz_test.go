@@ -1,4 +1,4 @@
-package certorder_test
+package orderdoc_test
 
 import (
 	"bytes"
@@ -8,18 +8,19 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/orderdoc"
 	"github.com/certorder/certorder/wire"
 )
 
-// FuzzParseOrder feeds the order import arbitrary documents. It must never
+// FuzzParse feeds the order import arbitrary documents. It must never
 // panic; an order it accepts must answer valid JSON that the typed
 // OrderInfo (the Go client's Order, the web page's reading) decodes, and
 // parsing its stored document again must give the same document.
-func FuzzParseOrder(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"OrderId":5,"certificate":{"valid_till":"2030-01-01"}}`))
 	f.Add([]byte(`{"OrderId":5,"is_renewed":true,"was_renewed_by_order_id":6,"certificate":{"valid_till":"2030-01-01","dns_names":["a"]}}`))
 	f.Add([]byte(`{"certificate":{},"OrderId":1}`))
-	for _, name := range []string{"server/testdata/orders.json", "client/testdata/order_full.json", "client/testdata/order_odd.json"} {
+	for _, name := range []string{"../../server/testdata/orders.json", "../../client/testdata/order_full.json", "../../client/testdata/order_odd.json"} {
 		b, err := os.ReadFile(name)
 		if err != nil {
 			f.Fatal(err)
@@ -34,7 +35,7 @@ func FuzzParseOrder(f *testing.F) {
 	}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		o, err := certorder.ParseOrder(doc)
+		o, err := orderdoc.Parse(doc)
 		if err != nil {
 			return
 		}
@@ -46,7 +47,7 @@ func FuzzParseOrder(f *testing.F) {
 		if err := json.Unmarshal(answer, &info); err != nil || info.OrderID != o.ID {
 			t.Fatalf("an accepted order does not decode: %v\n%s", err, answer)
 		}
-		again, err := certorder.ParseOrder(o.Doc)
+		again, err := orderdoc.Parse(o.Doc)
 		if err != nil {
 			t.Fatalf("stored document does not parse again: %v\n%s", err, o.Doc)
 		}

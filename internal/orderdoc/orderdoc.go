@@ -1,0 +1,250 @@
+// Package orderdoc reads an order document, as the OrderInfo answer shapes
+// it, into the Order to store: it checks every field the spec types
+// (schema.go) and compacts the document, keeping every value as it was
+// sent. The import, the sync, a restore and the stores' sync writes all
+// parse with it. It imports the standard library, the root package and
+// internal/jsonscan.
+package orderdoc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/jsonscan"
+)
+
+// Fields derived at answer time; an imported document's values for them are
+// read (the renewal) or dropped.
+const (
+	fieldIsRenewed     = "is_renewed"
+	fieldRenewedBy     = "was_renewed_by_order_id"
+	fieldDaysRemaining = "days_remaining"
+)
+
+type field struct {
+	key   string
+	value json.RawMessage
+}
+
+// readObject splits a JSON object into its members, in order. Duplicate
+// member names are refused: which one would count is anybody's guess.
+// checked says data already passed json.Valid (a member of a checked object).
+func readObject(data []byte, checked bool) ([]field, error) {
+	data = bytes.Trim(data, " \t\r\n")
+	if !checked && !json.Valid(data) {
+		var v any
+		err := json.Unmarshal(data, &v) // for a message that says where
+		return nil, fmt.Errorf("not valid JSON: %v", err)
+	}
+	if len(data) == 0 || data[0] != '{' {
+		return nil, errors.New("not a JSON object")
+	}
+	var fields []field
+	var dup error
+	jsonscan.EachMember(data, func(key, value []byte) {
+		for _, f := range fields {
+			if f.key == string(key) && dup == nil {
+				dup = fmt.Errorf("field %q appears twice", key)
+			}
+		}
+		fields = append(fields, field{string(key), value})
+	})
+	return fields, dup
+}
+
+// Parse checks one order document in the OrderInfo answer's shape and
+// makes the Order to store. It needs a positive integer OrderId and a
+// certificate object, with valid_till as YYYY-MM-DD unless the status says
+// the certificate is not issued yet (CertificateIssued); every field the spec
+// types must have its type, in the variations the spec allows (see
+// schema.go); fields the spec does not know are kept whatever they hold.
+// Every value is kept as it is, so that it comes back as the CA wrote it.
+func Parse(data []byte) (*certorder.Order, error) {
+	if len(data) > certorder.MaxOrderBytes {
+		return nil, fmt.Errorf("the document is %d bytes, over the limit of %d", len(data), certorder.MaxOrderBytes)
+	}
+	top, err := readObject(data, false)
+	if err != nil {
+		return nil, err
+	}
+	o := &certorder.Order{}
+	for _, f := range top {
+		if f.key == "OrderId" {
+			id, ok := jsonscan.ParsePositive(f.value)
+			if !ok {
+				return nil, errors.New("OrderId must be a positive integer")
+			}
+			o.ID = id
+		}
+	}
+	if o.ID == 0 {
+		return nil, errors.New("OrderId is missing")
+	}
+	if err := build(o, top); err != nil {
+		return nil, fmt.Errorf("OrderId %d: %w", o.ID, err)
+	}
+	return o, nil
+}
+
+// build checks the document's fields and writes Doc.
+func build(o *certorder.Order, top []field) error {
+	var doc bytes.Buffer
+	doc.WriteByte('{')
+	isRenewed := false
+	for _, f := range top {
+		if err := sameCase("", f.key, orderSchema, "OrderId", fieldIsRenewed, fieldRenewedBy); err != nil {
+			return err
+		}
+		switch f.key {
+		case fieldIsRenewed:
+			if err := json.Unmarshal(f.value, &isRenewed); err != nil {
+				return errors.New("is_renewed must be true or false")
+			}
+			continue
+		case fieldRenewedBy:
+			if string(f.value) == "null" || string(f.value) == "0" {
+				continue
+			}
+			id, ok := jsonscan.ParsePositive(f.value)
+			if !ok {
+				return errors.New("was_renewed_by_order_id must be a positive integer")
+			}
+			o.RenewedBy = id
+			continue
+		case "status":
+			var ok bool
+			if o.Status, ok = text(f.value); !ok && json.Unmarshal(f.value, &o.Status) != nil {
+				return errors.New("status must be a string")
+			}
+		}
+		if rule, ok := orderSchema[f.key]; ok {
+			if err := rule.check(f.key, f.value); err != nil {
+				return err
+			}
+		}
+		if doc.Len() > 1 {
+			doc.WriteByte(',')
+		}
+		writeKey(&doc, f.key)
+		if f.key == "certificate" {
+			if err := writeCertificate(o, &doc, f.value); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := compact(&doc, f.value); err != nil {
+			return err
+		}
+	}
+	doc.WriteByte('}')
+	switch {
+	case o.CertEnd == 0:
+		return errors.New("certificate object is missing")
+	case o.ValidTill == "" && o.Status == "":
+		// A certificate's dates are never invented: an order without them
+		// must say it is not issued (pending and its kin).
+		return errors.New("certificate.valid_till is missing, and no status says the order is not issued yet")
+	case o.ValidTill == "" && certorder.CertificateIssued(o.Status):
+		return fmt.Errorf("certificate.valid_till is missing, but status %q says the certificate was issued", o.Status)
+	case isRenewed != (o.RenewedBy != 0):
+		return errors.New("is_renewed and was_renewed_by_order_id disagree")
+	case o.RenewedBy == o.ID:
+		return errors.New("an order cannot renew itself")
+	}
+	o.Doc = doc.Bytes()
+	return nil
+}
+
+func writeCertificate(o *certorder.Order, doc *bytes.Buffer, value json.RawMessage) error {
+	fields, err := readObject(value, true)
+	if err != nil {
+		return fmt.Errorf("certificate: %w", err)
+	}
+	doc.WriteByte('{')
+	n := 0
+	for _, f := range fields {
+		if err := sameCase("certificate.", f.key, certificateSchema, fieldDaysRemaining); err != nil {
+			return err
+		}
+		switch f.key {
+		case fieldDaysRemaining:
+			continue
+		case "valid_till":
+			o.ValidTill, _ = text(f.value) // checked by the schema below
+		case "common_name":
+			o.CommonName, _ = text(f.value)
+		case "dns_names":
+			o.DNSNames, _ = names(f.value)
+		}
+		if rule, ok := certificateSchema[f.key]; ok {
+			if err := rule.check("certificate."+f.key, f.value); err != nil {
+				return err
+			}
+		}
+		if n > 0 {
+			doc.WriteByte(',')
+		}
+		n++
+		writeKey(doc, f.key)
+		if err := compact(doc, f.value); err != nil {
+			return err
+		}
+	}
+	o.CertEnd = doc.Len()
+	doc.WriteByte('}')
+	return nil
+}
+
+func writeKey(doc *bytes.Buffer, key string) {
+	if safeASCII(key) {
+		doc.WriteByte('"')
+		doc.WriteString(key)
+		doc.WriteString(`":`)
+		return
+	}
+	k, _ := json.Marshal(key) // a string always marshals
+	doc.Write(k)
+	doc.WriteByte(':')
+}
+
+// safeASCII reports whether json.Marshal writes s as it is, quoted:
+// printable ASCII but for the characters it escapes.
+func safeASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
+}
+
+// compact writes a valid JSON value without the whitespace between its
+// tokens, as json.Compact does (which escapes nothing); it only copies, so
+// an import does not scan every value a third time.
+func compact(doc *bytes.Buffer, v []byte) error {
+	inString, escaped := false, false
+	start := 0
+	for i, c := range v {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			if c == '\\' {
+				escaped = true
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+			doc.Write(v[start:i])
+			start = i + 1
+		}
+	}
+	doc.Write(v[start:])
+	return nil
+}
