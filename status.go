@@ -44,10 +44,3 @@ func OrderEnded(status string) bool {
 	}
 	return false
 }
-
-// Issued reports whether the order object carries a certificate's
-// valid_till: false for an order still awaiting issuance.
-func (o *OrderInfo) Issued() bool { return o.Certificate.ValidTill.Raw != "" }
-
-// Ended reports whether the order is canceled or rejected (OrderEnded).
-func (o *OrderInfo) Ended() bool { return OrderEnded(o.Status) }

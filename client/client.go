@@ -7,8 +7,8 @@
 //	cur, err := c.Current(ctx, 10001) // follows renewals to the newest order
 //	fmt.Println(cur.Order.OrderID, cur.Order.Certificate.ValidTill)
 //
-// It imports the standard library, the root package (its Order is
-// certorder.OrderInfo, the document's types) and wire/ (the error codes).
+// It imports the standard library, the root package (OrderEnded, the one
+// rule of which statuses end an order) and wire/ (the error codes).
 // Neither pulls in a store, a driver or a dependency outside the module.
 package client
 

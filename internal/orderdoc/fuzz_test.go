@@ -7,14 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/client"
 	"github.com/certorder/certorder/internal/orderdoc"
 	"github.com/certorder/certorder/wire"
 )
 
 // FuzzParse feeds the order import arbitrary documents. It must never
-// panic; an order it accepts must answer valid JSON that the typed
-// OrderInfo (the Go client's Order, the web page's reading) decodes, and
+// panic; an order it accepts must answer valid JSON that client.Order
+// (the Go client's and the web page's reading) decodes, and
 // parsing its stored document again must give the same document.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"OrderId":5,"certificate":{"valid_till":"2030-01-01"}}`))
@@ -43,7 +43,7 @@ func FuzzParse(f *testing.F) {
 		if !json.Valid(answer) {
 			t.Fatalf("answer is not JSON: %s", answer)
 		}
-		var info certorder.OrderInfo
+		var info client.Order
 		if err := json.Unmarshal(answer, &info); err != nil || info.OrderID != o.ID {
 			t.Fatalf("an accepted order does not decode: %v\n%s", err, answer)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/client"
 	"github.com/certorder/certorder/internal/orderdoc"
 	"github.com/certorder/certorder/internal/ordertest"
 	"github.com/certorder/certorder/wire"
@@ -121,8 +122,8 @@ func TestParseSize(t *testing.T) {
 	}
 }
 
-// Whatever the import accepts, the typed OrderInfo (the Go client's Order,
-// the web page's reading) decodes: random documents in every variation the
+// Whatever the import accepts, client.Order (the Go client's and the web
+// page's reading) decodes: random documents in every variation the
 // schema allows.
 func TestAcceptedDocumentsDecode(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
@@ -132,7 +133,7 @@ func TestAcceptedDocumentsDecode(t *testing.T) {
 		if err != nil {
 			t.Fatalf("a random document of the schema is refused: %v\n%s", err, doc)
 		}
-		var info certorder.OrderInfo
+		var info client.Order
 		if err := json.Unmarshal(wire.AppendOrderInfo(nil, o, time.Now()), &info); err != nil || info.OrderID != o.ID {
 			t.Fatalf("an accepted document does not decode: %v\n%s", err, doc)
 		}

@@ -15,7 +15,7 @@ import (
 // The types the spec gives each field of an order (sections 2.2 to 2.5),
 // with exactly the variations it allows: numbers as strings of digits where
 // it says so, user_id as a number, null counts. The import refuses anything
-// else, so that whatever it accepts reads with the typed OrderInfo (the Go
+// else, so that whatever it accepts reads with client.Order (the Go
 // client, the web page). Fields the spec does not name are kept unchecked.
 
 // kind is what a field may hold.

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/text/language"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/client"
 )
 
 // The page's languages: one catalogue each, every string of the page in
@@ -99,7 +100,7 @@ func (c *catalogue) notStated() string { return c.S("value.not_stated") }
 
 // Date formats a date of an order, in the catalogue's one date format.
 // Text that is not a date is shown as it is; null or absent reads "not stated".
-func (c *catalogue) Date(t certorder.Time) string {
+func (c *catalogue) Date(t client.Time) string {
 	if t.IsZero() {
 		if t.Raw == "" {
 			return c.notStated()
@@ -110,7 +111,7 @@ func (c *catalogue) Date(t certorder.Time) string {
 }
 
 // DateTime formats a date-time with its UTC offset as sent.
-func (c *catalogue) DateTime(t certorder.Time) string {
+func (c *catalogue) DateTime(t client.Time) string {
 	if t.IsZero() {
 		if t.Raw == "" {
 			return c.notStated()
@@ -154,7 +155,7 @@ func (c *catalogue) Value(s string) string {
 }
 
 // Num shows a number field of an order; null or absent reads "not stated".
-func (c *catalogue) Num(n certorder.Int) string {
+func (c *catalogue) Num(n client.Int) string {
 	if !n.Valid {
 		return c.notStated()
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/client"
 	"github.com/certorder/certorder/wire"
 )
 
@@ -90,15 +91,15 @@ type row struct {
 
 // info reads the stored document of an order with the derived fields,
 // in the spec's types.
-func (h *handler) info(o *certorder.Order) (*certorder.OrderInfo, error) {
-	var c certorder.OrderInfo
+func (h *handler) info(o *certorder.Order) (*client.Order, error) {
+	var c client.Order
 	if err := json.Unmarshal(o.Doc, &c); err != nil {
 		return nil, fmt.Errorf("order %d: %w", o.ID, err)
 	}
 	c.IsRenewed = o.RenewedBy != 0
-	c.WasRenewedByOrderID = certorder.Int{Value: o.RenewedBy, Valid: c.IsRenewed}
+	c.WasRenewedByOrderID = client.Int{Value: o.RenewedBy, Valid: c.IsRenewed}
 	if o.ValidTill != "" {
-		c.Certificate.DaysRemaining = certorder.Int{Value: int64(certorder.DaysRemaining(o.ValidTill, h.cfg.Now())), Valid: true}
+		c.Certificate.DaysRemaining = client.Int{Value: int64(certorder.DaysRemaining(o.ValidTill, h.cfg.Now())), Valid: true}
 	}
 	return &c, nil
 }
@@ -243,7 +244,7 @@ type link struct {
 
 type orderData struct {
 	ID         int64
-	Order      *certorder.OrderInfo
+	Order      *client.Order
 	Chain      []link
 	Current    int64 // the newest order of the chain
 	IsCurrent  bool
