@@ -79,15 +79,3 @@ func Cut(s string, n int) string {
 	}
 	return s[:n]
 }
-
-// LastUses is, for each key that authenticated a call in entries, the
-// latest such call: what a store records beside the entries.
-func LastUses(entries []AuditEntry) map[string]time.Time {
-	last := map[string]time.Time{}
-	for _, e := range entries {
-		if e.KeyID != "" && e.Time.After(last[e.KeyID]) {
-			last[e.KeyID] = e.Time
-		}
-	}
-	return last
-}

@@ -1,10 +1,6 @@
 package certorder
 
-import (
-	"crypto/rand"
-	"encoding/base64"
-	"time"
-)
+import "time"
 
 // Session is a member's signed-in session on the web page. The cookie holds
 // the token; the store keeps only its hash, so a copy of the database signs
@@ -29,13 +25,4 @@ type Session struct {
 // Valid reports whether the session may be used at now.
 func (s Session) Valid(now time.Time) bool {
 	return now.Before(s.Expires) && !s.KeyRevoked && !s.MemberDisabled
-}
-
-// NewToken returns 256 random bits, URL-safe: session tokens, CSRF tokens.
-func NewToken() (string, error) {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	return base64.RawURLEncoding.EncodeToString(b[:]), nil
 }

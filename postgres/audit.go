@@ -22,7 +22,7 @@ func (s *Store) AppendAudit(ctx context.Context, entries []certorder.AuditEntry)
 			oldest.UnixMicro(), newest.UnixMicro(), len(entries), seg); err != nil {
 			return err
 		}
-		for id, at := range certorder.LastUses(entries) {
+		for id, at := range auditseg.LastUses(entries) {
 			if _, err := tx.Exec(ctx, `INSERT INTO key_usage (key_id, last_used) VALUES ($1, $2)
 				ON CONFLICT (key_id) DO UPDATE SET last_used = GREATEST(key_usage.last_used, excluded.last_used)`, id, at); err != nil {
 				return err

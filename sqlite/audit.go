@@ -22,7 +22,7 @@ func (s *Store) AppendAudit(ctx context.Context, entries []certorder.AuditEntry)
 			oldest.UnixMicro(), newest.UnixMicro(), len(entries), seg); err != nil {
 			return err
 		}
-		for id, at := range certorder.LastUses(entries) {
+		for id, at := range auditseg.LastUses(entries) {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO key_usage (key_id, last_used) VALUES (?, ?)
 				ON CONFLICT (key_id) DO UPDATE SET last_used = max(last_used, excluded.last_used)`, id, formatTime(at)); err != nil {
 				return err

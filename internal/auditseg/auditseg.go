@@ -1,7 +1,7 @@
 // Package auditseg is the audit trail's storage format, which both stores
-// share: a batch of entries encoded as one segment, and the query, pruning
-// and bounds read from stored segments. It imports the root package and the
-// standard library.
+// share: a batch of entries encoded as one segment, the query, pruning and
+// bounds read from stored segments, and when each key was last used
+// (LastUses). It imports the root package and the standard library.
 package auditseg
 
 import (
@@ -55,6 +55,18 @@ func Encode(entries []certorder.AuditEntry) (seg []byte, oldest, newest time.Tim
 		seg = binary.AppendUvarint(seg, uint64(max(e.Count, 1)))
 	}
 	return seg, time.UnixMicro(lo).UTC(), time.UnixMicro(hi).UTC()
+}
+
+// LastUses is, for each key that authenticated a call in entries, the
+// latest such call: what a store records beside the entries.
+func LastUses(entries []certorder.AuditEntry) map[string]time.Time {
+	last := map[string]time.Time{}
+	for _, e := range entries {
+		if e.KeyID != "" && e.Time.After(last[e.KeyID]) {
+			last[e.KeyID] = e.Time
+		}
+	}
+	return last
 }
 
 func appendText(b []byte, s string) []byte {

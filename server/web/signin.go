@@ -1,7 +1,9 @@
 package web
 
 import (
+	"crypto/rand"
 	"crypto/subtle"
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"strconv"
@@ -34,7 +36,7 @@ func (h *handler) signInPage(w http.ResponseWriter, r *http.Request) {
 // form: a POST must carry both (double submit). Under TLS the cookie is
 // __Host-, so nobody but this host can set it (see docs/OPERATIONS.md).
 func (h *handler) signInForm(w http.ResponseWriter, r *http.Request, status int, data signInData) {
-	token, err := certorder.NewToken()
+	token, err := newToken()
 	if err != nil {
 		h.serverError(w, r, err)
 		return
@@ -71,12 +73,12 @@ func (h *handler) signIn(w http.ResponseWriter, r *http.Request) {
 		h.serverError(w, r, err)
 		return
 	}
-	token, err := certorder.NewToken()
+	token, err := newToken()
 	if err != nil {
 		h.serverError(w, r, err)
 		return
 	}
-	csrf, err := certorder.NewToken()
+	csrf, err := newToken()
 	if err != nil {
 		h.serverError(w, r, err)
 		return
@@ -125,4 +127,13 @@ func (h *handler) signOut(w http.ResponseWriter, r *http.Request, s *certorder.S
 	h.audit(r, s.Member, "web SignOut")
 	http.SetCookie(w, h.cookie(r, sessionCookie, "", -1))
 	http.Redirect(w, r, "/signin", http.StatusSeeOther)
+}
+
+// newToken returns 256 random bits, URL-safe: session tokens, CSRF tokens.
+func newToken() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
