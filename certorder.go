@@ -1,12 +1,17 @@
-// Package certorder holds the domain of the certificate-order lookup service:
-// members, API keys, orders and their renewals, and the store's roles that
-// every backend implements.
+// Package certorder is the ground floor of the certificate-order lookup
+// service: its domain types (members, API keys, web sessions, orders as
+// stored with their statuses and renewals, audit entries, division links,
+// webhook endpoints, events and deliveries), the rules that hold above
+// every store (the import's, CheckImport; the renewals', CheckRenewal;
+// the sync's ownership of orders, ApplyUpstream), the store's roles as
+// small interfaces that every backend implements, and the errors a store
+// returns.
 //
-// It imports the standard library and internal/jsonscan (the JSON object
-// scanner ParseOrder shares with wire/). The wire protocol lives in wire/,
-// storage in sqlite/ and postgres/, HTTP in server/, the member-side Go
-// client in client/; the formats and machinery around the domain in
-// internal/ (auditseg, importfile, export, inorder).
+// It imports the standard library only; every other package of the module
+// may import it. Reading an order document is internal/orderdoc's, the
+// OrderInfo answer's typed view client's, the wire protocol wire/'s,
+// storage sqlite/'s and postgres/'s, HTTP server/'s; the formats around
+// the domain live in internal/ (auditseg, importfile, export).
 package certorder
 
 import (

@@ -3,7 +3,8 @@
 // 4), the request body (section 2.1) and every answer (sections 2.2 and 4).
 //
 // The server (server/) answers with it and the Go client (client/) reads
-// with it. It imports only the standard library and the root package.
+// with it. It imports only the standard library, the root package and
+// internal/jsonscan.
 package wire
 
 import (

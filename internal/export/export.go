@@ -1,6 +1,6 @@
 // Package export is the store's export format, JSON lines (Write, Read),
 // and the rules every store follows to restore one (Restorer). It imports
-// the root package, internal/inorder and the standard library.
+// the root package, internal/orderdoc, internal/inorder and the standard library.
 package export
 
 import (
