@@ -45,7 +45,8 @@ type KnownOrder struct {
 }
 
 // OrderChange is what a write did to one of a member's orders. It is what
-// the audit trail records of a sync, and what an event would be made of.
+// the audit trail records of a sync, and what its events are made of
+// (Events).
 type OrderChange struct {
 	OrderID           int64
 	MemberID          int64
@@ -197,6 +198,8 @@ type SyncTx interface {
 	// (deleting one that is not there is not an error).
 	SaveUnassigned(ctx context.Context, u UpstreamOrder) error
 	DeleteUnassigned(ctx context.Context, id int64) error
+	// AddEvents writes the events of the orders saved (OrderChange.Events).
+	EventWriter
 }
 
 // SyncTxRunner runs sync transactions: a SyncStore, or a ccsync.DryRun in

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/certorder/certorder"
 )
@@ -40,7 +41,9 @@ func ApplyBatch(ctx context.Context, s certorder.SyncTxRunner, orders []certorde
 // why; so does an order whose division is linked to another member than
 // its owner (unless it is the renewal of one of its owner's orders, as rule
 // 2 wants). Writing an order that has not changed is skipped, so that
-// running a batch twice changes nothing the second time.
+// running a batch twice changes nothing the second time. A stored order
+// whose status changed or that was renewed gets its events
+// (certorder.OrderChange.Events) in the same transaction.
 func ApplyUpstream(ctx context.Context, tx certorder.SyncTx, orders []certorder.UpstreamOrder) (certorder.SyncResult, error) {
 	sorted := slices.Clone(orders)
 	slices.SortFunc(sorted, func(a, b certorder.UpstreamOrder) int { return cmp.Compare(a.Order.ID, b.Order.ID) })
@@ -154,6 +157,9 @@ func saveOwned(ctx context.Context, tx certorder.SyncTx, owner int64, existing *
 		Status: o.Status, RenewedBy: renewedBy}
 	if existing != nil {
 		change.PreviousStatus, change.PreviousRenewedBy = existing.Status, existing.RenewedBy
+	}
+	if err := tx.AddEvents(ctx, change.Events(time.Now())); err != nil {
+		return err
 	}
 	res.Changes = append(res.Changes, change)
 	return nil
