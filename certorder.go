@@ -149,11 +149,13 @@ type OrderReader interface {
 // OrderStore holds orders and their renewals.
 type OrderStore interface {
 	OrderReader
-	// ImportOrders stores every order for the member in one transaction:
+	// ImportOrders stores every order for the member in one transaction,
+	// with the events of the stored orders it changes (ImportInBatches):
 	// all of them, or, on the first error, none. An order that exists
 	// already is replaced. It returns how many orders were stored.
 	ImportOrders(ctx context.Context, member string, orders iter.Seq2[*Order, error]) (int, error)
-	// RecordRenewal records that order newID renewed order oldID (see CheckRenewal).
+	// RecordRenewal records that order newID renewed order oldID (see
+	// CheckRenewal), with its order.renewed event, in one transaction.
 	RecordRenewal(ctx context.Context, oldID, newID int64) error
 }
 

@@ -13,7 +13,7 @@ import (
 // deliveries of those events to endpoints. The events of a change to an
 // order are made here (OrderChange.Events) and written by the path that
 // makes the change, in its transaction (EventWriter): the import
-// (ImportInBatches), order renew (Store.RecordRenewal), the CertCentral
+// (ImportInBatches), order renew (OrderStore.RecordRenewal), the CertCentral
 // sync (ccsync.ApplyUpstream). A restore inserts and never emits.
 // The payload, signatures and HTTP are package webhook's; the worker that
 // fans events out and delivers them runs in serve.
