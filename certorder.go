@@ -3,14 +3,16 @@
 // stored with their statuses and renewals, audit entries, division links,
 // webhook endpoints, events and deliveries), the rules that hold above
 // every store (the import's, CheckImport; the renewals', CheckRenewal;
-// the sync's ownership of orders, ApplyUpstream), the store's roles as
+// the webhook events an order change makes, OrderChange.Events), the
+// store's roles as
 // small interfaces that every backend implements, and the errors a store
 // returns.
 //
 // It imports the standard library only; every other package of the module
 // may import it. Reading an order document is internal/orderdoc's, the
 // OrderInfo answer's typed view client's, the wire protocol wire/'s,
-// storage sqlite/'s and postgres/'s, HTTP server/'s; the formats around
+// storage sqlite/'s and postgres/'s, HTTP server/'s, the sync's ownership
+// rules ccsync's; the formats around
 // the domain live in internal/ (auditseg, importfile, export).
 package certorder
 
@@ -154,11 +156,13 @@ type OrderReader interface {
 // OrderStore holds orders and their renewals.
 type OrderStore interface {
 	OrderReader
-	// ImportOrders stores every order for the member in one transaction:
+	// ImportOrders stores every order for the member in one transaction,
+	// with the events of the stored orders it changes (ImportInBatches):
 	// all of them, or, on the first error, none. An order that exists
 	// already is replaced. It returns how many orders were stored.
 	ImportOrders(ctx context.Context, member string, orders iter.Seq2[*Order, error]) (int, error)
-	// RecordRenewal records that order newID renewed order oldID (see CheckRenewal).
+	// RecordRenewal records that order newID renewed order oldID (see
+	// CheckRenewal), with its order.renewed event, in one transaction.
 	RecordRenewal(ctx context.Context, oldID, newID int64) error
 }
 

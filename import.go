@@ -3,6 +3,7 @@ package certorder
 import (
 	"context"
 	"iter"
+	"time"
 )
 
 // ImportBatchSize is how many orders ImportInBatches checks and writes at once.
@@ -10,9 +11,9 @@ const ImportBatchSize = 1000
 
 // BatchWriter is what ImportInBatches needs of a store, inside the
 // import's one transaction: reads of many orders at once, and a write of
-// many.
+// many, with its events.
 type BatchWriter interface {
-	// Links reads the owner and renewal of those of ids that are stored.
+	// Links reads the owner, renewal and status of those of ids that are stored.
 	Links(ctx context.Context, ids []int64) (map[int64]OrderLink, error)
 	// RenewedFromOthers returns, for those of ids that an order of a
 	// member other than memberID names as its renewal, the lowest such
@@ -21,6 +22,8 @@ type BatchWriter interface {
 	// SaveOrders writes checked orders of memberID (no ID twice),
 	// replacing those stored.
 	SaveOrders(ctx context.Context, memberID int64, orders []CheckedOrder) error
+	// AddEvents writes the events of the orders saved (OrderChange.Events).
+	EventWriter
 }
 
 // CheckedOrder is an order CheckImport accepted, with the renewal to store.
@@ -37,8 +40,10 @@ type CheckedOrder struct {
 // turn against what was read, overlaid with the orders of the batch it has
 // accepted so far (reading the store only for an order a renewal chain
 // reaches beyond them); and the batch is written in one go, an order that
-// appears twice as its last occurrence. It returns how many orders it
-// stored (an order that appears twice counts twice, as one by one).
+// appears twice as its last occurrence, with the events of the stored
+// orders it changes (their previous state is the one read before the
+// batch). It returns how many orders it stored (an order that appears
+// twice counts twice, as one by one).
 func ImportInBatches(ctx context.Context, memberID int64, orders iter.Seq2[*Order, error], w BatchWriter) (int, error) {
 	n := 0
 	batch := make([]*Order, 0, ImportBatchSize)
@@ -122,7 +127,7 @@ func importBatch(ctx context.Context, memberID int64, batch []*Order, w BatchWri
 		if err != nil {
 			return err
 		}
-		accepted[o.ID] = OrderLink{MemberID: memberID, RenewedBy: renewedBy}
+		accepted[o.ID] = OrderLink{MemberID: memberID, RenewedBy: renewedBy, Status: o.Status}
 		if i, twice := at[o.ID]; twice {
 			checked[i] = CheckedOrder{o, renewedBy}
 			continue
@@ -130,5 +135,21 @@ func importBatch(ctx context.Context, memberID int64, batch []*Order, w BatchWri
 		at[o.ID] = len(checked)
 		checked = append(checked, CheckedOrder{o, renewedBy})
 	}
-	return w.SaveOrders(ctx, memberID, checked)
+	if err := w.SaveOrders(ctx, memberID, checked); err != nil {
+		return err
+	}
+	return w.AddEvents(ctx, batchEvents(memberID, checked, stored))
+}
+
+// batchEvents are the events of writing checked over the orders stored
+// before (stored holds every one of them that was).
+func batchEvents(memberID int64, checked []CheckedOrder, stored map[int64]OrderLink) []Event {
+	var events []Event
+	now := time.Now()
+	for _, c := range checked {
+		prev, ok := stored[c.Order.ID]
+		events = append(events, OrderChange{OrderID: c.Order.ID, MemberID: memberID, Added: !ok,
+			PreviousStatus: prev.Status, Status: c.Order.Status, PreviousRenewedBy: prev.RenewedBy, RenewedBy: c.RenewedBy}.Events(now)...)
+	}
+	return events
 }

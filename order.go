@@ -28,8 +28,6 @@ type Order struct {
 	Renews     int64    // filled in by ListOrders only: the lowest-numbered order this one renewed; 0 if none
 	Doc        []byte
 	CertEnd    int
-
-	sum *[32]byte // the document's SHA-256, set only by a dry run (SyncDryRun), which keeps no document
 }
 
 // DocFormat is the version of the stored document's layout (see Order).

@@ -10,10 +10,12 @@ import (
 // check here and by clients that walk to the newest order.
 const MaxRenewalChain = 1000
 
-// OrderLink is what CheckRenewal needs to know of one stored order.
+// OrderLink is what CheckRenewal needs to know of one stored order, and its
+// status, which an import that changes it tells in an event.
 type OrderLink struct {
 	MemberID  int64
 	RenewedBy int64
+	Status    string
 }
 
 // CheckRenewal says whether order newID may be recorded as the renewal of

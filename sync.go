@@ -1,18 +1,14 @@
 package certorder
 
 import (
-	"cmp"
 	"context"
-	"errors"
-	"fmt"
-	"slices"
 	"time"
 )
 
 // The CertCentral sync (package ccsync) keeps the store in step with the
-// CA. What it needs of a store is the role SyncStore; the rules it writes
-// by are here, written once: ApplyUpstream decides which member owns each
-// upstream order and stores it through the same checks as ImportOrders.
+// CA. What it needs of a store is the role SyncStore, whose transaction
+// (SyncTx) ccsync.ApplyUpstream writes through: its rules are written once,
+// above the stores.
 
 // ContainerLink ties a member to a division (a CertCentral container) of
 // the reseller's CA account: the sync gives the member the orders placed in
@@ -49,7 +45,8 @@ type KnownOrder struct {
 }
 
 // OrderChange is what a write did to one of a member's orders. It is what
-// the audit trail records of a sync, and what an event would be made of.
+// the audit trail records of a sync, and what its events are made of
+// (Events).
 type OrderChange struct {
 	OrderID           int64
 	MemberID          int64
@@ -79,7 +76,7 @@ type SyncConflict struct {
 	Reason   string
 }
 
-// SyncResult is what ApplyUpstream did, or in a dry run would have done.
+// SyncResult is what ccsync.ApplyUpstream did, or in a dry run would have done.
 type SyncResult struct {
 	Changes    []OrderChange
 	Unchanged  int
@@ -154,7 +151,7 @@ type SyncStore interface {
 	KnownOrders(ctx context.Context, ids []int64) (map[int64]KnownOrder, error)
 	// InSyncTx runs fn in one transaction of the store, committed when fn
 	// returns nil and rolled back when it returns an error, which InSyncTx
-	// returns (classified as every store error is). ApplyBatch is its use.
+	// returns (classified as every store error is). ccsync.ApplyBatch is its use.
 	InSyncTx(ctx context.Context, fn func(SyncTx) error) error
 	// UnassignedOrders returns up to limit unassigned orders numbered above
 	// afterID, in order; with adoptable, only those a member could now take:
@@ -176,7 +173,7 @@ type SyncStore interface {
 // MaxSyncRuns is how many runs a store keeps.
 const MaxSyncRuns = 100
 
-// SyncTx is a store's transaction as ApplyUpstream uses it; its reads see
+// SyncTx is a store's transaction as ccsync.ApplyUpstream uses it; its reads see
 // its own writes.
 type SyncTx interface {
 	// Link reads a stored order's owner and renewal; ErrNotFound if none.
@@ -201,159 +198,12 @@ type SyncTx interface {
 	// (deleting one that is not there is not an error).
 	SaveUnassigned(ctx context.Context, u UpstreamOrder) error
 	DeleteUnassigned(ctx context.Context, id int64) error
+	// AddEvents writes the events of the orders saved (OrderChange.Events).
+	EventWriter
 }
 
-// SyncTxRunner runs sync transactions: a SyncStore, or a SyncDryRun in
+// SyncTxRunner runs sync transactions: a SyncStore, or a ccsync.DryRun in
 // front of one.
 type SyncTxRunner interface {
 	InSyncTx(ctx context.Context, fn func(SyncTx) error) error
-}
-
-// ApplyBatch stores a batch of upstream orders in one transaction of s, by
-// the rules of ApplyUpstream: all of them, or, on an error, none.
-func ApplyBatch(ctx context.Context, s SyncTxRunner, orders []UpstreamOrder) (SyncResult, error) {
-	var res SyncResult
-	err := s.InSyncTx(ctx, func(tx SyncTx) error {
-		var err error
-		res, err = ApplyUpstream(ctx, tx, orders)
-		return err
-	})
-	return res, err
-}
-
-// ApplyUpstream stores upstream orders inside a store's transaction, in
-// order of their numbers, so that an order comes before its renewals. The
-// owner of each order is, in this order of precedence:
-//
-//  1. the member that has it already: a sync never moves an order;
-//  2. for a renewal of a stored order (one whose renewal relation names
-//     it), the member of that order, whatever division the renewal sits in;
-//  3. the member linked to the order's division;
-//  4. nobody: the order is kept aside, unassigned, visible to no member,
-//     until a later run finds it an owner by rules 2 or 3.
-//
-// An owned order is checked as ImportOrders checks one (CheckImport): the
-// renewal relation stays within one member and never makes a cycle, and is
-// never dropped. Where the CA's data breaks those rules the order keeps
-// what the store has and a SyncConflict says why; so does an order whose
-// division is linked to another member than its owner (unless it is the
-// renewal of one of its owner's orders, as rule 2 wants). Writing an order
-// that has not changed is skipped, so that running a batch twice changes
-// nothing the second time.
-func ApplyUpstream(ctx context.Context, tx SyncTx, orders []UpstreamOrder) (SyncResult, error) {
-	sorted := slices.Clone(orders)
-	slices.SortFunc(sorted, func(a, b UpstreamOrder) int { return cmp.Compare(a.Order.ID, b.Order.ID) })
-	var res SyncResult
-	for i, u := range sorted {
-		if u.Order == nil || u.Order.ID <= 0 {
-			return res, fmt.Errorf("%w: upstream order %d of the batch has no order number", ErrInvalid, i+1)
-		}
-		if i > 0 && sorted[i-1].Order.ID == u.Order.ID {
-			return res, fmt.Errorf("%w: order %d appears twice in the batch", ErrInvalid, u.Order.ID)
-		}
-		if err := applyOne(ctx, tx, u, &res); err != nil {
-			return res, fmt.Errorf("order %d: %w", u.Order.ID, err)
-		}
-	}
-	return res, nil
-}
-
-func applyOne(ctx context.Context, tx SyncTx, u UpstreamOrder, res *SyncResult) error {
-	o := u.Order
-	existing, err := tx.StoredOrder(ctx, o.ID)
-	switch {
-	case err == nil:
-		return saveOwned(ctx, tx, existing.MemberID, existing, false, u, res)
-	case !errors.Is(err, ErrNotFound):
-		return err
-	}
-	owner, err := upstreamOwner(ctx, tx, u)
-	if err != nil {
-		return err
-	}
-	unassigned, err := tx.UnassignedOrder(ctx, o.ID)
-	if errors.Is(err, ErrNotFound) {
-		unassigned, err = nil, nil
-	}
-	if err != nil {
-		return err
-	}
-	if owner != 0 {
-		return saveOwned(ctx, tx, owner, nil, unassigned != nil, u, res)
-	}
-	res.Unassigned = append(res.Unassigned, UpstreamRef{ID: o.ID, Container: u.Container})
-	if unassigned != nil && unassigned.Container == u.Container && unassigned.Order.RenewedBy == o.RenewedBy &&
-		unassigned.Order.docSum() == o.docSum() {
-		res.Unchanged++
-		return nil
-	}
-	return tx.SaveUnassigned(ctx, u)
-}
-
-// upstreamOwner applies ownership rules 2 and 3 to an order not stored.
-func upstreamOwner(ctx context.Context, tx SyncTx, u UpstreamOrder) (int64, error) {
-	_, member, err := tx.RenewedFrom(ctx, u.Order.ID)
-	if err != nil || member != 0 {
-		return member, err
-	}
-	return tx.ContainerMember(ctx, u.Container)
-}
-
-// saveOwned stores an order for its owner; existing is the stored order,
-// nil for one the member does not have yet.
-func saveOwned(ctx context.Context, tx SyncTx, owner int64, existing *Order, wasUnassigned bool,
-	u UpstreamOrder, res *SyncResult) error {
-	o := u.Order
-	conflict := func(other int64, reason string) {
-		res.Conflicts = append(res.Conflicts, SyncConflict{OrderID: o.ID, MemberID: owner, Other: other, Reason: reason})
-	}
-	if existing != nil {
-		claimed, err := tx.ContainerMember(ctx, u.Container)
-		if err != nil {
-			return err
-		}
-		if claimed != 0 && claimed != owner {
-			_, from, err := tx.RenewedFrom(ctx, o.ID)
-			if err != nil {
-				return err
-			}
-			if from != owner {
-				conflict(claimed, fmt.Sprintf("its division %d is linked to another member; the order stays where it is", u.Container))
-			}
-		}
-	}
-	renewedFromOther := func(ctx context.Context, id int64) (int64, error) { return tx.RenewedFromOther(ctx, id, owner) }
-	renewedBy, err := CheckImport(ctx, owner, o, tx.Link, renewedFromOther)
-	if errors.Is(err, ErrConflict) && o.RenewedBy != 0 {
-		// The CA's renewal relation breaks the rules: store the rest of
-		// the order with the relation the store has.
-		conflict(0, fmt.Sprintf("the CA says order %d renewed it; not recorded: %v", o.RenewedBy, err))
-		plain := *o
-		plain.RenewedBy = 0
-		renewedBy, err = CheckImport(ctx, owner, &plain, tx.Link, renewedFromOther)
-	}
-	if errors.Is(err, ErrConflict) {
-		conflict(0, fmt.Sprintf("not stored: %v", err))
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if existing != nil && existing.RenewedBy == renewedBy && existing.docSum() == o.docSum() {
-		res.Unchanged++
-		return tx.DeleteUnassigned(ctx, o.ID) // an order imported by hand while it was unassigned
-	}
-	if err := tx.SaveOrder(ctx, owner, o, renewedBy); err != nil {
-		return err
-	}
-	if err := tx.DeleteUnassigned(ctx, o.ID); err != nil {
-		return err
-	}
-	change := OrderChange{OrderID: o.ID, MemberID: owner, Added: existing == nil, Adopted: existing == nil && wasUnassigned,
-		Status: o.Status, RenewedBy: renewedBy}
-	if existing != nil {
-		change.PreviousStatus, change.PreviousRenewedBy = existing.Status, existing.RenewedBy
-	}
-	res.Changes = append(res.Changes, change)
-	return nil
 }

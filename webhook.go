@@ -2,6 +2,7 @@ package certorder
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -9,10 +10,11 @@ import (
 )
 
 // Webhooks: members' endpoints, the outbox of order events, and the
-// deliveries of those events to endpoints. The events are recorded by the
-// store itself, in the same transaction as the change that causes them
-// (database triggers on orders), whatever path made the change: import,
-// order renew, the CertCentral sync. A restore inserts and never emits.
+// deliveries of those events to endpoints. The events of a change to an
+// order are made here (OrderChange.Events) and written by the path that
+// makes the change, in its transaction (EventWriter): the import
+// (ImportInBatches), order renew (OrderStore.RecordRenewal), the CertCentral
+// sync (ccsync.ApplyUpstream). A restore inserts and never emits.
 // The payload, signatures and HTTP are package webhook's; the worker that
 // fans events out and delivers them runs in serve.
 
@@ -45,6 +47,49 @@ type Event struct {
 	Type     string // order.renewed, order.status_changed, order.expiring
 	Data     []byte // the event's data object, JSON
 	At       time.Time
+}
+
+// The types of the events a change to an order causes.
+const (
+	EventOrderRenewed       = "order.renewed"
+	EventOrderStatusChanged = "order.status_changed"
+)
+
+// RenewedData is the data of order.renewed: OrderID was renewed by RenewedOrderID.
+type RenewedData struct {
+	OrderID        int64 `json:"order_id"`
+	RenewedOrderID int64 `json:"renewed_order_id"`
+}
+
+// StatusChangedData is the data of order.status_changed.
+type StatusChangedData struct {
+	OrderID        int64  `json:"order_id"`
+	Status         string `json:"status"`
+	PreviousStatus string `json:"previous_status"`
+}
+
+// Events are the events of the change, at: order.renewed when it recorded
+// a renewal, order.status_changed when it changed the status. An order the
+// member did not have before is no event.
+func (c OrderChange) Events(at time.Time) []Event {
+	var evs []Event
+	add := func(typ string, data any) {
+		raw, _ := json.Marshal(data) // the data types always marshal
+		evs = append(evs, Event{MemberID: c.MemberID, Type: typ, Data: raw, At: at})
+	}
+	if c.RenewalLinked() && !c.Added {
+		add(EventOrderRenewed, RenewedData{c.OrderID, c.RenewedBy})
+	}
+	if c.StatusChanged() {
+		add(EventOrderStatusChanged, StatusChangedData{c.OrderID, c.Status, c.PreviousStatus})
+	}
+	return evs
+}
+
+// EventWriter writes events to the outbox in the transaction of the change
+// that causes them, so that they commit, and roll back, with it.
+type EventWriter interface {
+	AddEvents(ctx context.Context, events []Event) error
 }
 
 // Delivery states.

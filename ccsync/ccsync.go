@@ -1,7 +1,7 @@
 // Package ccsync keeps certorder's orders in step with DigiCert
 // CertCentral: it reads orders through package digicert and stores them
-// through the store's SyncStore role, whose rules (who owns an upstream
-// order, the renewal checks) live in the root package (certorder.ApplyUpstream).
+// through the store's SyncStore role, by the rules of ApplyUpstream (who
+// owns an upstream order; the renewal checks of the root package).
 //
 // A run is full (the first, or when asked: List orders, every page) or
 // incremental (the status changes since the last successful run, the orders
@@ -154,7 +154,7 @@ func (s *Syncer) Run(ctx context.Context, opts Options) (Report, error) {
 	r.rep.Started = s.now()
 	r.rep.DryRun = opts.DryRun
 	if opts.DryRun {
-		r.dry = certorder.NewSyncDryRun(s.cfg.Store)
+		r.dry = NewDryRun(s.cfg.Store)
 		r.txs = r.dry
 	}
 	err = r.finish(ctx, r.do(ctx))

@@ -19,7 +19,7 @@ type run struct {
 	*Syncer
 	opts    Options
 	lock    certorder.SyncLock
-	dry     *certorder.SyncDryRun  // nil unless a dry run
+	dry     *DryRun                // nil unless a dry run
 	txs     certorder.SyncTxRunner // the store, or dry in front of it
 	members map[int64]string
 	before  digicert.Stats
@@ -284,7 +284,7 @@ func (r *run) store(ctx context.Context, batch []certorder.UpstreamOrder) error 
 		return nil
 	}
 	r.phase("storing")
-	res, err := certorder.ApplyBatch(ctx, r.txs, batch)
+	res, err := ApplyBatch(ctx, r.txs, batch)
 	if err != nil {
 		return fmt.Errorf("sync: storing orders: %w", err)
 	}

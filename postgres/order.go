@@ -7,6 +7,7 @@ import (
 	"iter"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -153,8 +154,8 @@ func (s *Store) RenewalChain(ctx context.Context, memberID, id int64) ([]certord
 func linkLookup(tx pgx.Tx) func(context.Context, int64) (certorder.OrderLink, error) {
 	return func(ctx context.Context, id int64) (certorder.OrderLink, error) {
 		var l certorder.OrderLink
-		err := tx.QueryRow(ctx, `SELECT member_id, COALESCE(renewed_by, 0) FROM orders WHERE id = $1`, id).
-			Scan(&l.MemberID, &l.RenewedBy)
+		err := tx.QueryRow(ctx, `SELECT member_id, COALESCE(renewed_by, 0), status FROM orders WHERE id = $1`, id).
+			Scan(&l.MemberID, &l.RenewedBy, &l.Status)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return l, fmt.Errorf("%w: order %d", certorder.ErrNotFound, id)
 		}
@@ -172,8 +173,12 @@ func (s *Store) RecordRenewal(ctx context.Context, oldID, newID int64) error {
 		if err != nil || !changed {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE orders SET renewed_by = $1, updated_at = now() WHERE id = $2`, newID, oldID)
-		return err
+		var member int64
+		if err := tx.QueryRow(ctx, `UPDATE orders SET renewed_by = $1, updated_at = now() WHERE id = $2 RETURNING member_id`,
+			newID, oldID).Scan(&member); err != nil {
+			return err
+		}
+		return addEvents(ctx, tx, certorder.OrderChange{OrderID: oldID, MemberID: member, RenewedBy: newID}.Events(time.Now()))
 	}))
 }
 
@@ -256,13 +261,13 @@ func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq
 
 var _ certorder.BatchWriter = (*orderTx)(nil)
 
-// Links reads the owner and renewal of those of ids that are stored.
+// Links reads the owner, renewal and status of those of ids that are stored.
 func (t *orderTx) Links(ctx context.Context, ids []int64) (map[int64]certorder.OrderLink, error) {
-	rows, _ := t.tx.Query(ctx, `SELECT id, member_id, COALESCE(renewed_by, 0) FROM orders WHERE id = ANY($1)`, ids)
+	rows, _ := t.tx.Query(ctx, `SELECT id, member_id, COALESCE(renewed_by, 0), status FROM orders WHERE id = ANY($1)`, ids)
 	links := make(map[int64]certorder.OrderLink, len(ids))
 	var id int64
 	var l certorder.OrderLink
-	_, err := pgx.ForEachRow(rows, []any{&id, &l.MemberID, &l.RenewedBy}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&id, &l.MemberID, &l.RenewedBy, &l.Status}, func() error {
 		links[id] = l
 		return nil
 	})

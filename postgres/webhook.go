@@ -284,11 +284,32 @@ func (s *Store) RecordExpiring(ctx context.Context, o certorder.ExpiringOrder, t
 		if !recorded {
 			return nil
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO webhook_events (member_id, type, data, at) VALUES ($1, 'order.expiring', $2, $3)`,
-			o.MemberID, string(data), at)
-		return err
+		return addEvents(ctx, tx, []certorder.Event{{MemberID: o.MemberID, Type: "order.expiring", Data: data, At: at}})
 	})
 	return recorded, s.wrap("record expiring", err)
+}
+
+// AddEvents writes events to the outbox in the import's or the sync's
+// transaction (certorder.EventWriter).
+func (t *orderTx) AddEvents(ctx context.Context, events []certorder.Event) error {
+	return addEvents(ctx, t.tx, events)
+}
+
+// addEvents writes events to the outbox in one statement, in their order;
+// none is no statement.
+func addEvents(ctx context.Context, tx pgx.Tx, events []certorder.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	n := len(events)
+	members, types, data, at := make([]int64, n), make([]string, n), make([]string, n), make([]time.Time, n)
+	for i, e := range events {
+		members[i], types[i], data[i], at[i] = e.MemberID, e.Type, string(e.Data), e.At
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO webhook_events (member_id, type, data, at)
+		SELECT m, t, d, a FROM unnest($1::BIGINT[], $2::TEXT[], $3::TEXT[], $4::TIMESTAMPTZ[]) WITH ORDINALITY AS e(m, t, d, a, i)
+		ORDER BY i`, members, types, data, at)
+	return err
 }
 
 // PruneWebhooks deletes old events and finished deliveries.

@@ -8,6 +8,7 @@ import (
 	"iter"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/certorder/certorder"
 )
@@ -149,7 +150,7 @@ func (s *Store) RenewalChain(ctx context.Context, memberID, id int64) ([]certord
 func linkLookup(stmt *sql.Stmt) func(context.Context, int64) (certorder.OrderLink, error) {
 	return func(ctx context.Context, id int64) (certorder.OrderLink, error) {
 		var l certorder.OrderLink
-		err := stmt.QueryRowContext(ctx, id).Scan(&l.MemberID, &l.RenewedBy)
+		err := stmt.QueryRowContext(ctx, id).Scan(&l.MemberID, &l.RenewedBy, &l.Status)
 		if errors.Is(err, sql.ErrNoRows) {
 			return l, fmt.Errorf("%w: order %d", certorder.ErrNotFound, id)
 		}
@@ -157,7 +158,7 @@ func linkLookup(stmt *sql.Stmt) func(context.Context, int64) (certorder.OrderLin
 	}
 }
 
-const selectLink = `SELECT member_id, COALESCE(renewed_by, 0) FROM orders WHERE id = ?`
+const selectLink = `SELECT member_id, COALESCE(renewed_by, 0), status FROM orders WHERE id = ?`
 
 // RecordRenewal records that newID renewed oldID. Both must be stored.
 func (s *Store) RecordRenewal(ctx context.Context, oldID, newID int64) error {
@@ -171,8 +172,12 @@ func (s *Store) RecordRenewal(ctx context.Context, oldID, newID int64) error {
 		if err != nil || !changed {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE orders SET renewed_by = ?, updated_at = ? WHERE id = ?`, newID, now(), oldID)
-		return err
+		var member int64
+		if err := tx.QueryRowContext(ctx, `UPDATE orders SET renewed_by = ?, updated_at = ? WHERE id = ? RETURNING member_id`,
+			newID, now(), oldID).Scan(&member); err != nil {
+			return err
+		}
+		return addEvents(ctx, tx, certorder.OrderChange{OrderID: oldID, MemberID: member, RenewedBy: newID}.Events(time.Now()))
 	}))
 }
 
@@ -277,11 +282,11 @@ func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq
 
 var _ certorder.BatchWriter = (*orderTx)(nil)
 
-// Links reads the owner and renewal of those of ids that are stored.
+// Links reads the owner, renewal and status of those of ids that are stored.
 func (t *orderTx) Links(ctx context.Context, ids []int64) (map[int64]certorder.OrderLink, error) {
 	links := make(map[int64]certorder.OrderLink, len(ids))
 	for chunk := range slices.Chunk(ids, maxVariables) {
-		rows, err := t.tx.QueryContext(ctx, `SELECT id, member_id, COALESCE(renewed_by, 0) FROM orders WHERE id IN (`+
+		rows, err := t.tx.QueryContext(ctx, `SELECT id, member_id, COALESCE(renewed_by, 0), status FROM orders WHERE id IN (`+
 			placeholders(len(chunk))+`)`, int64Args(chunk)...)
 		if err != nil {
 			return nil, err
@@ -289,7 +294,7 @@ func (t *orderTx) Links(ctx context.Context, ids []int64) (map[int64]certorder.O
 		for rows.Next() {
 			var id int64
 			var l certorder.OrderLink
-			if err := rows.Scan(&id, &l.MemberID, &l.RenewedBy); err != nil {
+			if err := rows.Scan(&id, &l.MemberID, &l.RenewedBy, &l.Status); err != nil {
 				rows.Close()
 				return nil, err
 			}

@@ -339,12 +339,33 @@ func (s *Store) RecordExpiring(ctx context.Context, o certorder.ExpiringOrder, t
 		if !recorded {
 			return nil
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO webhook_events (member_id, type, data, at) VALUES (?, 'order.expiring', ?, ?)`,
-			o.MemberID, data, formatTime(at))
-		return err
+		return addEvents(ctx, tx, []certorder.Event{{MemberID: o.MemberID, Type: "order.expiring", Data: data, At: at}})
 	})
 	return recorded, s.wrap("record expiring", err)
 }
+
+// AddEvents writes events to the outbox in the import's or the sync's
+// transaction (certorder.EventWriter).
+func (t *orderTx) AddEvents(ctx context.Context, events []certorder.Event) error {
+	return addEvents(ctx, t.tx, events)
+}
+
+// addEvents writes events to the outbox, a multi-row insert per
+// maxVariables/4 of them; none is no statement.
+func addEvents(ctx context.Context, tx *sql.Tx, events []certorder.Event) error {
+	for chunk := range slices.Chunk(events, maxVariables/4) {
+		args := make([]any, 0, 4*len(chunk))
+		for _, e := range chunk {
+			args = append(args, e.MemberID, e.Type, string(e.Data), formatTime(e.At))
+		}
+		if _, err := tx.ExecContext(ctx, multiRow(insertEvent, len(chunk)), args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+const insertEvent = `INSERT INTO webhook_events (member_id, type, data, at) VALUES (?, ?, ?, ?)`
 
 // PruneWebhooks deletes old events and finished deliveries.
 func (s *Store) PruneWebhooks(ctx context.Context, before time.Time) error {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/ccsync"
 	"github.com/certorder/certorder/internal/orderdoc"
 	"github.com/certorder/certorder/internal/testdb"
 )
@@ -113,13 +114,13 @@ func testApplyUpstream(t *testing.T, s certorder.Store) {
 	}
 	must(t, s.LinkContainer(ctx, "alice", 100))
 	must(t, s.LinkContainer(ctx, "bob", 200))
-	apply := func(dry *certorder.SyncDryRun, orders ...certorder.UpstreamOrder) certorder.SyncResult {
+	apply := func(dry *ccsync.DryRun, orders ...certorder.UpstreamOrder) certorder.SyncResult {
 		t.Helper()
 		var txs certorder.SyncTxRunner = s
 		if dry != nil {
 			txs = dry
 		}
-		res, err := certorder.ApplyBatch(ctx, txs, orders)
+		res, err := ccsync.ApplyBatch(ctx, txs, orders)
 		must(t, err)
 		return res
 	}
@@ -214,7 +215,7 @@ func testApplyUpstream(t *testing.T, s certorder.Store) {
 	// A dry run writes nothing, and its later batches see its earlier ones:
 	// 11 renews 10, so it is alice's though its division is nobody's.
 	before := owners(t, s, 10, 11)
-	dry := certorder.NewSyncDryRun(s)
+	dry := ccsync.NewDryRun(s)
 	first := apply(dry, upstream(t, 10, 11, 100, "issued"))
 	second := apply(dry, upstream(t, 11, 0, 900, "issued"))
 	if changeList(first) != "10:added,renewed>11" || changeList(second) != "11:added" || second.Changes[0].MemberID != first.Changes[0].MemberID {
@@ -225,7 +226,7 @@ func testApplyUpstream(t *testing.T, s certorder.Store) {
 	}
 
 	// A bad batch writes nothing.
-	_, err = certorder.ApplyBatch(ctx, s, []certorder.UpstreamOrder{upstream(t, 20, 0, 100, "issued"),
+	_, err = ccsync.ApplyBatch(ctx, s, []certorder.UpstreamOrder{upstream(t, 20, 0, 100, "issued"),
 		upstream(t, 21, 0, 100, "issued"), upstream(t, 21, 0, 100, "issued")})
 	wantErr(t, err, certorder.ErrInvalid)
 	if got := owners(t, s, 20, 21); got != "20:- 21:-" {

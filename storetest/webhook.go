@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/ccsync"
 	"github.com/certorder/certorder/internal/export"
 )
 
@@ -182,9 +183,9 @@ func testWebhooks(t *testing.T, open func(t *testing.T) certorder.Store) {
 	}
 	// The CertCentral sync's writes emit the same events.
 	must(t, s.LinkContainer(ctx, "alice", 100))
-	_, err = certorder.ApplyBatch(ctx, s, []certorder.UpstreamOrder{upstream(t, 50, 0, 100, "issued")})
+	_, err = ccsync.ApplyBatch(ctx, s, []certorder.UpstreamOrder{upstream(t, 50, 0, 100, "issued")})
 	must(t, err)
-	_, err = certorder.ApplyBatch(ctx, s, []certorder.UpstreamOrder{upstream(t, 51, 0, 100, "issued"), upstream(t, 50, 51, 100, "issued")})
+	_, err = ccsync.ApplyBatch(ctx, s, []certorder.UpstreamOrder{upstream(t, 51, 0, 100, "issued"), upstream(t, 50, 51, 100, "issued")})
 	must(t, err)
 	if got := fanOut(t, s); !equalJSONLines(got[all.ID], []string{`order.renewed {"order_id":50,"renewed_order_id":51}`}) {
 		t.Fatalf("the sync's renewal: %v", got)

@@ -23,6 +23,8 @@ import (
 	"fmt"
 	"regexp"
 	"time"
+
+	"github.com/certorder/certorder"
 )
 
 // Event types. The three order events are the ones members subscribe to;
@@ -30,8 +32,8 @@ import (
 // types an endpoint chose. Names follow the spec's convention: full-stop
 // delimited, [a-zA-Z0-9_] in each part.
 const (
-	TypeOrderRenewed       = "order.renewed"
-	TypeOrderStatusChanged = "order.status_changed"
+	TypeOrderRenewed       = certorder.EventOrderRenewed
+	TypeOrderStatusChanged = certorder.EventOrderStatusChanged
 	TypeOrderExpiring      = "order.expiring"
 	TypeTest               = "webhook.test"
 )
@@ -85,18 +87,13 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	}{e.Type, e.Timestamp.UTC().Format(time.RFC3339Nano), data})
 }
 
-// RenewedData is the data of order.renewed: OrderID was renewed by RenewedOrderID.
-type RenewedData struct {
-	OrderID        int64 `json:"order_id"`
-	RenewedOrderID int64 `json:"renewed_order_id"`
-}
+// RenewedData is the data of order.renewed: OrderID was renewed by
+// RenewedOrderID. It and StatusChangedData are the root package's, which
+// makes the events of a change (certorder.OrderChange.Events).
+type RenewedData = certorder.RenewedData
 
 // StatusChangedData is the data of order.status_changed.
-type StatusChangedData struct {
-	OrderID        int64  `json:"order_id"`
-	Status         string `json:"status"`
-	PreviousStatus string `json:"previous_status"`
-}
+type StatusChangedData = certorder.StatusChangedData
 
 // ExpiringData is the data of order.expiring. ValidTill is a date, YYYY-MM-DD.
 type ExpiringData struct {
@@ -112,12 +109,12 @@ type TestData struct {
 
 // OrderRenewed is the order.renewed event: order renewedOrderID replaced orderID at ts.
 func OrderRenewed(ts time.Time, orderID, renewedOrderID int64) Event {
-	return newEvent(TypeOrderRenewed, ts, RenewedData{orderID, renewedOrderID})
+	return newEvent(TypeOrderRenewed, ts, RenewedData{OrderID: orderID, RenewedOrderID: renewedOrderID})
 }
 
 // OrderStatusChanged is the order.status_changed event.
 func OrderStatusChanged(ts time.Time, orderID int64, status, previousStatus string) Event {
-	return newEvent(TypeOrderStatusChanged, ts, StatusChangedData{orderID, status, previousStatus})
+	return newEvent(TypeOrderStatusChanged, ts, StatusChangedData{OrderID: orderID, Status: status, PreviousStatus: previousStatus})
 }
 
 // OrderExpiring is the order.expiring event; validTill's date is taken in UTC,

@@ -1,6 +1,6 @@
--- Webhooks: members' endpoints, the outbox of order events (written by the
--- trigger below in the transaction of the change, whatever path made it;
--- a restore only inserts, so it emits nothing), and deliveries.
+-- Webhooks: members' endpoints, the outbox of order events (written in the
+-- transaction of the change: by the trigger below until 0011 dropped it,
+-- since then by certorder itself; a restore emits nothing), and deliveries.
 CREATE TABLE webhook_endpoints (
     id               BIGSERIAL PRIMARY KEY,
     member_id        BIGINT NOT NULL REFERENCES members(id),

@@ -1,6 +1,6 @@
--- Webhooks: members' endpoints, the outbox of order events (written by the
--- triggers below in the transaction of the change, whatever path made it;
--- a restore only inserts, so it emits nothing), and deliveries.
+-- Webhooks: members' endpoints, the outbox of order events (written in the
+-- transaction of the change: by the triggers below until 0008 dropped them,
+-- since then by certorder itself; a restore emits nothing), and deliveries.
 CREATE TABLE webhook_endpoints (
     id               INTEGER PRIMARY KEY,
     member_id        INTEGER NOT NULL REFERENCES members(id),
