@@ -140,7 +140,7 @@ func TestCacheListenerDown(t *testing.T) {
 	if _, _, err := server.FindCredential(ctx, k.ID, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, hit := server.CachedCredential(k.ID, 0); !hit {
+	if _, _, _, hit := server.CachedCredential(k.ID, 0); !hit {
 		t.Fatal("not cached")
 	}
 	conn, err := pgx.Connect(ctx, dsn)
@@ -156,7 +156,7 @@ func TestCacheListenerDown(t *testing.T) {
 	// Bypassed as soon as the instance notices, then back: poll both, bounded.
 	sawBypass := false
 	for end := time.Now().Add(5 * time.Second); !sawBypass && time.Now().Before(end); time.Sleep(time.Millisecond) {
-		_, _, hit := server.CachedCredential(k.ID, 0)
+		_, _, _, hit := server.CachedCredential(k.ID, 0)
 		sawBypass = !hit
 	}
 	if !sawBypass {
@@ -174,7 +174,7 @@ func TestCacheListenerDown(t *testing.T) {
 	back := false
 	for end := time.Now().Add(10 * time.Second); !back && time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		server.FindCredential(ctx, k.ID, 0)
-		c, _, hit := server.CachedCredential(k.ID, 0)
+		c, _, _, hit := server.CachedCredential(k.ID, 0)
 		back = hit && c.KeyRevoked
 	}
 	if !back {

@@ -345,7 +345,7 @@ func TestWebRevokeAcrossCachingInstances(t *testing.T) {
 		// Until the other instance has the key in its cache.
 		for end := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 			if status, _ := do(t, http.MethodPost, srv2.URL+"/api/digicert/", auth); status == 200 {
-				if _, _, hit := other.(certorder.CredentialCache).CachedCredential(keyIDOf(t, text), 0); hit {
+				if _, _, _, hit := other.(certorder.CredentialCache).CachedCredential(keyIDOf(t, text), 0); hit {
 					break
 				}
 			}
