@@ -208,12 +208,26 @@ type CacheConfig struct {
 type CredentialCache interface {
 	// StartCache turns the cache on; Close turns it off.
 	StartCache(ctx context.Context, c CacheConfig) error
-	// CachedCredential answers as FindCredential would, from memory alone;
-	// false when FindCredential must be asked.
-	CachedCredential(keyID string, orderID int64) (Credential, *Order, bool)
+	// CachedCredential answers as FindCredential would, from memory alone
+	// (hit); when it cannot, ReadMiss(ctx, miss) reads the rest from the
+	// store without looking in memory again.
+	CachedCredential(keyID string, orderID int64) (cred Credential, o *Order, miss CacheMiss, hit bool)
+	// ReadMiss answers, as FindCredential would, what CachedCredential
+	// missed (the order alone when the credential was in memory) and fills
+	// the cache with what it read.
+	ReadMiss(ctx context.Context, miss CacheMiss) (Credential, *Order, error)
 	// CacheStats says how many entries the cache holds, and how many
 	// calls of CachedCredential it answered and did not.
 	CacheStats() (entries, hits, misses int64)
+}
+
+// CacheMiss is what a look-up in a CredentialCache found before it missed:
+// what was asked, and the credential when only the order was missing.
+type CacheMiss struct {
+	KeyID   string
+	OrderID int64
+	Cred    Credential
+	CredHit bool // Cred is the cached credential: only the order is read
 }
 
 // InstanceAwaiter is a store whose serving instances may cache, and learn

@@ -56,8 +56,8 @@ func DateRange(from, to time.Time) string {
 // and now (GET order/certificate/status-changes, "Status change list"
 // page). The last 7 days are asked with the seconds parameter, relative to
 // DigiCert's now; anything older with filters[status_last_updated] ranges
-// of under 7 days each. The window is widened by the clock skew
-// (WithClockSkew), so consecutive syncs overlap rather than leave a gap.
+// of under 7 days each. The window is widened by the clock skew (2
+// minutes), so consecutive syncs overlap rather than leave a gap.
 // An order appears once, with its latest status.
 func (c *Client) StatusChangesSince(ctx context.Context, since time.Time) ([]StatusChange, error) {
 	now := c.now()

@@ -316,15 +316,16 @@ func (s *Store) AwaitInstances(ctx context.Context) ([]string, error) {
 	}
 }
 
-// CachedCredential answers as FindCredential would, from the cache alone.
-func (s *Store) CachedCredential(keyID string, orderID int64) (certorder.Credential, *certorder.Order, bool) {
+// CachedCredential answers as FindCredential would, from the cache alone
+// (hit), else says what it found, for ReadMiss.
+func (s *Store) CachedCredential(keyID string, orderID int64) (certorder.Credential, *certorder.Order, certorder.CacheMiss, bool) {
 	c := s.cache.Load()
 	if c == nil {
-		return certorder.Credential{}, nil, false
+		return certorder.Credential{}, nil, certorder.CacheMiss{KeyID: keyID, OrderID: orderID}, false
 	}
 	gen, ok := c.generation()
 	if !ok {
-		return certorder.Credential{}, nil, false
+		return certorder.Credential{}, nil, certorder.CacheMiss{KeyID: keyID, OrderID: orderID}, false
 	}
 	return c.entries.Find(gen, keyID, orderID)
 }
@@ -339,36 +340,30 @@ func (s *Store) CacheStats() (entries, hits, misses int64) {
 
 // FindCredential returns a key, its member and the member's order: from
 // the cache when it is on, listening, and holds them for the current
-// generation, else from the database (the order alone when the credential
-// is cached), which then fills the cache under the generation read before
-// it.
+// generation, else from the database (ReadMiss).
 func (s *Store) FindCredential(ctx context.Context, keyID string, orderID int64) (certorder.Credential, *certorder.Order, error) {
+	cred, o, miss, hit := s.CachedCredential(keyID, orderID)
+	if hit {
+		return cred, o, nil
+	}
+	return s.ReadMiss(ctx, miss)
+}
+
+// ReadMiss reads from the database what CachedCredential missed (the
+// order alone when the credential was cached) and fills the cache under
+// the generation read before it. (It reads the generation again rather
+// than take the look-up's: a fill is then always under a generation of
+// this cache, read before the database was.)
+func (s *Store) ReadMiss(ctx context.Context, miss certorder.CacheMiss) (certorder.Credential, *certorder.Order, error) {
 	c := s.cache.Load()
 	if c == nil {
-		return s.readCredential(ctx, keyID, orderID)
+		return s.readCredential(ctx, miss.KeyID, miss.OrderID)
 	}
 	gen, ok := c.generation()
 	if !ok {
-		return s.readCredential(ctx, keyID, orderID)
+		return s.readCredential(ctx, miss.KeyID, miss.OrderID)
 	}
-	if cred, hit := c.entries.Credential(gen, keyID); hit {
-		if orderID == 0 {
-			return cred, nil, nil
-		}
-		if o, hit := c.entries.Order(gen, cred.MemberID, orderID); hit {
-			return cred, o, nil
-		}
-		o, err := s.readMemberOrder(ctx, cred, orderID)
-		if err == nil {
-			c.entries.FillOrder(gen, cred.MemberID, orderID, o)
-		}
-		return cred, o, err
-	}
-	cred, o, err := s.readCredential(ctx, keyID, orderID)
-	if err == nil {
-		c.entries.Fill(gen, cred, orderID, o)
-	}
-	return cred, o, err
+	return c.entries.ReadMiss(ctx, gen, miss, s.readCredential, s.readMemberOrder)
 }
 
 // readMemberOrder reads the credential's member's order orderID; nil if

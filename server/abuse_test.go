@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/poll"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/storetest"
@@ -73,7 +74,20 @@ func TestSlowBodies(t *testing.T) {
 			t.Skip("cannot bind 127.0.0.x source addresses here")
 		}
 	}
-	time.Sleep(300 * time.Millisecond) // the slow requests are all being read
+	// Until the slow requests are all being read: each address holds its
+	// places, and one request more from it is refused.
+	for a := range addresses {
+		probe := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
+			DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(2+a))}}).DialContext}}
+		poll.Until(t, 10*time.Second, fmt.Sprintf("127.0.0.%d's slow requests all being read", 2+a), func() bool {
+			resp, err := probe.Post(f.url, "application/json", strings.NewReader(f.alice("Auth")))
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusTooManyRequests
+		})
+	}
 	var latencies []time.Duration
 	for range 32 {
 		start := time.Now()
@@ -107,8 +121,11 @@ func TestBodyDeadlineAndPerIP(t *testing.T) {
 	a, b := open(), open()
 	defer a.Close()
 	defer b.Close()
-	time.Sleep(100 * time.Millisecond)
-	if status, got := f.post(t, f.alice("Auth")); status != 429 || got != rateLimited {
+	// Until both hold the address's places: a third request is refused.
+	var status int
+	var got string
+	if !poll.Within(10*time.Second, func() bool { status, got = f.post(t, f.alice("Auth")); return status == 429 }) ||
+		got != rateLimited {
 		t.Fatalf("a third request from the address: %d %s", status, got)
 	}
 	a.SetReadDeadline(time.Now().Add(3 * time.Second))
@@ -116,13 +133,13 @@ func TestBodyDeadlineAndPerIP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 408 || strings.TrimSpace(string(got)) != e100 {
-		t.Fatalf("a body slower than the deadline: %d %s", resp.StatusCode, got)
+	cut, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 408 || strings.TrimSpace(string(cut)) != e100 {
+		t.Fatalf("a body slower than the deadline: %d %s", resp.StatusCode, cut)
 	}
 	b.Close()
-	time.Sleep(400 * time.Millisecond) // both places are free again
-	if status, got := f.post(t, f.alice("Auth")); status != 200 {
+	// Until both places are free again.
+	if !poll.Within(10*time.Second, func() bool { status, got = f.post(t, f.alice("Auth")); return status == 200 }) {
 		t.Fatalf("after the slow requests: %d %s", status, got)
 	}
 }

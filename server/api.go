@@ -194,7 +194,8 @@ func readAll(r io.Reader, b []byte) ([]byte, error) {
 // authenticate checks AccessName and AccessKey and reads the member's
 // order orderID (if not 0) in the same store read: from the store's cache
 // when it holds them, else from the store within StoreTimeout (the
-// request's one timer, set only when the store is asked). Whatever is
+// request's one timer, set only when the store is asked), the cache looked
+// in once. Whatever is
 // wrong (unknown member, wrong or revoked key, disabled member) the answer
 // is the same.
 func (s *Server) authenticate(ctx context.Context, req wire.Request, orderID int64) (certorder.Credential, *certorder.Order, *wire.Failure) {
@@ -208,14 +209,19 @@ func (s *Server) authenticate(ctx context.Context, req wire.Request, orderID int
 	}
 	var cred certorder.Credential
 	var order *certorder.Order
+	var miss certorder.CacheMiss
 	hit := false
 	if s.cache != nil {
-		cred, order, hit = s.cache.CachedCredential(id, orderID)
+		cred, order, miss, hit = s.cache.CachedCredential(id, orderID)
 	}
 	if !hit {
 		var err error
 		ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
-		cred, order, err = s.creds.FindCredential(ctx, id, orderID)
+		if s.cache != nil {
+			cred, order, err = s.cache.ReadMiss(ctx, miss) // not looking in the cache again
+		} else {
+			cred, order, err = s.creds.FindCredential(ctx, id, orderID)
+		}
 		cancel()
 		if errors.Is(err, certorder.ErrNotFound) {
 			cred = certorder.Credential{} // Verify below fails, after the same work

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/credcache"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/stores"
@@ -117,4 +118,14 @@ func BenchmarkHandlerCached(b *testing.B) {
 	} {
 		b.Run(bench.name, func(b *testing.B) { drive(b, h, bench.key, always(bench.action)) })
 	}
+}
+
+// BenchmarkHandlerCacheMiss is BenchmarkHandlerCached/OrderInfo with the
+// smallest cache: the key stays cached, most orders are read from the
+// store (the order alone, after one look in the cache).
+func BenchmarkHandlerCacheMiss(b *testing.B) {
+	cacheBytes = credcache.MinBytes
+	defer func() { cacheBytes = 0 }()
+	h, key := benchHandler(b, 10000)
+	drive(b, h, key, always("OrderInfo"))
 }

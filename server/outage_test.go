@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/poll"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/stores"
@@ -37,6 +38,13 @@ func (o *outcomes) add(status int, body string) {
 		o.n = map[string]int{}
 	}
 	o.n[http.StatusText(status)+" "+body]++
+}
+
+// count is how many answers were ok (200), and how many 503 Error(150).
+func (o *outcomes) count() (ok, unavailable int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.n["OK ok"], o.n["Service Unavailable "+e150]
 }
 
 // load sends OrderInfo from workers until stop is closed, each request
@@ -154,7 +162,9 @@ func TestPostgresConnectionsTerminated(t *testing.T) {
 		}
 		kills.Add(n)
 	}
-	time.Sleep(300 * time.Millisecond) // the pool reconnects on its own
+	// Until the load is answered again: the pool reconnects on its own.
+	okDuring, _ := o.count()
+	poll.Until(t, 10*time.Second, "an answer ok after the faults", func() bool { ok, _ := o.count(); return ok > okDuring })
 	close(stop)
 	ok, _ := checkOnly(t, "connections terminated", o)
 	if kills.Load() == 0 || ok == 0 {
@@ -199,7 +209,8 @@ func TestPostgresRefusesConnections(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	o := load(t, endpoint, body, 4, stop)
-	time.Sleep(time.Second)
+	// Until the load has met the refusal many times.
+	poll.Until(t, 10*time.Second, "100 answers while the database refused", func() bool { _, u := o.count(); return u >= 100 })
 	close(stop)
 	if _, err := conn.Exec(ctx, "ALTER DATABASE "+db+" WITH ALLOW_CONNECTIONS true"); err != nil {
 		t.Fatal(err)
@@ -207,12 +218,10 @@ func TestPostgresRefusesConnections(t *testing.T) {
 	if ok, unavailable := checkOnly(t, "database refusing connections", o); ok != 0 || unavailable == 0 {
 		t.Fatalf("%d ok, %d unavailable while the database refused connections", ok, unavailable)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for status, got := postOnce(t, endpoint, body); status != 200; status, got = postOnce(t, endpoint, body) {
-		if time.Now().After(deadline) {
-			t.Fatalf("not recovered: %d %s", status, got)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var status int
+	var got string
+	if !poll.Within(10*time.Second, func() bool { status, got = postOnce(t, endpoint, body); return status == 200 }) {
+		t.Fatalf("not recovered: %d %s", status, got)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/poll"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/server/web"
@@ -89,13 +90,11 @@ func TestWebKeys(t *testing.T) {
 		t.Fatalf("keys page after create:\n%s", keys.body)
 	}
 	// "Last used" comes from the audit trail, written in the background.
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(html.UnescapeString(keys.body), "<td data-label=\"Last used by the API\">15 Jan 2026, 13:00 (UTC+00:00)</td>") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no last use after an API call:\n%s", keys.body)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !poll.Within(10*time.Second, func() bool {
 		keys = b.get("/keys")
+		return strings.Contains(html.UnescapeString(keys.body), "<td data-label=\"Last used by the API\">15 Jan 2026, 13:00 (UTC+00:00)</td>")
+	}) {
+		t.Fatalf("no last use after an API call:\n%s", keys.body)
 	}
 
 	// Labels are checked.
@@ -342,17 +341,13 @@ func TestWebRevokeAcrossCachingInstances(t *testing.T) {
 			t.Fatal("no key created")
 		}
 		auth := body("AccessName", `"alice"`, "AccessKey", q(text), "action", `"Auth"`)
-		// Until the other instance has the key in its cache.
-		for end := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			if status, _ := do(t, http.MethodPost, srv2.URL+"/api/digicert/", auth); status == 200 {
-				if _, _, hit := other.(certorder.CredentialCache).CachedCredential(keyIDOf(t, text), 0); hit {
-					break
-				}
+		poll.Until(t, 10*time.Second, "the other instance has the new key in its cache", func() bool {
+			if status, _ := do(t, http.MethodPost, srv2.URL+"/api/digicert/", auth); status != 200 {
+				return false
 			}
-			if time.Now().After(end) {
-				t.Fatal("the other instance never cached the new key")
-			}
-		}
+			_, _, _, hit := other.(certorder.CredentialCache).CachedCredential(keyIDOf(t, text), 0)
+			return hit
+		})
 		id := keyIDOf(t, text)
 		confirm := b.get("/keys/" + id + "/revoke")
 		if p := b.post("/keys/"+id+"/revoke", url.Values{"csrf": {confirm.csrf(t)}}); p.status != http.StatusSeeOther {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/poll"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/webhook"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
@@ -252,7 +253,10 @@ func TestWebWebhooks(t *testing.T) {
 	rc.set("", http.StatusServiceUnavailable, "")
 	b.post(fmt.Sprintf("/webhooks/%d/test", id), url.Values{"csrf": {disabled.csrf(t)}})
 	deliverNow(t, f.store, time.Millisecond)
-	time.Sleep(5 * time.Millisecond)
+	poll.Until(t, 10*time.Second, "the endpoint failing for longer than a millisecond", func() bool {
+		ep, err := f.store.FindEndpoint(ctx, id)
+		return err == nil && !ep.FailingSince.IsZero() && time.Since(ep.FailingSince) > time.Millisecond
+	})
 	b.post(fmt.Sprintf("/webhooks/%d/test", id), url.Values{"csrf": {disabled.csrf(t)}})
 	deliverNow(t, f.store, time.Millisecond)
 	gaveUp := b.get(fmt.Sprintf("/webhooks/%d", id))

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/poll"
 	"github.com/certorder/certorder/sqlite"
 	"github.com/certorder/certorder/storetest"
 )
@@ -74,16 +76,11 @@ func TestBackupWhileWriting(t *testing.T) {
 		}()
 	}
 	waitFor := func(n int) {
-		for time.Now().Before(deadline) {
+		poll.Until(t, time.Until(deadline), fmt.Sprintf("%d batches written", n), func() bool {
 			mu.Lock()
-			got := len(committed)
-			mu.Unlock()
-			if got >= n {
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		t.Fatalf("fewer than %d batches written in time", n)
+			defer mu.Unlock()
+			return len(committed) >= n
+		})
 	}
 	waitFor(20)
 	mu.Lock()

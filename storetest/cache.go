@@ -69,13 +69,37 @@ func cacheChecks(t *testing.T, server, admin certorder.Store, fill int) {
 		must(t, err)
 	}
 
+	// The server's way: one look in the cache, then, on a miss, ReadMiss,
+	// which reads the order alone when the key was cached and fills the
+	// cache: the next look finds both.
+	for _, id := range []int64{1, 2} {
+		_, _, miss, hit := cached.CachedCredential(k.ID, id)
+		if hit {
+			t.Fatalf("order %d cached before it was read", id)
+		}
+		if miss.KeyID != k.ID || miss.OrderID != id || miss.CredHit && miss.Cred.KeyID != k.ID {
+			t.Fatalf("order %d: miss %+v", id, miss)
+		}
+		if id == 2 && !miss.CredHit {
+			t.Fatal("the key, read with order 1, is not cached")
+		}
+		c, o, err := cached.ReadMiss(ctx, miss)
+		must(t, err)
+		if c.KeyID != k.ID || c.Member != "alice" || o == nil || o.ID != id || o.Member != "alice" {
+			t.Fatalf("order %d: ReadMiss gave %+v, %+v", id, c, o)
+		}
+		if _, o, _, hit := cached.CachedCredential(k.ID, id); !hit || o == nil || o.ID != id {
+			t.Fatalf("order %d: not in the cache after ReadMiss", id)
+		}
+	}
+
 	// find reads through the cache, then checks that the cache alone now
 	// answers the same.
 	find := func(orderID int64) (certorder.Credential, *certorder.Order) {
 		t.Helper()
 		c, o, err := server.FindCredential(ctx, k.ID, orderID)
 		must(t, err)
-		c2, o2, hit := cached.CachedCredential(k.ID, orderID)
+		c2, o2, _, hit := cached.CachedCredential(k.ID, orderID)
 		if !hit {
 			t.Fatalf("order %d: not in the cache right after a read", orderID)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/ccsync"
 	"github.com/certorder/certorder/internal/orderdoc"
+	"github.com/certorder/certorder/internal/poll"
 	"github.com/certorder/certorder/internal/testdb"
 )
 
@@ -281,13 +282,12 @@ func testSyncLock(t *testing.T, s certorder.Store) {
 	// take is LockSync that, on PostgreSQL, waits up to 30 s while a test
 	// run SerialSync does not reach (another checkout's, on the same
 	// database) holds the lock.
-	take := func() (certorder.SyncLock, bool, error) {
-		for end := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			lock, ok, err := s.LockSync(ctx)
-			if ok || err != nil || !shared || time.Now().After(end) {
-				return lock, ok, err
-			}
-		}
+	take := func() (lock certorder.SyncLock, ok bool, err error) {
+		poll.Within(30*time.Second, func() bool {
+			lock, ok, err = s.LockSync(ctx)
+			return ok || err != nil || !shared
+		})
+		return lock, ok, err
 	}
 	lock, ok, err := take()
 	must(t, err)

@@ -81,7 +81,7 @@ func (e *env) acmeURL(ctx context.Context, args []string) error {
 	}
 	cur, err := c.Current(ctx, id)
 	if err != nil {
-		return memberExit(err, cmd, id, *creds.endpoint, *creds.name)
+		return memberExit(err, cmd, id, creds.endpoint, creds.name)
 	}
 	newest := cur.Order.OrderID
 	d.set("orderId", strconv.FormatInt(newest, 10))

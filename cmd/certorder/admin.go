@@ -125,30 +125,32 @@ func (e *env) admin(ctx context.Context, args []string) error {
 		return usageError("admin: unknown command %q", strings.Join(args[:min(2, len(args))], " "))
 	}
 	fs := e.commandFlags("admin "+cmd.name, cmd.args+" [--db DSN]", cmd.summary)
-	db := e.dbFlag(fs)
+	var db string
+	opts := []option{dbOption(&db)}
+	defineOptions(fs, opts)
 	do := cmd.setup(fs)
 	pos, err := parse(fs, args[words:], cmd.nargs)
 	if err != nil {
 		return err
 	}
-	if err := e.applyEnv(fs, dbEnv); err != nil {
+	if err := e.applyEnv(fs, opts); err != nil {
 		return err
 	}
-	if cmd.name == "backup" && stores.IsPostgres(*db) {
+	if cmd.name == "backup" && stores.IsPostgres(db) {
 		return usageError(backupPostgres)
 	}
 	open := stores.OpenExisting
 	if cmd.creates {
 		open = stores.Open
 	}
-	store, err := open(ctx, *db)
+	store, err := open(ctx, db)
 	if errors.Is(err, stores.ErrNoStore) {
 		return &exitErr{code: exitUsage, err: fmt.Errorf("admin %s: %w\n"+
 			"Check --db (or CERTORDER_DB); to create a new store there, run: certorder admin migrate --db %s",
-			cmd.name, err, shellQuote(redactDSN(*db)))}
+			cmd.name, err, shellQuote(redactDSN(db)))}
 	}
 	if err != nil {
-		return fmt.Errorf("admin %s: opening the store %s: %w", cmd.name, redactDSN(*db), err)
+		return fmt.Errorf("admin %s: opening the store %s: %w", cmd.name, redactDSN(db), err)
 	}
 	defer store.Close()
 	return do(ctx, store, pos)

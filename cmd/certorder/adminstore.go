@@ -13,6 +13,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/export"
+	"github.com/certorder/certorder/postgres"
 	"github.com/certorder/certorder/sqlite"
 	"github.com/certorder/certorder/wire"
 )
@@ -42,8 +43,9 @@ func (e *env) backup(fs *flag.FlagSet) adminFunc {
 	}
 }
 
-const backupPostgres = "admin backup copies a SQLite store; back up PostgreSQL with pg_dump " +
-	"(pg_dump --format=custom --file=certorder.dump \"$CERTORDER_DB\"; see docs/OPERATIONS.md, Backups)"
+// backupPostgres is admin backup's refusal of a PostgreSQL store, made
+// before connecting to it.
+const backupPostgres = "admin backup copies a SQLite store; " + postgres.BackupAdvice
 
 func (e *env) export(ctx context.Context, store certorder.Store, _ []string) error {
 	return export.Write(ctx, store, e.stdout)

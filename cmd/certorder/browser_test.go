@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/poll"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/storetest"
 )
@@ -342,17 +343,14 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("the receiver got no test event: %+v", test)
 	}
 	// The page shows the delivery once the worker has recorded it: reload until then.
-	for i := 0; ; i++ {
+	poll.Within(20*time.Second, func() bool { // checked below
 		err = chromedp.Run(ctx, chromedp.Reload(), chromedp.WaitVisible(`table.deliveries`, chromedp.ByQuery),
 			chromedp.Text(`table.deliveries`, &deliveries, chromedp.ByQuery))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(deliveries, "Delivered") || i == 40 {
-			break
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return strings.Contains(deliveries, "Delivered")
+	})
 	if !strings.Contains(deliveries, "webhook.test") || !strings.Contains(deliveries, "Delivered") || !strings.Contains(deliveries, "204") {
 		t.Fatalf("the endpoint's deliveries: %q", deliveries)
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder/digicert/digicerttest"
+	"github.com/certorder/certorder/internal/poll"
 	"github.com/certorder/certorder/internal/testdb"
 )
 
@@ -71,7 +72,7 @@ func TestWebhookFairness(t *testing.T) {
 	})
 	// The worker is at the hanging endpoint (whose handler never returns,
 	// so hog.wait, which wakes on answers, cannot tell).
-	eventually(t, 20*time.Second, func() bool { n, _ := hog.count(); return n > 0 })
+	poll.Until(t, 20*time.Second, "the worker at the hanging endpoint", func() bool { n, _ := hog.count(); return n > 0 })
 	start := time.Now()
 	importOrders(t, c, "alice", 1001, 1001, "revoked")
 	got := alice.wait(1)

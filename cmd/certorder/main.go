@@ -265,20 +265,3 @@ func parseRange(fs *flag.FlagSet, args []string, lo, hi int) ([]string, error) {
 	}
 	return pos, nil
 }
-
-// applyEnv gives each flag not set on the command line the value of its
-// environment variable, when that is set: a flag wins over its variable.
-func (e *env) applyEnv(fs *flag.FlagSet, vars map[string]string) error {
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	for name, v := range vars {
-		val := strings.TrimSpace(e.getenv(v))
-		if set[name] || val == "" {
-			continue
-		}
-		if err := fs.Set(name, val); err != nil {
-			return usageError("%s=%q: %v", v, val, err)
-		}
-	}
-	return nil
-}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/certorder/certorder/internal/poll"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/storetest"
 )
@@ -233,18 +234,19 @@ func startServeWith(t *testing.T, c *cli, stderr *syncBuffer, args ...string) (e
 		}
 	})
 	re := regexp.MustCompile(`listening on (\S+)`)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if m := re.FindStringSubmatch(stderr.String()); m != nil {
-			return m[1], stdout
-		}
+	var m []string
+	if !poll.Within(30*time.Second, func() bool {
 		select {
 		case err := <-done:
 			t.Fatalf("serve stopped: %v\n%s", err, stderr.String())
 		default:
 		}
+		m = re.FindStringSubmatch(stderr.String())
+		return m != nil
+	}) {
+		t.Fatalf("serve did not start:\n%s", stderr.String())
 	}
-	t.Fatalf("serve did not start:\n%s", stderr.String())
-	return "", nil
+	return m[1], stdout
 }
 
 // The demo prints credentials and curl commands that work, every time it runs.

@@ -67,48 +67,50 @@ func (e *env) member(ctx context.Context, cmd string, args []string) error {
 	case "current":
 		err = e.currentCmd(ctx, c, id, *asJSON, *idOnly)
 	}
-	return memberExit(err, cmd, id, *creds.endpoint, *creds.name)
+	return memberExit(err, cmd, id, creds.endpoint, creds.name)
 }
 
 // memberCreds are the flags every member command shares: where the
 // service is, who is asking, and how long to wait.
 type memberCreds struct {
-	endpoint, name, key, keyFile *string
-	timeout                      *time.Duration
+	endpoint, name, key, keyFile string
+	timeout                      time.Duration
+	opts                         []option
 }
 
 func memberFlags(fs *flag.FlagSet) *memberCreds {
-	return &memberCreds{
-		endpoint: fs.String("url", "", "the endpoint, e.g. https://host/api/digicert/ (env CERTORDER_URL)"),
-		name:     fs.String("access-name", "", "your member ID (env CERTORDER_ACCESS_NAME)"),
-		key: fs.String("access-key", "",
-			"your API key (env CERTORDER_ACCESS_KEY); a flag shows in ps and shell history, prefer the file or the variable"),
-		keyFile: fs.String("access-key-file", "", "read the API key from this file"),
-		timeout: fs.Duration("timeout", 30*time.Second, "give up after this long, retries included"),
+	m := &memberCreds{}
+	m.opts = []option{
+		{"url", "CERTORDER_URL", "the endpoint, e.g. https://host/api/digicert/", stringVar(&m.endpoint, "")},
+		{"access-name", "CERTORDER_ACCESS_NAME", "your member ID", stringVar(&m.name, "")},
+		{"access-key", "CERTORDER_ACCESS_KEY", "your API key; a flag shows in ps and shell history, prefer the file or the variable", stringVar(&m.key, "")},
+		{"access-key-file", "", "read the API key from this file", stringVar(&m.keyFile, "")},
+		{"timeout", "", "give up after this long, retries included", durationVar(&m.timeout, 30*time.Second)},
 	}
+	defineOptions(fs, m.opts)
+	return m
 }
 
 // client applies the CERTORDER_* variables to the flags not given, reads
 // the key file and makes the client; what is missing is a usage error.
 func (m *memberCreds) client(e *env, fs *flag.FlagSet, cmd string) (*client.Client, error) {
-	if err := e.applyEnv(fs, map[string]string{"url": "CERTORDER_URL", "access-name": "CERTORDER_ACCESS_NAME",
-		"access-key": "CERTORDER_ACCESS_KEY"}); err != nil {
+	if err := e.applyEnv(fs, m.opts); err != nil {
 		return nil, err
 	}
-	if *m.keyFile != "" {
+	if m.keyFile != "" {
 		var err error
-		if *m.key, err = e.readKeyFile(cmd, "access-key-file", *m.keyFile); err != nil {
+		if m.key, err = e.readKeyFile(cmd, "access-key-file", m.keyFile); err != nil {
 			return nil, err
 		}
 	}
-	if u, err := url.Parse(*m.endpoint); err == nil && u.Scheme == "http" && !acmeurl.Loopback(u.Hostname()) {
+	if u, err := url.Parse(m.endpoint); err == nil && u.Scheme == "http" && !acmeurl.Loopback(u.Hostname()) {
 		fmt.Fprintf(e.stderr, "warning: %s is plain http: the access key crosses the network unencrypted; use https\n", u.Redacted())
 	}
 	var missing []string
 	for _, f := range []struct{ value, what string }{
-		{*m.endpoint, "--url (or CERTORDER_URL)"},
-		{*m.name, "--access-name (or CERTORDER_ACCESS_NAME)"},
-		{*m.key, "an access key (--access-key-file, CERTORDER_ACCESS_KEY or --access-key)"},
+		{m.endpoint, "--url (or CERTORDER_URL)"},
+		{m.name, "--access-name (or CERTORDER_ACCESS_NAME)"},
+		{m.key, "an access key (--access-key-file, CERTORDER_ACCESS_KEY or --access-key)"},
 	} {
 		if f.value == "" {
 			missing = append(missing, f.what)
@@ -117,7 +119,7 @@ func (m *memberCreds) client(e *env, fs *flag.FlagSet, cmd string) (*client.Clie
 	if len(missing) > 0 {
 		return nil, usageError("%s: missing %s", cmd, strings.Join(missing, ", "))
 	}
-	c, err := client.New(*m.endpoint, *m.name, *m.key, client.WithTimeout(*m.timeout))
+	c, err := client.New(m.endpoint, m.name, m.key, client.WithTimeout(m.timeout))
 	if err != nil {
 		return nil, usageError("%v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/certorder/certorder/internal/poll"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/sqlite"
 	"github.com/certorder/certorder/storetest"
@@ -204,24 +205,18 @@ func TestAdminBackupLive(t *testing.T) {
 			}
 		}
 	}()
-	for {
+	poll.Within(time.Until(deadline), func() bool { // checked below
 		mu.Lock()
-		n := len(added)
-		mu.Unlock()
-		if n >= 10 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return len(added) >= 10
+	})
 	mu.Lock()
 	before := append([]string(nil), added...)
 	mu.Unlock()
 	// Until serve has written API calls to the audit trail (every 250 ms).
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		if strings.Contains(c.ok("admin", "audit", "--limit", "0"), `"OrderInfo"  10003`) {
-			break
-		}
-	}
+	poll.Within(10*time.Second, func() bool { // checked in the backup below
+		return strings.Contains(c.ok("admin", "audit", "--limit", "0"), `"OrderInfo"  10003`)
+	})
 	backup := filepath.Join(dir, "backup.db")
 	out, errOut, err := c.run("", "admin", "backup", backup, "--audit")
 	close(stop)

@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/certorder/certorder/internal/poll"
 	"github.com/certorder/certorder/internal/testdb"
 )
 
@@ -117,12 +118,8 @@ func TestServeTLSAndMetrics(t *testing.T) {
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for servedSerial() != 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("SIGHUP did not load the new certificate")
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !poll.Within(10*time.Second, func() bool { return servedSerial() == 2 }) {
+		t.Fatal("SIGHUP did not load the new certificate")
 	}
 
 	addr := regexp.MustCompile(`msg="metrics listening" addr=(\S+)`).FindStringSubmatch(stderr.String())
@@ -179,11 +176,8 @@ func TestServeSIGHUPWithoutTLS(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String(), "SIGHUP: nothing to reload"); {
-		if time.Now().After(deadline) {
-			t.Fatalf("no reload line in the log:\n%s", stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !poll.Within(10*time.Second, func() bool { return strings.Contains(stderr.String(), "SIGHUP: nothing to reload") }) {
+		t.Fatalf("no reload line in the log:\n%s", stderr.String())
 	}
 	auth()
 }
@@ -287,13 +281,11 @@ func startProcess(t *testing.T, bin string, args ...string) *process {
 func (p *process) waitFor(out *syncBuffer, re string) string {
 	p.t.Helper()
 	pattern := regexp.MustCompile(re)
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if m := pattern.FindStringSubmatch(out.String()); m != nil {
-			return m[1]
-		}
+	var m []string
+	if !poll.Within(30*time.Second, func() bool { m = pattern.FindStringSubmatch(out.String()); return m != nil }) {
+		p.t.Fatalf("no %s in the output:\n%s\n%s", re, p.stdout.String(), p.log.String())
 	}
-	p.t.Fatalf("no %s in the output:\n%s\n%s", re, p.stdout.String(), p.log.String())
-	return ""
+	return m[1]
 }
 
 // SIGTERM under load, measured by the clients: every request sent before
@@ -312,14 +304,15 @@ func TestGracefulShutdown(t *testing.T) {
 	var failedBefore []string
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	stop := time.Now().Add(6 * time.Second)
+	// The load goes on until 5 seconds after the signal.
+	over := func() bool { s := signalled.Load(); return s != 0 && time.Since(time.Unix(0, s)) > 5*time.Second }
 	for i := range 16 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			// Half the clients keep connections alive, half open one a request.
 			hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: i%2 == 1}}
-			for n := 0; n < 100000 && time.Now().Before(stop); n++ {
+			for n := 0; n < 100000 && !over(); n++ {
 				sent := time.Now().UnixNano()
 				before := signalled.Load() == 0
 				resp, err := hc.Post(endpoint, "application/json", strings.NewReader(request("demo", key, "OrderInfo", "10003")))
@@ -348,8 +341,13 @@ func TestGracefulShutdown(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(time.Second)
+	// Until the load is under way: 100 answers before the signal.
+	warm := poll.Within(30*time.Second, func() bool { return okBefore.Load() >= 100 })
 	signalled.Store(time.Now().UnixNano())
+	if !warm {
+		wg.Wait()
+		t.Fatalf("only %d answers in 30 s", okBefore.Load())
+	}
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -27,10 +27,14 @@ type serveConfig struct {
 	cacheMB, maxConnsPerIP                                              int
 	syncEvery                                                           time.Duration
 	upstream                                                            upstreamConfig
+	gogc, goMemLimit, journalStream                                     string // other programs' variables, read only to know they are set
 }
 
-// option is one setting: its flag, its environment variable ("" for none;
-// a flag wins over its variable), its help, and where its value goes.
+// option is one setting: its flag ("" for a variable alone, such as a
+// secret that must never sit in a command line), its environment variable
+// ("" for none; a flag wins over its variable), its help, and where its
+// value goes. Every command that reads the environment does it through a
+// table of these (defineOptions, applyEnv).
 type option struct {
 	flag, env, help string
 	value           flagValue
@@ -64,7 +68,7 @@ func (c *serveConfig) options() []option {
 	l, d := &c.limits, server.DefaultLimits
 	return append([]option{
 		{"addr", "CERTORDER_ADDR", "listen address", stringVar(&c.addr, "127.0.0.1:8080")},
-		{"db", "CERTORDER_DB", dbHelp, stringVar(&c.db, defaultDB)},
+		dbOption(&c.db),
 		{"ca-segment", "CERTORDER_CA_SEGMENT", "path segment of the endpoint /api/<segment>/", stringVar(&c.segment, "digicert")},
 		{"demo", "", "add demo data and print working credentials and curl commands", boolVar(&c.demo, false)},
 		{"errors-as-200", "CERTORDER_ERRORS_AS_200", "answer failures with HTTP 200 (the body still carries error_message)", boolVar(&c.errorsAs200, false)},
@@ -104,26 +108,68 @@ func (c *serveConfig) options() []option {
 		{"acme-url-template", "CERTORDER_ACME_URL_TEMPLATE", "show members, on each order's page, this ACME directory URL with the newest order of the chain in place of {orderId}, e.g. https://one.digicert.com/mpki/api/v1/acme/v2/directory?action=renew&orderId={orderId}", stringVar(&c.acmeURLTemplate, "")},
 		{"trusted-proxy", "CERTORDER_TRUSTED_PROXIES", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed", stringVar(&c.trusted, "")},
 		{"sync-every", "CERTORDER_SYNC_EVERY", "sync orders from DigiCert CertCentral this often, as certorder sync does; 0 turns it off", durationVar(&c.syncEvery, 0)},
+		{"", "GOGC", "the Go runtime's; unset, serve collects at 400", stringVar(&c.gogc, "")},
+		{"", "GOMEMLIMIT", "the Go runtime's; unset, serve limits memory to the cache and its headroom", stringVar(&c.goMemLimit, "")},
+		{"", "JOURNAL_STREAM", "systemd's; set, serve leaves out its plain lines for a terminal", stringVar(&c.journalStream, "")},
 	}, c.upstream.options()...)
+}
+
+// dbOption is --db, CERTORDER_DB: the store, for serve, sync and admin.
+// stores.Open picks the backend by the value's scheme.
+func dbOption(p *string) option {
+	return option{"db", "CERTORDER_DB", dbHelp, stringVar(p, defaultDB)}
+}
+
+// defineOptions puts the options that have a flag on a flag set.
+func defineOptions(fs *flag.FlagSet, opts []option) {
+	for _, o := range opts {
+		if o.flag == "" {
+			continue
+		}
+		usage := o.help
+		if o.env != "" {
+			usage += " (env " + o.env + ")"
+		}
+		o.value(fs, o.flag, usage)
+	}
+}
+
+// applyEnv gives each option whose flag was not set on the command line
+// the value of its environment variable, when that is set: a flag wins
+// over its variable.
+func (e *env) applyEnv(fs *flag.FlagSet, opts []option) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, o := range opts {
+		if o.env == "" || o.flag != "" && set[o.flag] {
+			continue
+		}
+		val := strings.TrimSpace(e.getenv(o.env))
+		if val == "" {
+			continue
+		}
+		target, name := fs, o.flag
+		if o.flag == "" { // a variable alone: set through a flag set of its own
+			target, name = flag.NewFlagSet(o.env, flag.ContinueOnError), o.env
+			o.value(target, name, o.help)
+		}
+		if err := target.Set(name, val); err != nil {
+			return usageError("%s=%q: %v", o.env, val, err)
+		}
+	}
+	return nil
 }
 
 // parseServe reads serve's flags and environment into a checked config.
 func (e *env) parseServe(args []string) (*serveConfig, *slog.Logger, error) {
 	c := &serveConfig{}
 	fs := e.newFlags("serve", "[flags]")
-	vars := map[string]string{}
-	for _, o := range c.options() {
-		usage := o.help
-		if o.env != "" {
-			usage += " (env " + o.env + ")"
-			vars[o.flag] = o.env
-		}
-		o.value(fs, o.flag, usage)
-	}
+	opts := c.options()
+	defineOptions(fs, opts)
 	if _, err := parse(fs, args, 0); err != nil {
 		return nil, nil, err
 	}
-	if err := e.applyEnv(fs, vars); err != nil {
+	if err := e.applyEnv(fs, opts); err != nil {
 		return nil, nil, err
 	}
 	if err := server.ValidSegment(c.segment); err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/certorder/certorder/internal/poll"
 	"github.com/certorder/certorder/internal/testdb"
 )
 
@@ -115,7 +116,7 @@ func TestTwoInstances(t *testing.T) {
 	// instances learn of it by notification); the commands that take access
 	// away wait until every instance has applied them (below).
 	admin.ok("admin", "order", "renew", "1", "2")
-	eventually(t, 5*time.Second, func() bool {
+	poll.Until(t, 10*time.Second, "both instances answer the renewal", func() bool {
 		for _, endpoint := range []string{a, b} {
 			if status, got := post(t, endpoint, request("alice", aliceKey, "RenewCheck", "1")); status != 200 ||
 				got != `{"orderId":1,"renewed_orderId":2}` {
@@ -204,13 +205,8 @@ func (p *proxy) cut() {
 func (p *proxy) restore(blackhole bool) {
 	var ln net.Listener
 	var err error
-	for range 50 { // the port was just closed; the OS may need a moment
-		if ln, err = net.Listen("tcp", p.addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
+	// The port was just closed; the OS may need a moment.
+	if !poll.Within(5*time.Second, func() bool { ln, err = net.Listen("tcp", p.addr); return err == nil }) {
 		p.t.Fatal(err)
 	}
 	p.mu.Lock()
@@ -243,7 +239,7 @@ func TestDatabaseOutage(t *testing.T) {
 		// The cache answers until the instance notices that its
 		// notification connection is gone: at once when it is cut, within
 		// the heartbeat's timeout when the database goes silent.
-		eventually(t, 5*time.Second, func() bool {
+		poll.Until(t, 10*time.Second, what+": 503", func() bool {
 			status, _ := post(t, endpoint, info)
 			return status == 503
 		})
@@ -263,25 +259,12 @@ func TestDatabaseOutage(t *testing.T) {
 
 	p.cut()
 	p.restore(false)
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		status, got := post(t, endpoint, info)
-		if status == 200 && strings.Contains(got, `"OrderId":10003`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no recovery after the database came back: %d %s", status, got)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// eventually polls cond every 10ms until it holds or d has passed.
-func eventually(t *testing.T, d time.Duration, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(d); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("not so after %v", d)
-		}
+	var status int
+	var got string
+	if !poll.Within(15*time.Second, func() bool {
+		status, got = post(t, endpoint, info)
+		return status == 200 && strings.Contains(got, `"OrderId":10003`)
+	}) {
+		t.Fatalf("no recovery after the database came back: %d %s", status, got)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/certorder/certorder/internal/poll"
 	"github.com/certorder/certorder/internal/testdb"
 )
 
@@ -76,8 +77,8 @@ func TestRevocationUnderLoad(t *testing.T) {
 }
 
 // takeAway runs 8 workers sending OrderInfo for name's orders (first ..
-// first+199) to the endpoints in turn, runs command after a second of
-// load (which goes on for 2 seconds after it returned), and checks that every request sent after it returned was refused,
+// first+199) to the endpoints in turn, runs command once 1000 of them
+// were answered (the load goes on for 2 seconds after it returned), and checks that every request sent after it returned was refused,
 // and that requests were sent, and answered, before and after.
 func takeAway(t *testing.T, endpoints []string, name, key string, first int, command func()) {
 	t.Helper()
@@ -125,12 +126,23 @@ func takeAway(t *testing.T, endpoints []string, name, key string, first int, com
 			}
 		}()
 	}
-	time.Sleep(time.Second)
-	command()
+	// Until the load is under way, the orders read and cached: 1000
+	// answers before the command.
+	warm := poll.Within(time.Minute, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return okBefore >= 1000
+	})
+	if warm {
+		command()
+	}
 	mu.Lock()
 	returned = time.Now()
 	mu.Unlock()
 	wg.Wait()
+	if !warm {
+		t.Fatalf("only %d answers in a minute", okBefore)
+	}
 	t.Logf("%s: %d answered before the command, %d refused after it, %d answered after it", name, okBefore, refusedAfter, len(stale))
 	if len(stale) > 0 {
 		t.Fatalf("answered after the command returned:\n%s", strings.Join(stale[:min(len(stale), 20)], "\n"))

@@ -36,14 +36,14 @@ func (e *env) serve(ctx context.Context, args []string) error {
 	if c.cacheMB < 0 {
 		return usageError("serve: --cache-mb must not be negative")
 	}
-	if e.getenv("GOGC") == "" {
+	if c.gogc == "" {
 		// The live heap is the cache and a few MB, so collecting less often
 		// costs little memory and buys about a fifth more throughput
 		// (docs/PERFORMANCE.md); the memory limit below keeps the heap near
 		// the cache's size all the same. GOGC set in the environment wins.
 		debug.SetGCPercent(400)
 	}
-	if e.getenv("GOMEMLIMIT") == "" {
+	if c.goMemLimit == "" {
 		debug.SetMemoryLimit(int64(c.cacheMB+memoryHeadroomMB) << 20)
 	}
 	// Everything that can fail on the configuration or the machine fails
@@ -245,7 +245,7 @@ func (e *env) listen(ctx context.Context, c *serveConfig, logger *slog.Logger, s
 	logger.Info("listening", "endpoint", endpoint, "db", redactDSN(c.db))
 	// The plain lines are for a terminal. Under systemd (JOURNAL_STREAM set)
 	// the journal gets the structured line above only.
-	if e.getenv("JOURNAL_STREAM") == "" {
+	if c.journalStream == "" {
 		fmt.Fprintf(e.stderr, "certorder: listening on %s\n", endpoint)
 		if c.web {
 			fmt.Fprintf(e.stderr, "certorder: member web page at %s\n", base)

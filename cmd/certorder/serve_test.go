@@ -33,6 +33,9 @@ func TestOptionsDocumented(t *testing.T) {
 	}
 	for _, o := range (&serveConfig{}).options() {
 		row := "| `--" + o.flag + "` | "
+		if o.flag == "" { // a variable alone
+			row = "| (none) | "
+		}
 		if o.env != "" {
 			row += "`" + o.env + "` |"
 		}

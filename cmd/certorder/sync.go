@@ -31,7 +31,7 @@ const envAPIKey = "CERTORDER_DIGICERT_API_KEY"
 
 // upstreamConfig is how to reach CertCentral, for sync and serve.
 type upstreamConfig struct {
-	url, keyFile, limits string
+	url, keyFile, key, limits string
 }
 
 // options are the upstream settings, in the form of serve's table.
@@ -40,19 +40,20 @@ func (u *upstreamConfig) options() []option {
 		{"digicert-url", "CERTORDER_DIGICERT_URL", "base URL of DigiCert's CertCentral Services API v2", stringVar(&u.url, digicert.DefaultURL)},
 		{"digicert-api-key-file", "CERTORDER_DIGICERT_API_KEY_FILE", "file holding the CertCentral API key; without it the key is read from " + envAPIKey, stringVar(&u.keyFile, "")},
 		{"digicert-limits", "CERTORDER_DIGICERT_LIMITS", "per-key request limits to keep inside, as REQUESTS/DURATION[,...], or off", stringVar(&u.limits, "1000/3m,100/5s")},
+		{"", envAPIKey, "the CertCentral API key", stringVar(&u.key, "")},
 	}
 }
 
 // client makes the CertCentral client. The key comes from the file, else
 // from the environment; it is only ever put in the X-DC-DEVKEY header.
 func (u *upstreamConfig) client(e *env, cmd string) (*digicert.Client, error) {
-	var key string
+	key := u.key
 	if u.keyFile != "" {
 		var err error
 		if key, err = e.readKeyFile(cmd, "digicert-api-key-file", u.keyFile); err != nil {
 			return nil, err
 		}
-	} else if key = strings.TrimSpace(e.getenv(envAPIKey)); key == "" {
+	} else if key == "" {
 		return nil, usageError("no CertCentral API key: set %s or --digicert-api-key-file", envAPIKey)
 	}
 	limits, err := parseLimits(u.limits)
@@ -83,21 +84,6 @@ func parseLimits(s string) ([]digicert.Limit, error) {
 	return limits, nil
 }
 
-// defineOptions puts options on a flag set and returns their variables,
-// for applyEnv.
-func defineOptions(fs *flag.FlagSet, opts []option) map[string]string {
-	vars := map[string]string{}
-	for _, o := range opts {
-		usage := o.help
-		if o.env != "" {
-			usage += " (env " + o.env + ")"
-			vars[o.flag] = o.env
-		}
-		o.value(fs, o.flag, usage)
-	}
-	return vars
-}
-
 const syncUsage = "[--db DSN] [--digicert-url URL] [--digicert-api-key-file FILE] [--dry-run] [--full]"
 
 // sync runs one CertCentral sync and ends with its one-line summary.
@@ -105,14 +91,14 @@ func (e *env) sync(ctx context.Context, args []string) error {
 	fs := e.newFlags("sync", syncUsage)
 	var up upstreamConfig
 	var db string
-	opts := append([]option{{"db", "CERTORDER_DB", dbHelp, stringVar(&db, defaultDB)}}, up.options()...)
-	vars := defineOptions(fs, opts)
+	opts := append([]option{dbOption(&db)}, up.options()...)
+	defineOptions(fs, opts)
 	dryRun := fs.Bool("dry-run", false, "report what would change, and change nothing")
 	full := fs.Bool("full", false, "list and fetch every order again, instead of the changes since the last run")
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	if err := e.applyEnv(fs, vars); err != nil {
+	if err := e.applyEnv(fs, opts); err != nil {
 		return err
 	}
 	client, err := up.client(e, "sync")

@@ -4,19 +4,21 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/digicert/digicerttest"
+	"github.com/certorder/certorder/internal/poll"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/stores"
 )
@@ -61,10 +63,7 @@ func TestSyncKilledMidRun(t *testing.T) {
 		}
 		return n
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for held() == 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.Within(30*time.Second, func() bool { return held() > 0 }) // checked below
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -125,18 +124,16 @@ func TestSyncEveryTwoInstances(t *testing.T) {
 	wantMetrics := []string{`certorder_sync_last_success_timestamp_seconds \d\.\d+e\+09`,
 		`certorder_sync_upstream_requests_total\{status="200"\} \d+`, `certorder_sync_runs_total\{outcome="(ok|skipped)"\} \d+`}
 	// Until the instances have contended (three runs kept, a round skipped)
-	// and a has synced, or 20 seconds.
+	// and a has synced, or a minute (a busy database slows the runs).
 	var metrics string
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	poll.Within(time.Minute, func() bool { // checked below
 		metrics = httpGet(t, "http://"+metricsAddr+"/metrics")
 		done := strings.Contains(a.log.String()+b.log.String(), "sync skipped: another instance is syncing")
 		for _, re := range wantMetrics {
 			done = done && regexp.MustCompile(re).MatchString(metrics)
 		}
-		if done && len(syncState(t, dsn).Runs) >= 3 {
-			break
-		}
-	}
+		return done && len(syncState(t, dsn).Runs) >= 3
+	})
 	for _, re := range wantMetrics {
 		if !regexp.MustCompile(re).MatchString(metrics) {
 			t.Errorf("/metrics lacks %s", re)
@@ -213,21 +210,35 @@ func TestReadyWithoutDigiCert(t *testing.T) {
 	}
 	waitLog := func(log *syncBuffer, want string) {
 		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); !strings.Contains(log.String(), want); time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q in the log:\n%s", want, log.String())
-			}
+		if !poll.Within(20*time.Second, func() bool { return strings.Contains(log.String(), want) }) {
+			t.Fatalf("no %q in the log:\n%s", want, log.String())
 		}
 	}
-	ts := httptest.NewServer(http.NotFoundHandler())
-	dead := ts.URL + digicerttest.BasePath
-	ts.Close()
+	// DigiCert out of reach: each connection is closed at once, unanswered
+	// (the sync backs off), and counted.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var tries atomic.Int64
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			tries.Add(1)
+			conn.Close()
+		}
+	}()
+	dead := "http://" + ln.Addr().String() + digicerttest.BasePath
 	c := newStoreCLI(t, testdb.SQLite(t))
 	c.env["CERTORDER_DIGICERT_API_KEY"] = simKey
 	log := &syncBuffer{}
 	endpoint, _ := startServeWith(t, c, log, "--sync-every", "1h", "--digicert-url", dead)
 	waitLog(log, "syncing from CertCentral")
-	time.Sleep(200 * time.Millisecond) // the sync is backing off by now
+	poll.Until(t, 20*time.Second, "the sync tried DigiCert (and is backing off)", func() bool { return tries.Load() > 0 })
 	ready(endpoint)
 
 	u := newUpstream(t, digicerttest.Options{NoLimits: true})

@@ -17,12 +17,15 @@ import (
 
 func (e *env) webhookAdd(fs *flag.FlagSet) adminFunc {
 	events := fs.String("events", "", "comma-separated event types ("+strings.Join(webhook.EventTypes(), ", ")+"); default all")
-	allowPrivate := fs.Bool("allow-private", false, "allow http and private, loopback or link-local addresses, as serve --webhook-allow-private (env CERTORDER_WEBHOOK_ALLOW_PRIVATE)")
+	var allowPrivate bool
+	opts := []option{{"allow-private", "CERTORDER_WEBHOOK_ALLOW_PRIVATE",
+		"allow http and private, loopback or link-local addresses, as serve --webhook-allow-private", boolVar(&allowPrivate, false)}}
+	defineOptions(fs, opts)
 	return func(ctx context.Context, store certorder.Store, args []string) error {
-		if err := e.applyEnv(fs, map[string]string{"allow-private": "CERTORDER_WEBHOOK_ALLOW_PRIVATE"}); err != nil {
+		if err := e.applyEnv(fs, opts); err != nil {
 			return err
 		}
-		ep, err := webhook.NewEndpoint(args[1], strings.Split(*events, ","), *allowPrivate)
+		ep, err := webhook.NewEndpoint(args[1], strings.Split(*events, ","), allowPrivate)
 		if err != nil {
 			return usageError("webhook add: %v", err)
 		}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/certorder/certorder/internal/poll"
 	"github.com/certorder/certorder/internal/testdb"
 )
 
@@ -188,7 +190,12 @@ func TestWebhookEvents(t *testing.T) {
 	if b[0].id != b[1].id || b[0].typ != "order.expiring" || b[0].data["order_id"] != float64(9) {
 		t.Fatalf("bob's retry: %+v / %+v", b[0], b[1])
 	}
-	time.Sleep(2 * time.Second)
+	// Until the 204 is recorded (the endpoint's last success): the delivery
+	// is then done, and the worker never takes it again.
+	lastSuccess := regexp.MustCompile(`(?m)^` + bobEndpoint + `\s.*\d\dZ\s*$`)
+	poll.Until(t, 20*time.Second, "bob's 204 recorded", func() bool {
+		return lastSuccess.MatchString(c.ok("admin", "webhook", "list", "bob"))
+	})
 	if n, _ := bob.count(); n != 2 {
 		t.Fatalf("bob got %d webhooks, want 2: no further delivery after the 2xx", n)
 	}
@@ -202,12 +209,10 @@ func TestWebhookEvents(t *testing.T) {
 		t.Fatal(err, errOut)
 	}
 	bob.wait(3)
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(c.ok("admin", "webhook", "list", "bob"), "disabled: the endpoint answered 410 Gone") {
-		if time.Now().After(deadline) {
-			t.Fatalf("410 did not disable endpoint %s:\n%s", bobEndpoint, c.ok("admin", "webhook", "list", "bob"))
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !poll.Within(10*time.Second, func() bool {
+		return strings.Contains(c.ok("admin", "webhook", "list", "bob"), "disabled: the endpoint answered 410 Gone")
+	}) {
+		t.Fatalf("410 did not disable endpoint %s:\n%s", bobEndpoint, c.ok("admin", "webhook", "list", "bob"))
 	}
 	if out := c.ok("admin", "audit", "--member", "bob"); !strings.Contains(out, "webhook_add") {
 		t.Errorf("the audit trail lacks the endpoint's creation:\n%s", out)
@@ -228,12 +233,8 @@ func TestWebhookNoPrivateAddresses(t *testing.T) {
 	}
 	startServe(t, c)
 	c.ok("admin", "order", "renew", "1", "2")
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(c.ok("admin", "webhook", "list", "alice"), "failing since") {
-		if time.Now().After(deadline) {
-			t.Fatalf("endpoint %s not failing:\n%s", id, c.ok("admin", "webhook", "list", "alice"))
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !poll.Within(10*time.Second, func() bool { return strings.Contains(c.ok("admin", "webhook", "list", "alice"), "failing since") }) {
+		t.Fatalf("endpoint %s not failing:\n%s", id, c.ok("admin", "webhook", "list", "alice"))
 	}
 	if n, conns := rc.count(); n != 0 || conns != 0 {
 		t.Fatalf("a loopback endpoint got %d webhooks over %d connections", n, conns)
@@ -265,22 +266,16 @@ func TestWebhookSurvivesKill(t *testing.T) {
 	args := []string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--webhook-allow-private", "--webhook-timeout", "2s"}
 	p := startProcess(t, bin, args...)
 	c.ok("admin", "order", "renew", "1", "2")
-	first := func() received {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			rc.mu.Lock()
-			if len(rc.got) > 0 {
-				r := rc.got[0]
-				rc.mu.Unlock()
-				return r
-			}
-			rc.mu.Unlock()
-			if time.Now().After(deadline) {
-				t.Fatal("the first attempt never came")
-			}
-			time.Sleep(20 * time.Millisecond)
+	var first received
+	poll.Until(t, 10*time.Second, "the first attempt", func() bool {
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		if len(rc.got) == 0 {
+			return false
 		}
-	}()
+		first = rc.got[0]
+		return true
+	})
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

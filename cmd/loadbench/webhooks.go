@@ -35,6 +35,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/certorder/certorder/internal/poll"
 )
 
 // receiver takes webhooks on loopback, by path: /m<i>.
@@ -211,21 +213,16 @@ func fairness(bin, db string, members, backlog, rounds int) error {
 			sent[fmt.Sprintf("/m%d/%d", m, id)] = time.Now()
 		}
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	poll.Within(60*time.Second, func() bool { // what is missing then is counted below
 		rc.mu.Lock()
-		got := 0
+		defer rc.mu.Unlock()
 		for k := range sent {
-			if _, ok := rc.arrived[k]; ok {
-				got++
+			if _, ok := rc.arrived[k]; !ok {
+				return false
 			}
 		}
-		rc.mu.Unlock()
-		if got == len(sent) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return true
+	})
 	var delays []float64
 	missing := 0
 	rc.mu.Lock()
@@ -300,13 +297,7 @@ func twoInstances(bin, base string, members, events int, answer time.Duration) e
 		defer stop(cmd)
 	}
 	want := members * events
-	deadline := time.Now().Add(120 * time.Second)
-	for {
-		if _, distinct := rc.count(); distinct >= want || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.Within(120*time.Second, func() bool { _, distinct := rc.count(); return distinct >= want }) // checked below
 	took := time.Since(start)
 	time.Sleep(8 * time.Second) // a lease (1 s + 5 s) and more: room for a second delivery to show
 	total, distinct := rc.count()

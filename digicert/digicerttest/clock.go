@@ -25,13 +25,6 @@ func (c *Clock) Now() time.Time {
 	return c.t
 }
 
-// Set moves the clock to t.
-func (c *Clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
 // Advance moves the clock forward by d.
 func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()

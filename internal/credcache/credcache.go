@@ -29,6 +29,7 @@
 package credcache
 
 import (
+	"context"
 	"encoding/binary"
 	"sync"
 	"sync/atomic"
@@ -122,25 +123,48 @@ func (c *Cache) Close() { c.c.StopAllGoroutines() }
 
 // Find returns the credential of keyID and, when orderID is not 0, its
 // member's order orderID (nil when the member has none), as
-// FindCredential would, if the cache holds both for generation gen. Both
-// are shared: callers must not modify them.
-func (c *Cache) Find(gen uint64, keyID string, orderID int64) (certorder.Credential, *certorder.Order, bool) {
+// FindCredential would, if the cache holds both for generation gen (hit).
+// Both are shared: callers must not modify them. On a miss it returns
+// what it found, for ReadMiss.
+func (c *Cache) Find(gen uint64, keyID string, orderID int64) (certorder.Credential, *certorder.Order, certorder.CacheMiss, bool) {
 	cred, ok := c.Credential(gen, keyID)
 	if !ok {
 		c.misses.Add(1)
-		return certorder.Credential{}, nil, false
+		return certorder.Credential{}, nil, certorder.CacheMiss{KeyID: keyID, OrderID: orderID}, false
 	}
 	if orderID == 0 {
 		c.hits.Add(1)
-		return cred, nil, true
+		return cred, nil, certorder.CacheMiss{}, true
 	}
 	o, ok := c.Order(gen, cred.MemberID, orderID)
 	if !ok {
 		c.misses.Add(1)
-		return certorder.Credential{}, nil, false
+		return certorder.Credential{}, nil, certorder.CacheMiss{KeyID: keyID, OrderID: orderID, Cred: cred, CredHit: true}, false
 	}
 	c.hits.Add(1)
-	return cred, o, true
+	return cred, o, certorder.CacheMiss{}, true
+}
+
+// ReadMiss reads what Find missed, with readCredential (the credential
+// and the order, as FindCredential reads them) or, when the credential was
+// cached, readOrder (its member's order alone), and fills the cache under
+// gen, the generation read before the database is.
+func (c *Cache) ReadMiss(ctx context.Context, gen uint64, m certorder.CacheMiss,
+	readCredential func(ctx context.Context, keyID string, orderID int64) (certorder.Credential, *certorder.Order, error),
+	readOrder func(ctx context.Context, cred certorder.Credential, orderID int64) (*certorder.Order, error),
+) (certorder.Credential, *certorder.Order, error) {
+	if m.CredHit {
+		o, err := readOrder(ctx, m.Cred, m.OrderID)
+		if err == nil {
+			c.FillOrder(gen, m.Cred.MemberID, m.OrderID, o)
+		}
+		return m.Cred, o, err
+	}
+	cred, o, err := readCredential(ctx, m.KeyID, m.OrderID)
+	if err == nil {
+		c.Fill(gen, cred, m.OrderID, o)
+	}
+	return cred, o, err
 }
 
 // Order returns the member's order orderID if the cache holds it for
@@ -272,8 +296,7 @@ func (c *Cache) fillCredential(gen uint64, cred certorder.Credential) {
 }
 
 // Stats says how many entries the cache holds, and how many calls of Find
-// it answered and did not (a request's look-up: FindCredential's own do
-// not count).
+// it answered and did not.
 func (c *Cache) Stats() (entries, hits, misses int64) {
 	n := int64(0)
 	c.creds.Load().m.Range(func(any, any) bool { n++; return true })

@@ -30,7 +30,7 @@ func TestGenerations(t *testing.T) {
 	c.Fill(5, cred, 42, o)
 	c.Fill(5, cred, 43, nil) // alice has no order 43
 
-	got, gotOrder, ok := c.Find(5, cred.KeyID, 42)
+	got, gotOrder, _, ok := c.Find(5, cred.KeyID, 42)
 	if !ok || got.KeyID != cred.KeyID || !bytes.Equal(got.KeyHash, cred.KeyHash) || !got.KeyRevoked || got.MemberDisabled ||
 		got.MemberID != 3 || got.Member != "alice" {
 		t.Fatalf("credential %+v, %v", got, ok)
@@ -40,10 +40,10 @@ func TestGenerations(t *testing.T) {
 		gotOrder.CertEnd != o.CertEnd || !bytes.Equal(gotOrder.Doc, o.Doc) {
 		t.Fatalf("order %+v", gotOrder)
 	}
-	if _, missing, ok := c.Find(5, cred.KeyID, 43); !ok || missing != nil {
+	if _, missing, _, ok := c.Find(5, cred.KeyID, 43); !ok || missing != nil {
 		t.Fatalf("absent order: %+v, %v", missing, ok)
 	}
-	if _, none, ok := c.Find(5, cred.KeyID, 0); !ok || none != nil {
+	if _, none, _, ok := c.Find(5, cred.KeyID, 0); !ok || none != nil {
 		t.Fatalf("no order asked: %+v, %v", none, ok)
 	}
 	for _, miss := range []struct {
@@ -51,7 +51,7 @@ func TestGenerations(t *testing.T) {
 		key   string
 		order int64
 	}{{6, cred.KeyID, 42}, {4, cred.KeyID, 42}, {5, "ba9876543210", 42}, {5, cred.KeyID, 44}} {
-		if _, _, ok := c.Find(miss.gen, miss.key, miss.order); ok {
+		if _, _, _, ok := c.Find(miss.gen, miss.key, miss.order); ok {
 			t.Errorf("found %+v", miss)
 		}
 	}
@@ -59,7 +59,7 @@ func TestGenerations(t *testing.T) {
 	// under the newest.
 	c.Fill(6, credential("ba9876543210", "bob", 4), 0, nil)
 	c.Fill(5, credential("ba9876543210", "mallory", 4), 0, nil)
-	if got, _, ok := c.Find(6, "ba9876543210", 0); !ok || got.Member != "bob" {
+	if got, _, _, ok := c.Find(6, "ba9876543210", 0); !ok || got.Member != "bob" {
 		t.Fatalf("generation 6: %+v, %v", got, ok)
 	}
 	if entries, hits, misses := c.Stats(); entries == 0 || hits == 0 || misses == 0 {
@@ -75,14 +75,30 @@ func TestBounds(t *testing.T) {
 	for i := range 2000 {
 		id := strings.Repeat("0", 8) + string(rune('a'+i%26)) + string(rune('a'+i/26%26)) + string(rune('a'+i/676%26)) + "x"
 		c.Fill(1, credential(id, "m", int64(i)), 0, nil)
-		if got, _, ok := c.Find(1, id, 0); !ok || got.MemberID != int64(i) {
+		if got, _, _, ok := c.Find(1, id, 0); !ok || got.MemberID != int64(i) {
 			t.Fatalf("credential %d: %+v, %v", i, got, ok)
 		}
 	}
 	cred := credential("0123456789ab", "alice", 3)
 	big := `{"OrderId":1,"certificate":{},"note":"` + strings.Repeat("x", credcache.MinBytes/512) + `"}`
 	c.Fill(1, cred, 1, order(1, 3, big))
-	if _, o, ok := c.Find(1, cred.KeyID, 1); ok {
+	if _, o, _, ok := c.Find(1, cred.KeyID, 1); ok {
 		t.Fatalf("a %d-byte order in a %d-byte cache: %v", len(big), credcache.MinBytes, o != nil)
+	}
+}
+
+// BenchmarkFindMiss is a look-up that finds the key but not the order:
+// what a request whose order the cache does not hold pays before its read
+// (once: the read that follows does not look again).
+func BenchmarkFindMiss(b *testing.B) {
+	c := credcache.New(credcache.DefaultBytes)
+	defer c.Close()
+	cred := credential("0123456789ab", "alice", 3)
+	c.Fill(1, cred, 0, nil)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if _, _, miss, hit := c.Find(1, cred.KeyID, int64(1+i%100000)); hit || !miss.CredHit {
+			b.Fatal("hit")
+		}
 	}
 }

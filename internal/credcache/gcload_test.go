@@ -30,7 +30,7 @@ func BenchmarkServeFull(b *testing.B) {
 	var sink []byte
 	serve := func() bool {
 		id := int64(z.Uint64() + 1)
-		_, o, ok := c.Find(1, cred.KeyID, id)
+		_, o, _, ok := c.Find(1, cred.KeyID, id)
 		if !ok {
 			c.FillOrder(1, 3, id, orders[id%int64(len(orders))])
 		} else if o != nil {

@@ -77,7 +77,7 @@ func BenchmarkMemoryPerOrder(b *testing.B) {
 			held := 0
 			for i := 0; i < b.N; i++ {
 				id := int64(1 + mrand.IntN(n))
-				if _, o, ok := c.Find(1, cred.KeyID, id); ok && o != nil {
+				if _, o, _, ok := c.Find(1, cred.KeyID, id); ok && o != nil {
 					held++
 				}
 			}
