@@ -14,13 +14,15 @@ import (
 // made each entry a node to mark (docs/PERFORMANCE.md, issue 25).
 //
 // Hand-written rather than fastcache (VictoriaMetrics/fastcache v1.13.2,
-// the same design): its 512 buckets of 64 KiB chunks make 32 MiB its
-// smallest size, whatever it is asked for (MinBytes is 512 KiB; the
-// stores' tests run 1 MiB caches), and sizes round up to the next 32 MiB
-// (--cache-mb=65 would take 96 MiB); its chunks are mapped outside the Go
-// heap, where the service's memory limit (the cache and 48 MiB) does not
-// see them; and its index keeps entries that were overwritten until the
-// next lap, so a bound on their number (see maxEntries) would not hold.
+// the same design), for what it does with our sizes (measured, filled
+// with 25-byte keys): its 512 buckets of 64 KiB chunks took 32 MiB when
+// asked for 512 KiB (MinBytes) or 1 MiB (the stores' tests), 96 MiB when
+// asked for 65; and its index is bound by nothing but the chunks: 64 MiB
+// of absent orders (1-byte values) made 3.8 million entries and 133 MB
+// of index on the Go heap besides. Here an entry's index cost counts in
+// the bytes (indexCost, maxEntries), and the rings are on the Go heap,
+// inside the service's memory limit (the cache and 48 MiB), where
+// fastcache maps its chunks outside.
 //
 // An entry is its length (4 bytes), its key's length (1 byte), the key
 // and the value. An entry is never split at the ring's end: the space
@@ -51,9 +53,11 @@ const (
 	indexCost = 48
 	// minEntryBytes is the entry size the index is sized for: smaller
 	// entries (absent orders, credentials) are bound by the index, not
-	// the ring. loadbench's orders take 175 bytes compressed, orders with
-	// a real CSR 1,200.
-	minEntryBytes = 192
+	// the ring. loadbench's orders take 156 bytes (compressed), orders
+	// with a real, random CSR some 1,100: with 160, a 64 MiB cache holds
+	// about 300,000 of the first or 41,000 of the second (192: 262,000
+	// and 43,000).
+	minEntryBytes = 160
 	arenaShards   = 16
 )
 
