@@ -100,13 +100,13 @@ func (a *arena) get(dst, key []byte) ([]byte, bool) {
 	return append(dst, e[entryHeader+kl:n]...), true
 }
 
-// set stores key's value (key at most 255 bytes), unless the entry would
+// set stores key's value (key of 1 to 255 bytes), unless the entry would
 // take more than a shard's ring.
 func (a *arena) set(key, value []byte) {
 	s, h := a.shard(key)
 	n := entryHeader + len(key) + len(value)
 	size := uint64(len(s.ring))
-	if len(key) > 255 || uint64(n) > size {
+	if len(key) == 0 || len(key) > 255 || uint64(n) > size {
 		return
 	}
 	s.mu.Lock()

@@ -322,9 +322,12 @@ func (c *Cache) FillOrder(gen uint64, memberID, orderID int64, o *certorder.Orde
 	if d := c.dictionary(o.Doc); d != nil {
 		enc := recordPool.Get().(*[]byte)
 		defer recordPool.Put(enc)
-		if z := d.Encode((*enc)[:cap(*enc)], v[1:]); len(z)+1 < len(v) {
-			*enc = z[:0]
+		z := d.Encode((*enc)[:cap(*enc)], v[1:])
+		if len(z)+1 < len(v) {
 			v = append(append(v[:0], compressed), z...)
+		}
+		if cap(z) <= 64<<10 {
+			*enc = z[:0]
 		}
 	}
 	c.a.set(k[:], v)
