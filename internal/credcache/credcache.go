@@ -1,31 +1,33 @@
 // Package credcache is the cache in front of a store's FindCredential:
 // credentials by key ID and each member's orders by number (absent ones
-// too), bounded in bytes, in an otter cache (W-TinyLFU: a frequency sketch
-// admits a new entry only if it is asked for more often than the one it
-// would evict, so a scan of orders read once does not flush the popular
-// ones; lock-free reads) whose entries are shared, never copied, on a hit.
+// too), bounded in bytes.
 //
-// Orders are not compressed. Stored with S2 and a dictionary of the first
-// documents cached, loadbench's took 312 bytes of heap instead of 1,487
-// (1,325 instead of 2,264 with a full-size random CSR) and 64 MiB held
-// 213,000 of them instead of 42,000; but each entry is an object the
-// collector marks, and with the cache full, under the service's memory
-// limit, collection took 62% of the CPU instead of 27% (both with an
-// entry overhead of 128) for a hit rate of 91% instead of 87% (-bench
-// ServeFull), and orderinfo at 1M orders (zipf) fell from 0.53 of bare to
-// 0.29 (docs/PERFORMANCE.md). A cache whose
-// entries are not objects (an index without pointers into one byte arena)
-// would let compression pay.
+// Orders (and credentials beyond a map of the current generation's) are
+// kept in an arena (arena.go): rings of bytes written first in, first
+// out, with an index without pointers, so that the collector has a few
+// dozen objects to mark however many entries it holds; orders are
+// compressed (S2 with a dictionary made of the first documents cached).
+// In otter (W-TinyLFU, each entry an object) a 64 MiB cache held 37,000
+// of loadbench's orders, 85% hits over 1M orders drawn Zipf-like, the
+// collector 23% of the CPU (-bench ServeFull); compressed there, 213,000
+// orders but the collector at 62% (docs/PERFORMANCE.md, issue 25). Here:
+// 302,000 orders (181 bytes each, the index included; 42,000 of 1,070
+// bytes with a real, random CSR), 92% hits although first in, first out
+// admits every order, the collector 3.4%; uncompressed, the arena held
+// 35,000 for 80% hits. A hit takes 0.74-0.83 µs instead of 0.37 (-bench
+// Hit; 0.64 uncompressed): it decodes into memory of its own, which the
+// caller may keep as long as it likes (the arena's bytes are written over
+// as the rings turn).
 //
 // It knows nothing of invalidation. Every entry is stored under a
 // generation that the store gives: a number that changes whenever anything
 // the cache holds may have changed (sqlite: the WAL-index header; postgres:
 // a notification). A store reads the generation before it reads the
 // database, and fills under that generation; a look-up finds only entries
-// of the generation current when it looks. So an entry filled from a read
-// that a later commit made stale is never served, and emptying the cache is
-// moving to the next generation: old entries are never found again and are
-// evicted as new ones come (they are never read again).
+// of the generation current when it looks (the generation is part of every
+// key). So an entry filled from a read that a later commit made stale is
+// never served, and emptying the cache is moving to the next generation:
+// old entries are never found again and leave as new ones come.
 package credcache
 
 import (
@@ -35,50 +37,51 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/maypok86/otter/v2"
+	"github.com/klauspost/compress/s2"
 
 	"github.com/certorder/certorder"
 )
 
 // DefaultBytes is the cache's default bound: with the service's own
 // memory, under 150 MB of anonymous memory whatever the store holds
-// (docs/PERFORMANCE.md). About 40,000 orders of CertCentral's size.
+// (docs/PERFORMANCE.md).
 const DefaultBytes = 64 << 20
 
 // MinBytes is the smallest cache.
 const MinBytes = 512 << 10
 
-// entryOverhead is what an entry costs beyond its bytes, roughly: otter's
-// node and table slot, the key, the allocator's rounding. It counts in the
-// bound. Measured (-bench MemoryPerOrder, heap growth over the entries held
-// in a full 64 MiB cache): 1,487 bytes for an entry of 1,399, so 128 would
-// be closer; but the bytes it leaves free are the collector's headroom
-// under the service's memory limit: with 128 the cache held 41,900 orders
-// instead of 37,200, for 86.6% hits instead of 86.3%, and collection took
-// 22% of the CPU instead of 17-19% (-bench ServeFull). So 320.
+// entryOverhead is what a credential costs in the map beyond its bytes,
+// roughly: the map's entry, the key, the allocator's rounding.
 const entryOverhead = 320
 
 // Cache holds credentials and orders. The zero value is not usable; use New.
 //
 // Credentials, few and asked for on every request, are kept in a map of
-// the current generation, up to a sixteenth of the bytes; beyond, and for
-// orders, in the otter cache.
+// the current generation, up to a sixteenth of the bytes; beyond, and
+// orders, in the arena.
 type Cache struct {
-	c            *otter.Cache[key, value]
+	a            *arena
 	maxEntry     int
 	creds        atomic.Pointer[credTable]
 	credMax      int64        // bytes the credential map may hold
 	hits, misses atomic.Int64 // of Find: requests answered from the cache, and not
+
+	// Documents are stored compressed with dict, made of the first
+	// documents cached (sample), then fixed.
+	dict     atomic.Pointer[s2.Dict]
+	sampleMu sync.Mutex
+	sample   []byte
 }
 
-// key is an entry's key: an order of a member, or a credential (member
-// and order 0, keyID set), of one generation.
-type key struct {
-	gen      uint64
-	memberID int64
-	orderID  int64
-	keyID    string
-}
+// dictBytes is how much of the first documents cached makes the
+// dictionary: some 25 of CertCentral's size. What a document shares with
+// others (its keys, the CA's names, the product, dates) is found in it;
+// what is its own (serial number, thumbprint, the CSR) is not.
+const dictBytes = 32 << 10
+
+// dictMemory is the dictionary's memory, counted in the cache's bytes:
+// its bytes and the table its encoder makes of them (1<<14 uint16s).
+const dictMemory = dictBytes + 32<<10
 
 // credTable is the credentials of one generation.
 type credTable struct {
@@ -92,40 +95,19 @@ type credTable struct {
 // each time.
 func New(bytes int) *Cache {
 	bytes = max(bytes, MinBytes)
-	c := &Cache{maxEntry: bytes / 1024, credMax: int64(bytes / 16)}
-	c.c = otter.Must(&otter.Options[key, value]{
-		MaximumWeight: uint64(bytes - bytes/16),
-		Weigher:       weigh,
-	})
+	c := &Cache{a: newArena(bytes - bytes/16 - dictMemory), maxEntry: bytes / 1024, credMax: int64(bytes / 16)}
 	c.creds.Store(&credTable{})
 	return c
 }
 
-// value is an entry: an order (encoded) or a credential, held in otter's
-// node itself. As an interface, an order was one more object per entry
-// for the collector to mark: a full collection with 213,000 small entries
-// took 22-27 ms with it, 15-16 ms without (-bench GCFull).
-type value struct {
-	order []byte
-	cred  *certorder.Credential
-}
-
-func weigh(k key, v value) uint32 {
-	n := entryOverhead + len(k.keyID) + cap(v.order)
-	if v.cred != nil {
-		n += len(v.cred.KeyHash) + len(v.cred.Member) + 128 // the struct
-	}
-	return uint32(n)
-}
-
-// Close stops the cache's goroutines.
-func (c *Cache) Close() { c.c.StopAllGoroutines() }
+// Close does nothing: the cache has no goroutines (otter's had).
+func (c *Cache) Close() {}
 
 // Find returns the credential of keyID and, when orderID is not 0, its
 // member's order orderID (nil when the member has none), as
 // FindCredential would, if the cache holds both for generation gen (hit).
-// Both are shared: callers must not modify them. On a miss it returns
-// what it found, for ReadMiss.
+// The order is the caller's. On a miss it returns what it found, for
+// ReadMiss.
 func (c *Cache) Find(gen uint64, keyID string, orderID int64) (certorder.Credential, *certorder.Order, certorder.CacheMiss, bool) {
 	cred, ok := c.Credential(gen, keyID)
 	if !ok {
@@ -167,40 +149,76 @@ func (c *Cache) ReadMiss(ctx context.Context, gen uint64, m certorder.CacheMiss,
 	return cred, o, err
 }
 
-// Order returns the member's order orderID if the cache holds it for
-// generation gen (nil: the member has no such order). It is shared:
-// callers must not modify it.
-func (c *Cache) Order(gen uint64, memberID, orderID int64) (*certorder.Order, bool) {
-	v, ok := c.c.GetIfPresent(key{gen: gen, memberID: memberID, orderID: orderID})
-	if !ok {
-		return nil, false
-	}
-	return decodeOrder(v.order, memberID)
+// Keys of the arena: a kind, the generation, then an order's member and
+// number or a credential's key ID.
+const (
+	orderKey = 'o'
+	credKey  = 'c'
+)
+
+func orderKeyOf(gen uint64, memberID, orderID int64) [25]byte {
+	var k [25]byte
+	k[0] = orderKey
+	binary.LittleEndian.PutUint64(k[1:], gen)
+	binary.LittleEndian.PutUint64(k[9:], uint64(memberID))
+	binary.LittleEndian.PutUint64(k[17:], uint64(orderID))
+	return k
 }
 
-// An order is kept as one []byte, which the garbage collector need not
-// scan (a cache of tens of thousands of Orders, each with its strings,
-// made collection a seventh of the service's CPU at 1M orders): a presence
-// byte (0: the member has no such order), the order number, the renewal
-// and the certificate's end, the lengths of valid_till, common name,
-// status and member name, those texts, and the document. A hit makes an
-// Order whose texts and document point into it: it is never written again.
-func encodeOrder(o *certorder.Order) []byte {
-	if o == nil {
-		return []byte{0}
+// What an order's value starts with.
+const (
+	absent     = 0 // the member has no such order
+	plain      = 1 // the record follows
+	compressed = 2 // the record follows compressed with the cache's dictionary
+)
+
+// Order returns the member's order orderID if the cache holds it for
+// generation gen (nil: the member has no such order). It is the caller's.
+func (c *Cache) Order(gen uint64, memberID, orderID int64) (*certorder.Order, bool) {
+	k := orderKeyOf(gen, memberID, orderID)
+	scratch := scratchPool.Get().(*[]byte)
+	defer scratchPool.Put(scratch)
+	v, ok := c.a.get((*scratch)[:0], k[:])
+	if ok && cap(v) > cap(*scratch) && cap(v) <= 64<<10 {
+		*scratch = v
 	}
-	texts := []string{o.ValidTill, o.CommonName, o.Status, o.Member}
-	n := 1 + 3*8 + 4*4 + len(o.Doc)
-	for _, t := range texts {
-		n += len(t)
+	if !ok || len(v) == 0 {
+		return nil, false
 	}
-	b := make([]byte, 0, n)
-	b = append(b, 1)
-	b = binary.LittleEndian.AppendUint64(b, uint64(o.ID))
-	b = binary.LittleEndian.AppendUint64(b, uint64(o.RenewedBy))
-	b = binary.LittleEndian.AppendUint64(b, uint64(o.CertEnd))
+	var rec []byte
+	switch v[0] {
+	case absent:
+		return nil, len(v) == 1
+	case plain:
+		rec = append([]byte(nil), v[1:]...)
+	case compressed:
+		d := c.dict.Load()
+		if d == nil {
+			return nil, false
+		}
+		var err error
+		if rec, err = d.Decode(nil, v[1:]); err != nil {
+			return nil, false
+		}
+	default:
+		return nil, false
+	}
+	return decodeOrder(rec, memberID)
+}
+
+var scratchPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// An order's record: the order number, the renewal, the certificate's
+// end, the lengths of valid_till, common name, status and member name (as
+// uvarints: loadbench's orders took 149 bytes compressed with them as
+// fixed-size numbers, 125 as uvarints), those texts, and the document.
+func appendRecord(b []byte, o *certorder.Order) []byte {
+	texts := [...]string{o.ValidTill, o.CommonName, o.Status, o.Member}
+	b = binary.AppendUvarint(b, uint64(o.ID))
+	b = binary.AppendUvarint(b, uint64(o.RenewedBy))
+	b = binary.AppendUvarint(b, uint64(o.CertEnd))
 	for _, t := range texts {
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(t)))
+		b = binary.AppendUvarint(b, uint64(len(t)))
 	}
 	for _, t := range texts {
 		b = append(b, t...)
@@ -208,50 +226,94 @@ func encodeOrder(o *certorder.Order) []byte {
 	return append(b, o.Doc...)
 }
 
+// decodeOrder makes the Order of a record, its texts and document in b,
+// which nothing else holds.
 func decodeOrder(b []byte, memberID int64) (*certorder.Order, bool) {
-	if len(b) == 1 && b[0] == 0 {
-		return nil, true
-	}
-	const head = 1 + 3*8 + 4*4
-	if len(b) < head || b[0] != 1 {
-		return nil, false
-	}
-	o := &certorder.Order{
-		ID:        int64(binary.LittleEndian.Uint64(b[1:])),
-		RenewedBy: int64(binary.LittleEndian.Uint64(b[9:])),
-		CertEnd:   int(binary.LittleEndian.Uint64(b[17:])),
-		MemberID:  memberID,
-	}
-	at := head
-	text := func(i int) string {
-		n := int(binary.LittleEndian.Uint32(b[25+4*i:]))
-		if n > len(b)-at {
-			return ""
+	var nums [7]uint64
+	for i := range nums {
+		v, n := binary.Uvarint(b)
+		if n <= 0 {
+			return nil, false
 		}
-		t := unsafe.String(unsafe.SliceData(b[at:]), n) // b is never written once cached
-		at += n
-		return t
+		nums[i], b = v, b[n:]
 	}
-	o.ValidTill, o.CommonName, o.Status, o.Member = text(0), text(1), text(2), text(3)
-	o.Doc = b[at:len(b):len(b)]
+	o := &certorder.Order{ID: int64(nums[0]), RenewedBy: int64(nums[1]), CertEnd: int(nums[2]), MemberID: memberID}
+	var texts [4]string
+	for i, n := range nums[3:] {
+		if n > uint64(len(b)) {
+			return nil, false
+		}
+		texts[i] = unsafe.String(unsafe.SliceData(b), int(n)) // b is never written: the document after the texts is capped
+		b = b[n:]
+	}
+	o.ValidTill, o.CommonName, o.Status, o.Member = texts[0], texts[1], texts[2], texts[3]
+	o.Doc = b[:len(b):len(b)]
 	if o.CertEnd <= 0 || o.CertEnd >= len(o.Doc) {
 		return nil, false
 	}
 	return o, true
 }
 
-// Credential looks keyID up in the map, then in otter.
+// Credential looks keyID up in the map, then in the arena.
 func (c *Cache) Credential(gen uint64, keyID string) (certorder.Credential, bool) {
 	if t := c.creds.Load(); t.gen == gen {
 		if v, ok := t.m.Load(keyID); ok {
 			return v.(certorder.Credential), true
 		}
 	}
-	v, ok := c.c.GetIfPresent(key{gen: gen, keyID: keyID})
-	if !ok || v.cred == nil {
+	if len(keyID) > 64 {
 		return certorder.Credential{}, false
 	}
-	return *v.cred, true
+	var kb [1 + 8 + 64]byte
+	k := credKeyOf(kb[:0], gen, keyID)
+	var vb [128]byte
+	v, ok := c.a.get(vb[:0], k)
+	if !ok {
+		return certorder.Credential{}, false
+	}
+	return decodeCredential(keyID, v)
+}
+
+func credKeyOf(b []byte, gen uint64, keyID string) []byte {
+	b = append(b, credKey)
+	b = binary.LittleEndian.AppendUint64(b, gen)
+	return append(b, keyID...)
+}
+
+// A credential's value: flags (1: the key is revoked, 2: the member is
+// disabled), the member's number, the key hash's length, the key hash and
+// the member's name.
+func appendCredential(b []byte, cred certorder.Credential) []byte {
+	var flags byte
+	if cred.KeyRevoked {
+		flags |= 1
+	}
+	if cred.MemberDisabled {
+		flags |= 2
+	}
+	b = append(b, flags)
+	b = binary.LittleEndian.AppendUint64(b, uint64(cred.MemberID))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(cred.KeyHash)))
+	b = append(b, cred.KeyHash...)
+	return append(b, cred.Member...)
+}
+
+func decodeCredential(keyID string, v []byte) (certorder.Credential, bool) {
+	if len(v) < 13 {
+		return certorder.Credential{}, false
+	}
+	n := int(binary.LittleEndian.Uint32(v[9:]))
+	if n > len(v)-13 {
+		return certorder.Credential{}, false
+	}
+	return certorder.Credential{
+		KeyID:          keyID,
+		KeyHash:        append([]byte(nil), v[13:13+n]...),
+		KeyRevoked:     v[0]&1 != 0,
+		MemberID:       int64(binary.LittleEndian.Uint64(v[1:])),
+		Member:         string(v[13+n:]),
+		MemberDisabled: v[0]&2 != 0,
+	}, true
 }
 
 // Fill stores what FindCredential read for keyID and orderID (o nil: the
@@ -270,15 +332,63 @@ func (c *Cache) Fill(gen uint64, cred certorder.Credential, orderID int64, o *ce
 // FillOrder stores the member's order orderID (o nil: the member has
 // none) read under gen.
 func (c *Cache) FillOrder(gen uint64, memberID, orderID int64, o *certorder.Order) {
-	if o != nil && len(o.Doc) > c.maxEntry {
+	k := orderKeyOf(gen, memberID, orderID)
+	if o == nil {
+		c.a.set(k[:], []byte{absent})
 		return
 	}
-	c.c.Set(key{gen: gen, memberID: memberID, orderID: orderID}, value{order: encodeOrder(o)})
+	if len(o.Doc) > c.maxEntry {
+		return
+	}
+	scratch := scratchPool.Get().(*[]byte)
+	defer scratchPool.Put(scratch)
+	v := appendRecord(append((*scratch)[:0], plain), o)
+	if d := c.dictionary(o.Doc); d != nil {
+		enc := recordPool.Get().(*[]byte)
+		defer recordPool.Put(enc)
+		z := d.Encode((*enc)[:cap(*enc)], v[1:])
+		if len(z)+1 < len(v) {
+			v = append(append(v[:0], compressed), z...)
+		}
+		if cap(z) <= 64<<10 {
+			*enc = z[:0]
+		}
+	}
+	c.a.set(k[:], v)
+	if cap(v) <= 64<<10 {
+		*scratch = v[:0]
+	}
+}
+
+var recordPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// dictionary returns the dictionary, or keeps doc to make it of and
+// returns nil while it is not made yet.
+func (c *Cache) dictionary(doc []byte) *s2.Dict {
+	if d := c.dict.Load(); d != nil {
+		return d
+	}
+	c.sampleMu.Lock()
+	defer c.sampleMu.Unlock()
+	if d := c.dict.Load(); d != nil {
+		return d
+	}
+	if c.sample == nil {
+		c.sample = make([]byte, 0, dictBytes+16) // s2 wants 16 bytes more, else copies
+	}
+	c.sample = append(c.sample, doc[:min(len(doc), dictBytes-len(c.sample))]...)
+	if len(c.sample) < dictBytes {
+		return nil
+	}
+	d := s2.MakeDict(c.sample, c.sample[:16])
+	c.sample = nil
+	c.dict.Store(d)
+	return d
 }
 
 // fillCredential stores a credential read under gen: in the map of gen
-// while it has room, else in otter. A fill of an older generation than
-// the map's is dropped from the map; a newer one starts a new map.
+// while it has room, else in the arena. A fill of an older generation
+// than the map's is dropped from the map; a newer one starts a new map.
 func (c *Cache) fillCredential(gen uint64, cred certorder.Credential) {
 	t := c.creds.Load()
 	for ; t.gen < gen; t = c.creds.Load() {
@@ -292,7 +402,9 @@ func (c *Cache) fillCredential(gen uint64, cred certorder.Credential) {
 		}
 		t.bytes.Add(-size)
 	}
-	c.c.Set(key{gen: gen, keyID: cred.KeyID}, value{cred: &cred})
+	var kb [1 + 8 + 64]byte
+	var vb [256]byte
+	c.a.set(credKeyOf(kb[:0], gen, cred.KeyID), appendCredential(vb[:0], cred))
 }
 
 // Stats says how many entries the cache holds, and how many calls of Find
@@ -300,5 +412,5 @@ func (c *Cache) fillCredential(gen uint64, cred certorder.Credential) {
 func (c *Cache) Stats() (entries, hits, misses int64) {
 	n := int64(0)
 	c.creds.Load().m.Range(func(any, any) bool { n++; return true })
-	return int64(c.c.EstimatedSize()) + n, c.hits.Load(), c.misses.Load()
+	return int64(c.a.len()) + n, c.hits.Load(), c.misses.Load()
 }
