@@ -92,6 +92,7 @@ type config struct {
 	profileTo string
 	io        bool   // time export and restore too
 	restoreDB string // where -io restores (default: a new SQLite file)
+	bin       string // a certorder binary to run instead of building one
 }
 
 func run(args []string) error {
@@ -117,6 +118,7 @@ func run(args []string) error {
 	fs.StringVar(&c.profileTo, "profile-out", "certorder.pprof", "where -profile writes")
 	fs.BoolVar(&c.io, "io", false, "also time admin export (and its peak memory) and admin restore of the store, then stop")
 	fs.StringVar(&c.restoreDB, "restore-db", "", "with -io: the empty store to restore into (default: a new SQLite file)")
+	fs.StringVar(&c.bin, "certorder", "", "run this certorder binary instead of building one from the working tree (to compare two versions in the same hour)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -167,7 +169,9 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/certorder").CombinedOutput(); err != nil {
+	if c.bin != "" {
+		bin = c.bin
+	} else if out, err := exec.Command("go", "build", "-o", bin, "./cmd/certorder").CombinedOutput(); err != nil {
 		return fmt.Errorf("building certorder (run from the repository root): %v\n%s", err, out)
 	}
 	key, err := setupStore(&c, bin, dir)
@@ -412,8 +416,11 @@ func exportRestore(c *config, bin, dir string) error {
 
 // timed runs certorder on db and returns how long it took and its peak
 // memory: resident in all (which counts the pages of the memory-mapped
-// SQLite file), and anonymous (the process's own; sampled every 10ms).
+// SQLite file), and anonymous (the process's own; sampled every 10ms); and
+// its CPU time and the load average before it, by which to read the time
+// on a shared machine.
 func timed(bin, db string, stdin io.Reader, stdout io.Writer, args ...string) (time.Duration, memPeak, error) {
+	load, _ := loadAvg()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "CERTORDER_DB="+db)
 	var errOut bytes.Buffer
@@ -422,7 +429,7 @@ func timed(bin, db string, stdin io.Reader, stdout io.Writer, args ...string) (t
 	if err := cmd.Start(); err != nil {
 		return 0, memPeak{}, err
 	}
-	var peak memPeak
+	peak := memPeak{load: load}
 	done := make(chan struct{})
 	sampled := make(chan int64)
 	go func() {
@@ -447,14 +454,21 @@ func timed(bin, db string, stdin io.Reader, stdout io.Writer, args ...string) (t
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		peak.rss = ru.Maxrss << 10 // kilobytes on Linux
 	}
+	peak.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	return time.Since(start), peak, nil
 }
 
-// memPeak is a process's peak memory, in bytes.
-type memPeak struct{ rss, anon int64 }
+// memPeak is a process's peak memory, in bytes, its CPU time and the load
+// average before it ran.
+type memPeak struct {
+	rss, anon int64
+	cpu       time.Duration
+	load      string
+}
 
 func (m memPeak) String() string {
-	return fmt.Sprintf("peak anonymous memory %d MB (peak RSS %d MB with the mapped file)", m.anon>>20, m.rss>>20)
+	return fmt.Sprintf("peak anonymous memory %d MB (peak RSS %d MB with the mapped file), CPU %.1fs, load average before %s",
+		m.anon>>20, m.rss>>20, m.cpu.Seconds(), m.load)
 }
 
 // anonBytes is a process's anonymous resident memory now.
