@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/certorder/certorder"
 )
@@ -202,7 +203,8 @@ func orderRow(o *certorder.Order, memberID, renewedBy int64) []any {
 // renewals lock. ImportOrders and the sync (sync.go) both write through
 // it: an order is stored in one place.
 type orderTx struct {
-	tx pgx.Tx
+	tx  pgx.Tx
+	buf []byte // SaveOrders' parameters
 }
 
 // newOrderTx takes the renewals lock, so that two writers cannot build a
@@ -288,7 +290,24 @@ func (t *orderTx) RenewedFromOthers(ctx context.Context, ids []int64, memberID i
 	return from, err
 }
 
+// saveOrders is SaveOrders' statement: the orders' columns as arrays.
+const saveOrders = `INSERT INTO orders
+	(id, member_id, common_name, status, valid_till, renewed_by, doc, cert_end, doc_format, names, updated_at)
+	SELECT id, $2::BIGINT, cn, st, vt, NULLIF(rb, 0), doc, ce, $3::INTEGER, nm, now()
+	FROM unnest($1::BIGINT[], $4::TEXT[], $5::TEXT[], $6::TEXT[], $7::BIGINT[], $8::BYTEA[], $9::INTEGER[], $10::TEXT[])
+		AS t(id, cn, st, vt, rb, doc, ce, nm)
+	` + onConflictUpdate
+
+// saveOrdersOIDs are the types of saveOrders' parameters.
+var saveOrdersOIDs = []uint32{pgtype.Int8ArrayOID, pgtype.Int8OID, pgtype.Int4OID, pgtype.TextArrayOID, pgtype.TextArrayOID,
+	pgtype.TextArrayOID, pgtype.Int8ArrayOID, pgtype.ByteaArrayOID, pgtype.Int4ArrayOID, pgtype.TextArrayOID}
+
 // SaveOrders writes checked orders in one statement, their columns as arrays.
+// The parameters are encoded (by pgx's type map) into a buffer the
+// transaction keeps: pgx's Exec encodes them into a buffer that it shrinks
+// back to 256 bytes after every statement, and growing it again to the
+// 1.3 MB of a thousand documents took 5.7 ms a batch against 0.3 ms
+// (about 1.1 s of CPU for 200,000 orders, of the client's 11).
 func (t *orderTx) SaveOrders(ctx context.Context, memberID int64, orders []certorder.CheckedOrder) error {
 	n := len(orders)
 	ids, renewed := make([]int64, n), make([]int64, n)
@@ -299,11 +318,24 @@ func (t *orderTx) SaveOrders(ctx context.Context, memberID int64, orders []certo
 		ids[i], renewed[i], docs[i], certEnds[i] = o.ID, c.RenewedBy, o.Doc, int32(o.CertEnd)
 		names[i], statuses[i], validTill[i], search[i] = o.CommonName, o.Status, o.ValidTill, o.SearchText()
 	}
-	_, err := t.tx.Exec(ctx, `INSERT INTO orders
-		(id, member_id, common_name, status, valid_till, renewed_by, doc, cert_end, doc_format, names, updated_at)
-		SELECT id, $2, cn, st, vt, NULLIF(rb, 0), doc, ce, $3, nm, now()
-		FROM unnest($1::BIGINT[], $4::TEXT[], $5::TEXT[], $6::TEXT[], $7::BIGINT[], $8::BYTEA[], $9::INTEGER[], $10::TEXT[])
-			AS t(id, cn, st, vt, rb, doc, ce, nm)
-		`+onConflictUpdate, ids, memberID, certorder.DocFormat, names, statuses, validTill, renewed, docs, certEnds, search)
+	conn := t.tx.Conn()
+	sd, err := conn.Prepare(ctx, saveOrders, saveOrders) // once a connection
+	if err != nil {
+		return err
+	}
+	args := []any{ids, memberID, int32(certorder.DocFormat), names, statuses, validTill, renewed, docs, certEnds, search}
+	t.buf = t.buf[:0]
+	ends := make([]int, len(args))
+	for i, a := range args {
+		if t.buf, err = conn.TypeMap().Encode(saveOrdersOIDs[i], pgtype.BinaryFormatCode, a, t.buf); err != nil {
+			return err
+		}
+		ends[i] = len(t.buf)
+	}
+	values, start := make([][]byte, len(args)), 0
+	for i, end := range ends {
+		values[i], start = t.buf[start:end], end
+	}
+	_, err = conn.PgConn().ExecPrepared(ctx, sd.Name, values, []int16{pgtype.BinaryFormatCode}, nil).Close()
 	return err
 }

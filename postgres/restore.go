@@ -26,6 +26,10 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record,
 		if n > 0 {
 			return fmt.Errorf("%w: the store is not empty", certorder.ErrConflict)
 		}
+		rebuild, err := dropOrderIndexes(ctx, tx)
+		if err != nil {
+			return err
+		}
 		stamp := time.Now()
 		var rows [][]any
 		flush := func() error {
@@ -34,7 +38,7 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record,
 			rows = rows[:0]
 			return err
 		}
-		err := export.Restorer{
+		err = export.Restorer{
 			Member: func(m *certorder.Member) (int64, error) {
 				var id int64
 				err := tx.QueryRow(ctx, `INSERT INTO members (name, disabled, created_at, self_service_keys_off)
@@ -72,8 +76,50 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record,
 		if err != nil {
 			return err
 		}
-		return flush()
+		if err := flush(); err != nil {
+			return err
+		}
+		for _, stmt := range rebuild {
+			if _, err := tx.Exec(ctx, stmt); err != nil {
+				return err
+			}
+		}
+		return nil
 	}))
+}
+
+// dropOrderIndexes drops the secondary indexes and the foreign keys of
+// orders, in the restore's transaction, and returns the statements that
+// make them again, as the catalog defines them, for after the COPY: the
+// orders are then indexed by sorting them once rather than one at a time,
+// and their member checked by one join rather than a trigger a row.
+// Restoring 200,000 orders, PostgreSQL's CPU went from 3.4 s to 2.2 s
+// (BenchmarkRestoreFile, median of 3). Until the transaction ends, the
+// table is locked against readers: a restore goes into an empty store, and
+// nothing is read from it before it is whole, as before; a failed or
+// interrupted restore leaves the indexes as they were.
+func dropOrderIndexes(ctx context.Context, tx pgx.Tx) ([]string, error) {
+	rows, _ := tx.Query(ctx, `SELECT 'DROP INDEX ' || i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid)
+		FROM pg_index i WHERE i.indrelid = 'orders'::regclass AND NOT i.indisprimary
+			AND NOT EXISTS (SELECT FROM pg_constraint c WHERE c.conindid = i.indexrelid)
+		UNION ALL
+		SELECT 'ALTER TABLE orders DROP CONSTRAINT ' || quote_ident(conname),
+			'ALTER TABLE orders ADD CONSTRAINT ' || quote_ident(conname) || ' ' || pg_get_constraintdef(oid)
+		FROM pg_constraint WHERE conrelid = 'orders'::regclass AND contype = 'f'`)
+	var drops, creates []string
+	var drop, create string
+	if _, err := pgx.ForEachRow(rows, []any{&drop, &create}, func() error {
+		drops, creates = append(drops, drop), append(creates, create)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	for _, d := range drops {
+		if _, err := tx.Exec(ctx, d); err != nil {
+			return nil, err
+		}
+	}
+	return creates, nil
 }
 
 // restoreBatch is how many orders a restore copies at once (COPY, not an

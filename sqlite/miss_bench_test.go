@@ -69,6 +69,7 @@ func BenchmarkImportFile(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		c0 := processCPU()
 		b.StartTimer()
 		n, err := s.ImportOrders(ctx, "bench", importfile.Decode(f))
 		if err != nil {
@@ -76,6 +77,7 @@ func BenchmarkImportFile(b *testing.B) {
 		}
 		b.StopTimer()
 		b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "orders/s")
+		b.ReportMetric((processCPU() - c0).Seconds(), "cpu-s/op")
 		f.Close()
 		s.Close()
 		b.StartTimer()

@@ -14,7 +14,7 @@ import (
 
 // Restore loads an export into the empty store, in one transaction.
 func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record, error]) error {
-	return s.wrap("restore", inTx(ctx, s.write, func(tx *sql.Tx) error {
+	return s.wrap("restore", s.bulkTx(ctx, func(tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM members) + (SELECT COUNT(*) FROM orders)`).Scan(&n); err != nil {
 			return err

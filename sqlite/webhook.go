@@ -351,9 +351,9 @@ func (t *orderTx) AddEvents(ctx context.Context, events []certorder.Event) error
 }
 
 // addEvents writes events to the outbox, a multi-row insert per
-// maxVariables/4 of them; none is no statement.
+// eventBatchRows of them; none is no statement.
 func addEvents(ctx context.Context, tx *sql.Tx, events []certorder.Event) error {
-	for chunk := range slices.Chunk(events, maxVariables/4) {
+	for chunk := range slices.Chunk(events, eventBatchRows) {
 		args := make([]any, 0, 4*len(chunk))
 		for _, e := range chunk {
 			args = append(args, e.MemberID, e.Type, string(e.Data), formatTime(e.At))
@@ -366,6 +366,9 @@ func addEvents(ctx context.Context, tx *sql.Tx, events []certorder.Event) error 
 }
 
 const insertEvent = `INSERT INTO webhook_events (member_id, type, data, at) VALUES (?, ?, ?, ?)`
+
+// eventBatchRows bounds addEvents' statements (4 variables a row).
+const eventBatchRows = 500
 
 // PruneWebhooks deletes old events and finished deliveries.
 func (s *Store) PruneWebhooks(ctx context.Context, before time.Time) error {

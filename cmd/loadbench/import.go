@@ -100,8 +100,11 @@ func exportRestore(c *config, bin, dir string) error {
 
 // timed runs certorder on db and returns how long it took and its peak
 // memory: resident in all (which counts the pages of the memory-mapped
-// SQLite file), and anonymous (the process's own; sampled every 10ms).
+// SQLite file), and anonymous (the process's own; sampled every 10ms); and
+// its CPU time and the load average before it, by which to read the time
+// on a shared machine.
 func timed(bin, db string, stdin io.Reader, stdout io.Writer, args ...string) (time.Duration, memPeak, error) {
+	load, _ := loadAvg()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "CERTORDER_DB="+db)
 	var errOut bytes.Buffer
@@ -110,7 +113,7 @@ func timed(bin, db string, stdin io.Reader, stdout io.Writer, args ...string) (t
 	if err := cmd.Start(); err != nil {
 		return 0, memPeak{}, err
 	}
-	var peak memPeak
+	peak := memPeak{load: load}
 	done := make(chan struct{})
 	sampled := make(chan int64)
 	go func() {
@@ -135,14 +138,21 @@ func timed(bin, db string, stdin io.Reader, stdout io.Writer, args ...string) (t
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		peak.rss = ru.Maxrss << 10 // kilobytes on Linux
 	}
+	peak.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	return time.Since(start), peak, nil
 }
 
-// memPeak is a process's peak memory, in bytes.
-type memPeak struct{ rss, anon int64 }
+// memPeak is a process's peak memory, in bytes, its CPU time and the load
+// average before it ran.
+type memPeak struct {
+	rss, anon int64
+	cpu       time.Duration
+	load      string
+}
 
 func (m memPeak) String() string {
-	return fmt.Sprintf("peak anonymous memory %d MB (peak RSS %d MB with the mapped file)", m.anon>>20, m.rss>>20)
+	return fmt.Sprintf("peak anonymous memory %d MB (peak RSS %d MB with the mapped file), CPU %.1fs, load average before %s",
+		m.anon>>20, m.rss>>20, m.cpu.Seconds(), m.load)
 }
 
 // anonBytes is a process's anonymous resident memory now.

@@ -84,6 +84,7 @@ type config struct {
 	profileTo string
 	io        bool   // time export and restore too
 	restoreDB string // where -io restores (default: a new SQLite file)
+	bin       string // a certorder binary to run instead of building one
 }
 
 func run(args []string) error {
@@ -109,6 +110,7 @@ func run(args []string) error {
 	fs.StringVar(&c.profileTo, "profile-out", "certorder.pprof", "where -profile writes")
 	fs.BoolVar(&c.io, "io", false, "also time admin export (and its peak memory) and admin restore of the store, then stop")
 	fs.StringVar(&c.restoreDB, "restore-db", "", "with -io: the empty store to restore into (default: a new SQLite file)")
+	fs.StringVar(&c.bin, "certorder", "", "run this certorder binary instead of building one from the working tree (to compare two versions in the same hour)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -159,7 +161,9 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/certorder").CombinedOutput(); err != nil {
+	if c.bin != "" {
+		bin = c.bin
+	} else if out, err := exec.Command("go", "build", "-o", bin, "./cmd/certorder").CombinedOutput(); err != nil {
 		return fmt.Errorf("building certorder (run from the repository root): %v\n%s", err, out)
 	}
 	key, err := setupStore(&c, bin, dir)

