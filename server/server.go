@@ -133,7 +133,8 @@ func New(store Store, cfg Config) (*Server, error) {
 	s.mux.Handle("/healthz", s.Healthz())
 	s.mux.Handle("/readyz", s.Readyz())
 	unknownPath := func(w http.ResponseWriter, r *http.Request) {
-		s.answer(w, r, s.newEvent(r), nil, wire.Fail(wire.UnknownPath))
+		ev := s.newEvent(r)
+		s.answer(w, r, &ev, nil, wire.Fail(wire.UnknownPath))
 	}
 	if cfg.Web {
 		wc := web.Config{SignIn: s.signIn, Secure: s.secure, Now: cfg.Now, Logger: cfg.Logger, StoreTimeout: cfg.StoreTimeout,
@@ -171,7 +172,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// and such a request is not the endpoint's (below: 102).
 		s.handleAPI(w, r)
 	case isAPIPath(p):
-		s.answer(w, r, s.newEvent(r), nil, wire.Fail(wire.UnknownPath))
+		ev := s.newEvent(r)
+		s.answer(w, r, &ev, nil, wire.Fail(wire.UnknownPath))
 	default:
 		s.mux.ServeHTTP(w, r)
 	}
