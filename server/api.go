@@ -89,7 +89,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *wi
 		return f
 	}
 	defer release()
-	req, f := wire.DecodeRequest(body)
+	req, f := wire.DecodeRequest(*body)
 	if f != nil {
 		putBody(body)
 		return f
@@ -137,53 +137,73 @@ var answerPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return 
 
 // readBody reads a request body of at most MaxBodyBytes within
 // BodyTimeout, into a pooled buffer (give it back with putBody). A
-// declared length over the limit is refused at once.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *wire.Failure) {
-	tooLarge := &wire.Failure{Code: wire.MalformedRequest, Status: http.StatusRequestEntityTooLarge}
+// declared length over the limit is refused at once. A declared length
+// within it bounds what net/http lets be read already, so only a body of
+// unknown length (chunked) goes through http.MaxBytesReader, which also
+// closes the connection after refusing it (an allocation a request else).
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (*[]byte, *wire.Failure) {
 	if r.ContentLength > s.cfg.MaxBodyBytes {
-		return nil, tooLarge
+		return nil, bodyTooLarge()
 	}
 	if d := s.cfg.Limits.BodyTimeout; d > 0 {
 		// Not every ResponseWriter can (a test recorder): then the server's
 		// read timeout is the bound.
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(d))
 	}
-	body, err := readAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), (*bodyPool.Get().(*[]byte))[:0])
-	var maxErr *http.MaxBytesError
-	switch {
-	case err == nil:
+	src := r.Body
+	if r.ContentLength < 0 {
+		src = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	}
+	body := bodyPool.Get().(*[]byte)
+	var err error
+	*body, err = readAll(src, (*body)[:0], s.cfg.MaxBodyBytes)
+	if err == nil {
 		return body, nil
+	}
+	putBody(body)
+	var maxErr *http.MaxBytesError // declared here: it escapes (errors.As), an allocation
+	switch {
 	case errors.As(err, &maxErr):
-		putBody(body)
-		return nil, tooLarge
+		return nil, bodyTooLarge()
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		putBody(body)
 		s.metrics.limited.WithLabelValues("body_timeout").Inc()
 		return nil, &wire.Failure{Code: wire.MalformedRequest, Status: http.StatusRequestTimeout}
 	}
-	putBody(body)
 	return nil, wire.Fail(wire.MalformedRequest)
+}
+
+func bodyTooLarge() *wire.Failure {
+	return &wire.Failure{Code: wire.MalformedRequest, Status: http.StatusRequestEntityTooLarge}
 }
 
 // bodyPool holds request body buffers: a body is read into one, decoded,
 // and given back.
 var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
-func putBody(b []byte) {
+// putBody gives a buffer of readBody back (the pointer it came in: putting
+// a new one would allocate it).
+func putBody(b *[]byte) {
 	if b != nil {
-		bodyPool.Put(&b)
+		bodyPool.Put(b)
 	}
 }
 
-// readAll is io.ReadAll into b.
-func readAll(r io.Reader, b []byte) ([]byte, error) {
+// readAll is io.ReadAll into b, refusing more than max bytes as
+// http.MaxBytesReader does.
+func readAll(r io.Reader, b []byte, max int64) ([]byte, error) {
 	for {
+		if int64(len(b)) > max {
+			return b, &http.MaxBytesError{Limit: max}
+		}
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]
 		}
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
 		if err == io.EOF {
+			if int64(len(b)) > max {
+				return b, &http.MaxBytesError{Limit: max}
+			}
 			return b, nil
 		}
 		if err != nil {

@@ -73,7 +73,8 @@ func BenchmarkTrimBody(b *testing.B) {
 	})
 	b.Run("pooled", func(b *testing.B) {
 		for b.Loop() {
-			buf, _ := readAll(strings.NewReader(body), (*bodyPool.Get().(*[]byte))[:0])
+			buf := bodyPool.Get().(*[]byte)
+			*buf, _ = readAll(strings.NewReader(body), (*buf)[:0], DefaultMaxBodyBytes)
 			putBody(buf)
 		}
 	})
