@@ -83,12 +83,11 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *wi
 	if f != nil {
 		return f
 	}
-	release, f := s.takeSlot()
-	if f != nil {
+	if f := s.takeSlot(); f != nil {
 		putBody(body)
 		return f
 	}
-	defer release()
+	defer s.releaseSlot()
 	req, f := wire.DecodeRequest(*body)
 	if f != nil {
 		putBody(body)
@@ -100,7 +99,8 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *wi
 	}
 	act, known := wire.Actions[req.Action]
 	known = known && req.ActionOK
-	c := &wire.Call{Now: now}
+	c := getCall(now)
+	defer putCall(c)
 	if known && act.NeedsOrder {
 		c.OrderID, _ = wire.ParseOrderID(req.OrderID)
 	}
@@ -120,9 +120,6 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *wi
 	if !known {
 		return wire.Fail(wire.UnknownAction)
 	}
-	buf := answerPool.Get().(*[]byte)
-	defer answerPool.Put(buf)
-	c.Buf = (*buf)[:0]
 	answer, f := act.Answer(r.Context(), c)
 	if f != nil {
 		return f
@@ -131,9 +128,23 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *wi
 	return nil
 }
 
-// answerPool holds buffers answers are built in; an answer is written
-// before its buffer goes back.
-var answerPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+// callPool holds the Calls of requests, each with the buffer its answer is
+// built in: a Call escapes (an action is called through a func value), so
+// it was an allocation a request. An answer is written before its Call
+// goes back.
+var callPool = sync.Pool{New: func() any { return &wire.Call{Buf: make([]byte, 0, 4096)} }}
+
+func getCall(now time.Time) *wire.Call {
+	c := callPool.Get().(*wire.Call)
+	c.Now = now
+	return c
+}
+
+// putCall gives a Call back, holding nothing of its request.
+func putCall(c *wire.Call) {
+	*c = wire.Call{Buf: c.Buf[:0]}
+	callPool.Put(c)
+}
 
 // readBody reads a request body of at most MaxBodyBytes within
 // BodyTimeout, into a pooled buffer (give it back with putBody). A

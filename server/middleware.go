@@ -12,19 +12,27 @@ import (
 	"github.com/certorder/certorder/wire"
 )
 
-// takeSlot takes one of the MaxInFlight places, or says to come back.
-func (s *Server) takeSlot() (release func(), f *wire.Failure) {
+// takeSlot takes one of the MaxInFlight places (give it back with
+// releaseSlot), or says to come back.
+func (s *Server) takeSlot() *wire.Failure {
 	if s.inFlight == nil {
-		return func() {}, nil
+		return nil
 	}
 	select {
 	case s.inFlight <- struct{}{}:
-		return func() { <-s.inFlight }, nil
+		return nil
 	default:
 		s.metrics.limited.WithLabelValues("in_flight").Inc()
 		f := wire.Fail(wire.Unavailable)
 		f.RetryAfter = time.Second
-		return nil, f
+		return f
+	}
+}
+
+// releaseSlot gives back the place takeSlot took.
+func (s *Server) releaseSlot() {
+	if s.inFlight != nil {
+		<-s.inFlight
 	}
 }
 
