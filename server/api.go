@@ -30,11 +30,23 @@ type event struct {
 	api     bool // a request to the endpoint, which the audit trail keeps
 }
 
-// newEvent is a request's event. It is a value, kept on the handler's
-// stack: a pointer made here was an allocation a request.
-func (s *Server) newEvent(r *http.Request) event {
+// newEvent is the event of a request that arrived at start. It is a
+// value, kept on the handler's stack: a pointer made here was an
+// allocation a request.
+func (s *Server) newEvent(r *http.Request, start time.Time) event {
 	ip := clientIP(r, s.cfg.Limits.TrustedProxies)
-	return event{start: time.Now(), id: requestID(), ip: ip, limit: limitKey(ip)}
+	return event{start: start, id: requestID(), ip: ip, limit: limitKey(ip)}
+}
+
+// clock is the time by the configured clock, given t, a reading of the
+// real clock just taken: t itself when the configured clock is the real
+// one. (A request read the clock six times, where two readings serve; a
+// reading takes 70 ns on the project's machine.)
+func (s *Server) clock(t time.Time) time.Time {
+	if s.realClock {
+		return t
+	}
+	return s.cfg.Now()
 }
 
 // requestID is 64 random bits in 16 hex digits, without fmt (a request's
@@ -57,8 +69,8 @@ func requestID() string {
 // MaxInFlight places only once its whole body has arrived, so clients that
 // send slowly cannot fill them. The credentials and the order are read
 // together, in one store read.
-func (s *Server) handleAPI(w http.ResponseWriter, r *http.Request) {
-	ev := s.newEvent(r)
+func (s *Server) handleAPI(w http.ResponseWriter, r *http.Request, start time.Time) {
+	ev := s.newEvent(r, start)
 	ev.api = true
 	if f := s.serveAPI(w, r, &ev); f != nil {
 		s.answer(w, r, &ev, nil, f)
@@ -71,7 +83,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *wi
 		w.Header().Set("Allow", http.MethodPost)
 		return wire.Fail(wire.MethodNotAllowed)
 	}
-	now := s.cfg.Now()
+	now := s.clock(ev.start)
 	if ok, wait := s.ipRate.take(ev.limit, now); !ok {
 		return s.refuse("ip", wait)
 	}
@@ -79,7 +91,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *wi
 		return s.refuse("ip_open", time.Second)
 	}
 	defer s.perIP.release(ev.limit)
-	body, f := s.readBody(w, r)
+	body, f := s.readBody(w, r, ev.start)
 	if f != nil {
 		return f
 	}
@@ -147,19 +159,19 @@ func putCall(c *wire.Call) {
 }
 
 // readBody reads a request body of at most MaxBodyBytes within
-// BodyTimeout, into a pooled buffer (give it back with putBody). A
+// BodyTimeout of start (when the request's headers had come), into a pooled buffer (give it back with putBody). A
 // declared length over the limit is refused at once. A declared length
 // within it bounds what net/http lets be read already, so only a body of
 // unknown length (chunked) goes through http.MaxBytesReader, which also
 // closes the connection after refusing it (an allocation a request else).
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (*[]byte, *wire.Failure) {
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, start time.Time) (*[]byte, *wire.Failure) {
 	if r.ContentLength > s.cfg.MaxBodyBytes {
 		return nil, bodyTooLarge()
 	}
 	if d := s.cfg.Limits.BodyTimeout; d > 0 {
 		// Not every ResponseWriter can (a test recorder): then the server's
 		// read timeout is the bound.
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(d))
+		_ = http.NewResponseController(w).SetReadDeadline(start.Add(d))
 	}
 	src := r.Body
 	if r.ContentLength < 0 {
@@ -294,7 +306,8 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ev *event, body 
 	} else {
 		writeJSON(w, status, body)
 	}
-	latency := time.Since(ev.start)
+	end := time.Now()
+	latency := end.Sub(ev.start)
 
 	s.metrics.observe(ev.action, code, latency)
 	if s.audit != nil && ev.api {
@@ -305,13 +318,13 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ev *event, body 
 		switch {
 		case ev.member == "" && code != wire.CredentialsMissing && code != wire.CredentialsFailed:
 			// Refused before authentication: counted, not one entry each.
-			s.audit.refuse(certorder.AuditEntry{Time: s.cfg.Now(), Outcome: int(code), ClientIP: ev.ip})
+			s.audit.refuse(certorder.AuditEntry{Time: s.clock(end), Outcome: int(code), ClientIP: ev.ip})
 		case code == wire.CredentialsMissing || code == wire.CredentialsFailed:
 			// Credentials refused: counted per member named and interval.
-			s.audit.refuseCredentials(certorder.AuditEntry{Time: s.cfg.Now(), Member: name, KeyID: ev.keyID, Action: ev.action,
+			s.audit.refuseCredentials(certorder.AuditEntry{Time: s.clock(end), Member: name, KeyID: ev.keyID, Action: ev.action,
 				OrderID: ev.orderID, Outcome: int(code), ClientIP: ev.ip})
 		default:
-			s.audit.record(certorder.AuditEntry{Time: s.cfg.Now(), Member: name, KeyID: ev.keyID, Action: ev.action,
+			s.audit.record(certorder.AuditEntry{Time: s.clock(end), Member: name, KeyID: ev.keyID, Action: ev.action,
 				OrderID: ev.orderID, Outcome: int(code), ClientIP: ev.ip})
 		}
 	}

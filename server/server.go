@@ -83,6 +83,9 @@ type Server struct {
 	metrics *metrics
 	audit   *auditor // nil without an audit trail
 	closed  sync.Once
+	// realClock: cfg.Now is the real clock (Config.Now was nil), so that a
+	// reading of time.Now serves as its time (clock).
+	realClock bool
 
 	draining    atomic.Bool  // shutting down: answers close their connections, /readyz says 503
 	lastRequest atomic.Int64 // when the last request arrived, in UnixNano
@@ -105,7 +108,8 @@ func New(store Store, cfg Config) (*Server, error) {
 	if cfg.StoreTimeout <= 0 {
 		cfg.StoreTimeout = DefaultStoreTimeout
 	}
-	if cfg.Now == nil {
+	realClock := cfg.Now == nil
+	if realClock {
 		cfg.Now = time.Now
 	}
 	if cfg.Logger == nil {
@@ -113,7 +117,7 @@ func New(store Store, cfg Config) (*Server, error) {
 	}
 	l := cfg.Limits
 	s := &Server{
-		creds: store, ping: store, cfg: cfg,
+		creds: store, ping: store, cfg: cfg, realClock: realClock,
 		metrics:    newMetrics(cfg.Metrics),
 		memberRate: newBuckets(l.MemberRate, l.MemberBurst),
 		ipRate:     newBuckets(l.IPRate, l.IPBurst),
@@ -133,7 +137,7 @@ func New(store Store, cfg Config) (*Server, error) {
 	s.mux.Handle("/healthz", s.Healthz())
 	s.mux.Handle("/readyz", s.Readyz())
 	unknownPath := func(w http.ResponseWriter, r *http.Request) {
-		ev := s.newEvent(r)
+		ev := s.newEvent(r, time.Now())
 		s.answer(w, r, &ev, nil, wire.Fail(wire.UnknownPath))
 	}
 	if cfg.Web {
@@ -161,7 +165,8 @@ func New(store Store, cfg Config) (*Server, error) {
 // below, in any case, gets the JSON failure 102, never a redirect or the
 // web page.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.lastRequest.Store(time.Now().UnixNano())
+	start := time.Now()
+	s.lastRequest.Store(start.UnixNano())
 	if s.draining.Load() {
 		w.Header().Set("Connection", "close")
 	}
@@ -170,9 +175,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Only the literal path: RawPath is set when the path was written
 		// with escapes that matter (/api%2Fdigicert%2F, /api/%64igicert/),
 		// and such a request is not the endpoint's (below: 102).
-		s.handleAPI(w, r)
+		s.handleAPI(w, r, start)
 	case isAPIPath(p):
-		ev := s.newEvent(r)
+		ev := s.newEvent(r, start)
 		s.answer(w, r, &ev, nil, wire.Fail(wire.UnknownPath))
 	default:
 		s.mux.ServeHTTP(w, r)
