@@ -94,7 +94,8 @@ type Server struct {
 	memberRate, ipRate *buckets  // nil when off
 	ipFails, pairFails *failures // per IP, per IP and AccessName; nil when off
 	perIP              *holds    // nil when off
-	inFlight           chan struct{}
+	maxInFlight        int64     // 0 when off
+	inFlight           atomic.Int64
 }
 
 // New returns the service's handler.
@@ -127,7 +128,7 @@ func New(store Store, cfg Config) (*Server, error) {
 		endpoint:   "/api/" + cfg.CASegment + "/",
 	}
 	if l.MaxInFlight > 0 {
-		s.inFlight = make(chan struct{}, l.MaxInFlight)
+		s.maxInFlight = int64(l.MaxInFlight)
 	}
 	s.cache, _ = store.(certorder.CredentialCache)
 	if cfg.AuditRetention > 0 {
