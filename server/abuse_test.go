@@ -354,3 +354,34 @@ func TestAuditWrongKeysAggregated(t *testing.T) {
 		t.Fatalf("%d refused: %d rows counting %d", refused.Load(), rows, counted)
 	}
 }
+
+// A body of unknown length (chunked) is bounded as one of declared length:
+// over the limit, 413, and the connection is closed after the answer;
+// within it, answered as usual.
+func TestChunkedBodyLimit(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, testdb.SQLite(t), server.Config{})
+	post := func(body string) (*http.Response, string) {
+		// A reader of no known length (ContentLength 0 with a body): the
+		// client sends it chunked.
+		req, err := http.NewRequest(http.MethodPost, f.url, io.MultiReader(strings.NewReader(body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, strings.TrimSpace(string(b))
+	}
+	resp, got := post(f.alice("Auth", "pad", q(strings.Repeat("x", 20<<10))))
+	if resp.StatusCode != 413 || got != e100 || !resp.Close {
+		t.Errorf("chunked body over the limit: %d %s, connection closed: %v", resp.StatusCode, got, resp.Close)
+	}
+	resp, got = post(f.alice("Auth"))
+	if resp.StatusCode != 200 || got != `{"message":"Authenticated"}` || resp.Close {
+		t.Errorf("chunked body within the limit: %d %s, connection closed: %v", resp.StatusCode, got, resp.Close)
+	}
+}

@@ -25,6 +25,11 @@ var (
 
 // benchHandler is the service on a SQLite store of n orders, and alice's key.
 func benchHandler(b *testing.B, n int) (http.Handler, string) {
+	return benchServer(b, n, cacheBytes, server.Config{NoAccessLog: true, AuditRetention: auditRetention})
+}
+
+// benchStore is a SQLite store of n orders for alice, and alice's key.
+func benchStore(b *testing.B, n int) (certorder.Store, string) {
 	ctx := context.Background()
 	s, err := stores.Open(ctx, testdb.SQLite(b))
 	if err != nil {
@@ -45,17 +50,7 @@ func benchHandler(b *testing.B, n int) (http.Handler, string) {
 	if _, err := s.ImportOrders(ctx, "alice", storetest.Orders(b, docs...)); err != nil {
 		b.Fatal(err)
 	}
-	if cacheBytes > 0 {
-		if err := s.(certorder.CredentialCache).StartCache(ctx, certorder.CacheConfig{Bytes: cacheBytes}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	h, err := server.New(s, server.Config{CASegment: "digicert", NoAccessLog: true, AuditRetention: auditRetention})
-	b.Cleanup(h.Close)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return h, text
+	return s, text
 }
 
 // drive sends requests to h from parallel goroutines; request i is

@@ -83,6 +83,9 @@ type Server struct {
 	metrics *metrics
 	audit   *auditor // nil without an audit trail
 	closed  sync.Once
+	// realClock: cfg.Now is the real clock (Config.Now was nil), so that a
+	// reading of time.Now serves as its time (clock).
+	realClock bool
 
 	draining    atomic.Bool  // shutting down: answers close their connections, /readyz says 503
 	lastRequest atomic.Int64 // when the last request arrived, in UnixNano
@@ -91,7 +94,8 @@ type Server struct {
 	memberRate, ipRate *buckets  // nil when off
 	ipFails, pairFails *failures // per IP, per IP and AccessName; nil when off
 	perIP              *holds    // nil when off
-	inFlight           chan struct{}
+	maxInFlight        int64     // 0 when off
+	inFlight           atomic.Int64
 }
 
 // New returns the service's handler.
@@ -105,7 +109,8 @@ func New(store Store, cfg Config) (*Server, error) {
 	if cfg.StoreTimeout <= 0 {
 		cfg.StoreTimeout = DefaultStoreTimeout
 	}
-	if cfg.Now == nil {
+	realClock := cfg.Now == nil
+	if realClock {
 		cfg.Now = time.Now
 	}
 	if cfg.Logger == nil {
@@ -113,7 +118,7 @@ func New(store Store, cfg Config) (*Server, error) {
 	}
 	l := cfg.Limits
 	s := &Server{
-		creds: store, ping: store, cfg: cfg,
+		creds: store, ping: store, cfg: cfg, realClock: realClock,
 		metrics:    newMetrics(cfg.Metrics),
 		memberRate: newBuckets(l.MemberRate, l.MemberBurst),
 		ipRate:     newBuckets(l.IPRate, l.IPBurst),
@@ -123,7 +128,7 @@ func New(store Store, cfg Config) (*Server, error) {
 		endpoint:   "/api/" + cfg.CASegment + "/",
 	}
 	if l.MaxInFlight > 0 {
-		s.inFlight = make(chan struct{}, l.MaxInFlight)
+		s.maxInFlight = int64(l.MaxInFlight)
 	}
 	s.cache, _ = store.(certorder.CredentialCache)
 	if cfg.AuditRetention > 0 {
@@ -133,7 +138,8 @@ func New(store Store, cfg Config) (*Server, error) {
 	s.mux.Handle("/healthz", s.Healthz())
 	s.mux.Handle("/readyz", s.Readyz())
 	unknownPath := func(w http.ResponseWriter, r *http.Request) {
-		s.answer(w, r, s.newEvent(r), nil, wire.Fail(wire.UnknownPath))
+		ev := s.newEvent(r, time.Now())
+		s.answer(w, r, &ev, nil, wire.Fail(wire.UnknownPath))
 	}
 	if cfg.Web {
 		wc := web.Config{SignIn: s.signIn, Secure: s.secure, Now: cfg.Now, Logger: cfg.Logger, StoreTimeout: cfg.StoreTimeout,
@@ -160,7 +166,8 @@ func New(store Store, cfg Config) (*Server, error) {
 // below, in any case, gets the JSON failure 102, never a redirect or the
 // web page.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.lastRequest.Store(time.Now().UnixNano())
+	start := time.Now()
+	s.lastRequest.Store(start.UnixNano())
 	if s.draining.Load() {
 		w.Header().Set("Connection", "close")
 	}
@@ -169,9 +176,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Only the literal path: RawPath is set when the path was written
 		// with escapes that matter (/api%2Fdigicert%2F, /api/%64igicert/),
 		// and such a request is not the endpoint's (below: 102).
-		s.handleAPI(w, r)
+		s.handleAPI(w, r, start)
 	case isAPIPath(p):
-		s.answer(w, r, s.newEvent(r), nil, wire.Fail(wire.UnknownPath))
+		ev := s.newEvent(r, start)
+		s.answer(w, r, &ev, nil, wire.Fail(wire.UnknownPath))
 	default:
 		s.mux.ServeHTTP(w, r)
 	}

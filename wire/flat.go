@@ -1,13 +1,18 @@
 package wire
 
-// flatValid reports whether body is a JSON object whose values are all
-// strings without escapes, numbers, true, false or null: the shape of
-// every request a client sends. It answers in one pass what json.Valid
-// does in its state machine (2.5% of the service's CPU under load, in
-// a profile of orderinfo at 10k orders); false means only that the body
-// is not of this shape, and json.Valid decides. FuzzFlatValid checks that
-// it never accepts what json.Valid refuses.
-func flatValid(b []byte) bool {
+// flatMembers calls fn with the name and the value of each member of body
+// in turn, when body is a JSON object whose values are all strings without
+// escapes, numbers, true, false or null (JSON whitespace around it): the
+// shape of every request a client sends. It checks the shape in the same
+// pass, and returns false when body is not of it; fn may then have seen
+// some members, and json.Valid and jsonscan decide. One pass instead of
+// json.Valid's state machine (2.5% of the service's CPU under load, in a
+// profile of orderinfo at 10k orders) and then jsonscan's walk (a second
+// pass, 2,200 instructions a request under callgrind). The names and
+// values are as written (no escapes to undo). FuzzFlatValid checks that it
+// never accepts what json.Valid refuses, FuzzFlatMembers that it sees
+// what jsonscan.EachMember sees.
+func flatMembers(b []byte, fn func(name, value []byte)) bool {
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
@@ -17,15 +22,19 @@ func flatValid(b []byte) bool {
 		return skipWS(b, i+1) == len(b)
 	}
 	for {
+		name := i
 		if i = plainString(b, i); i < 0 {
 			return false
 		}
+		nameEnd := i
 		if i = skipWS(b, i); i >= len(b) || b[i] != ':' {
 			return false
 		}
-		if i = scalar(b, skipWS(b, i+1)); i < 0 {
+		value := skipWS(b, i+1)
+		if i = scalar(b, value); i < 0 {
 			return false
 		}
+		fn(b[name+1:nameEnd-1], b[value:i])
 		if i = skipWS(b, i); i >= len(b) {
 			return false
 		}

@@ -160,26 +160,46 @@ type Request struct {
 // JSON whitespace. A name that appears twice counts as its last.
 func DecodeRequest(body []byte) (Request, *Failure) {
 	var req Request
-	body = bytes.Trim(body, " \t\r\n")
-	if len(body) == 0 || body[0] != '{' || !flatValid(body) && !json.Valid(body) {
-		return req, Fail(MalformedRequest)
-	}
 	var okName, okKey bool
-	jsonscan.EachMember(body, func(key, value []byte) {
+	member := func(key, value []byte) {
 		switch string(key) {
 		case "AccessName":
 			req.AccessName, okName = jsonString(value)
 		case "AccessKey":
 			req.AccessKey, okKey = jsonString(value)
 		case "action":
-			req.Action, req.ActionOK = jsonString(value)
+			if name, ok := actionNames[string(value)]; ok {
+				req.Action, req.ActionOK = name, true
+			} else {
+				req.Action, req.ActionOK = jsonString(value)
+			}
 		case "orderId":
 			req.OrderID = value
 		}
-	})
+	}
+	// A flat body (flat.go), as every client sends, is checked and read in
+	// one pass; any other is checked by json.Valid and read by jsonscan.
+	if !flatMembers(body, member) {
+		req, okName, okKey = Request{}, false, false
+		body = bytes.Trim(body, " \t\r\n")
+		if len(body) == 0 || body[0] != '{' || !json.Valid(body) {
+			return Request{}, Fail(MalformedRequest)
+		}
+		jsonscan.EachMember(body, member)
+	}
 	req.CredsOK = okName && okKey && req.AccessName != "" && req.AccessKey != ""
 	return req, nil
 }
+
+// actionNames maps each action's name, quoted as a request sends it, to
+// the name: a known action is read without a copy of it.
+var actionNames = func() map[string]string {
+	m := make(map[string]string, len(Actions))
+	for name := range Actions {
+		m[strconv.Quote(name)] = name
+	}
+	return m
+}()
 
 // jsonString decodes a JSON string; anything else (null, a number) is not one.
 func jsonString(raw []byte) (string, bool) {
