@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,9 +11,9 @@ import (
 	"github.com/certorder/certorder/internal/importfile"
 )
 
-// An import and a restore set temp_store on the write connection for
-// their transaction only, whether they succeed or fail.
-func TestBulkTxSetsTempStoreBack(t *testing.T) {
+// An import and a restore change the write connection's settings
+// (bulkPragmas) for their transaction only, whether they succeed or fail.
+func TestBulkTxSetsPragmasBack(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, err := Open(ctx, filepath.Join(t.TempDir(), "test.db"))
@@ -20,11 +21,26 @@ func TestBulkTxSetsTempStoreBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	settings := func() []string {
+		t.Helper()
+		var values []string
+		for _, p := range bulkPragmas {
+			var v string
+			if err := s.write.QueryRowContext(ctx, `PRAGMA `+p.name).Scan(&v); err != nil {
+				t.Fatal(err)
+			}
+			values = append(values, p.name+"="+v)
+		}
+		return values
+	}
+	want := settings()
+	if !slices.Equal(want, []string{"temp_store=0", "mmap_size=268435456", "cache_size=-2000"}) {
+		t.Fatalf("the write connection starts with %q", want)
+	}
 	check := func(after string) {
 		t.Helper()
-		var v int
-		if err := s.write.QueryRowContext(ctx, `PRAGMA temp_store`).Scan(&v); err != nil || v != 0 {
-			t.Fatalf("after %s: temp_store %d, %v; want 0 (default)", after, v, err)
+		if got := settings(); !slices.Equal(got, want) {
+			t.Fatalf("after %s: %q, want %q", after, got, want)
 		}
 	}
 	if err := s.Restore(ctx, export.Read(strings.NewReader(`{"type":"member","name":"alice"}`+"\n"))); err != nil {
