@@ -226,12 +226,12 @@ func retryAfter(d time.Duration) string {
 // clientIP is the request's client address: the peer, or, when the peer is
 // a trusted proxy, the nearest address in X-Forwarded-For that is not one.
 func clientIP(r *http.Request, trusted []netip.Prefix) string {
-	peer, ok := peerAddr(r)
+	peer, host, ok := peerHost(r)
 	if !ok {
 		return r.RemoteAddr
 	}
 	if !isTrusted(peer, trusted) {
-		if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil && peer.Is4() && !strings.Contains(host, ":") {
+		if peer.Is4() && host != "" && !strings.Contains(host, ":") {
 			return host // a dotted quad reads back as written (ParseAddr refuses leading zeros): no new string
 		}
 		return peer.String()
@@ -268,12 +268,22 @@ func limitKey(ip string) string {
 
 // peerAddr is the address of the connection's other end.
 func peerAddr(r *http.Request) (netip.Addr, bool) {
+	a, _, ok := peerHost(r)
+	return a, ok
+}
+
+// peerHost is peerAddr, and the host as RemoteAddr writes it ("" when
+// RemoteAddr has no port).
+func peerHost(r *http.Request) (netip.Addr, string, bool) {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	var a netip.Addr
 	if err != nil {
-		host = r.RemoteAddr
+		host = ""
+		a, err = netip.ParseAddr(r.RemoteAddr)
+	} else {
+		a, err = netip.ParseAddr(host)
 	}
-	a, err := netip.ParseAddr(host)
-	return a.Unmap(), err == nil
+	return a.Unmap(), host, err == nil
 }
 
 // fromTrustedProxy reports whether the request came through a trusted proxy.

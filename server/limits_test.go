@@ -230,6 +230,9 @@ func TestClientIPFromTrustedProxyOnly(t *testing.T) {
 		{"forged entries before the client are ignored", "10.1.2.3:1234", "1.2.3.4, 198.51.100.7", trusted, "198.51.100.7"},
 		{"garbage stops the walk", "10.1.2.3:1234", "198.51.100.7, junk", trusted, "10.1.2.3"},
 		{"IPv6", "[2001:db8::1]:443", "", nil, "2001:db8::1"},
+		{"IPv4-mapped IPv6", "[::ffff:192.0.2.1]:443", "", nil, "192.0.2.1"},
+		{"no port", "192.0.2.1", "", nil, "192.0.2.1"},
+		{"not an address", "pipe", "", nil, "pipe"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// The audit trail records the client IP the server settled on.
