@@ -107,9 +107,9 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, ev *event) *wi
 
 // call answers the request of an admitted body, which it gives back, or
 // returns the failure to answer. (Split from serveAPI, each function's
-// defers are few enough for the compiler to inline them: serveAPI's three
-// among its twelve returns cost 400 instructions a request, in runtime
-// defer records.)
+// defers are few enough for the compiler to open-code them: serveAPI's
+// three among its twelve returns cost 400 instructions a request, in
+// runtime defer records.)
 func (s *Server) call(w http.ResponseWriter, r *http.Request, ev *event, body *[]byte, now time.Time) *wire.Failure {
 	req, f := wire.DecodeRequest(*body)
 	if f != nil {
@@ -170,11 +170,12 @@ func putCall(c *wire.Call) {
 }
 
 // readBody reads a request body of at most MaxBodyBytes within
-// BodyTimeout of start (when the request's headers had come), into a pooled buffer (give it back with putBody). A
-// declared length over the limit is refused at once. A declared length
-// within it bounds what net/http lets be read already, so only a body of
-// unknown length (chunked) goes through http.MaxBytesReader, which also
-// closes the connection after refusing it (an allocation a request else).
+// BodyTimeout of start (when its headers had come), into a pooled buffer
+// (give it back with putBody). A declared length over the limit is refused
+// at once. A declared length within it bounds what net/http lets be read
+// already, so only a body of unknown length (chunked) goes through
+// http.MaxBytesReader, which also closes the connection after refusing it
+// (an allocation a request else).
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, start time.Time) (*[]byte, *wire.Failure) {
 	if r.ContentLength > s.cfg.MaxBodyBytes {
 		return nil, bodyTooLarge()
