@@ -21,7 +21,7 @@ import (
 func TestIncremental(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, testdb.SQLite(t), digicerttest.Options{NoLimits: true}, digicert.WithLimits())
-	if _, err := e.sim.Generate(2500, 3); err != nil {
+	if _, err := e.sim.Generate(1200, 3); err != nil { // two pages of the list (1000 a page)
 		t.Fatal(err)
 	}
 	e.members("alice")

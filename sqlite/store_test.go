@@ -10,6 +10,7 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/export"
 	"github.com/certorder/certorder/internal/importfile"
+	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/sqlite"
 	"github.com/certorder/certorder/storetest"
 )
@@ -17,7 +18,7 @@ import (
 func TestStore(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) certorder.Store {
-		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "test.db"))
+		s, err := sqlite.Open(context.Background(), testdb.SQLite(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -28,7 +29,7 @@ func TestStore(t *testing.T) {
 func TestReopenKeepsData(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "test.db")
+	path := testdb.SQLite(t)
 	s, err := sqlite.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +97,7 @@ func BenchmarkImport(b *testing.B) {
 // Audit rows written before segments are still read and pruned.
 func TestLegacyAudit(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "test.db")
+	path := testdb.SQLite(t)
 	s, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +123,7 @@ func TestCache(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			path := filepath.Join(t.TempDir(), "test.db")
+			path := testdb.SQLite(t)
 			open := func() certorder.Store {
 				s, err := sqlite.Open(context.Background(), path)
 				if err != nil {

@@ -193,8 +193,9 @@ func startServeLog(t *testing.T, c *cli, args ...string) (string, *syncBuffer, *
 // buildBinary builds certorder for tests that need a real process.
 //
 // The binary is built once for every test of the run (linking it takes
-// seconds), in a directory of its own that TestMain removes; with -short
-// the tests that need it are skipped.
+// seconds), in a directory of its own that TestMain removes, with the
+// -ldflags a release build sets (versionLDFlags; TestVersion checks what it
+// prints); with -short the tests that need it are skipped.
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
@@ -208,7 +209,7 @@ func buildBinary(t *testing.T) string {
 		}
 		built.dir = dir
 		bin := filepath.Join(dir, "certorder")
-		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		if out, err := exec.Command("go", "build", "-ldflags", versionLDFlags, "-o", bin, ".").CombinedOutput(); err != nil {
 			built.err = fmt.Errorf("go build: %v\n%s", err, out)
 			return
 		}
@@ -219,6 +220,11 @@ func buildBinary(t *testing.T) string {
 	}
 	return built.bin
 }
+
+// versionLDFlags is what the release build sets, with values of the tests.
+const versionLDFlags = "-X github.com/certorder/certorder/internal/buildinfo.Version=1.2.3" +
+	" -X github.com/certorder/certorder/internal/buildinfo.Commit=0123abc" +
+	" -X github.com/certorder/certorder/internal/buildinfo.Date=2026-11-21T10:00:00Z"
 
 // built is the binary buildBinary made.
 var built struct {

@@ -101,7 +101,7 @@ func TestWrapConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	var stop atomic.Bool
 	var hits, wrong atomic.Int64
-	for w := range 4 {
+	for w := range 2 { // two readers: four on two cores starved the writer (6 s against 2.4 s)
 		wg.Add(1)
 		go func() { // readers
 			defer wg.Done()

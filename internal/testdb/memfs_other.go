@@ -1,0 +1,6 @@
+//go:build !linux
+
+package testdb
+
+// memFS returns "": no directory in memory is known here.
+func memFS() string { return "" }
