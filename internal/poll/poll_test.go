@@ -25,4 +25,11 @@ func TestWithin(t *testing.T) {
 	if !poll.Within(0, func() bool { asked++; return true }) || asked != 1 {
 		t.Fatalf("a condition true at once: asked %d times", asked)
 	}
+	// The waits double: 5, 10, 20, 40, 80 ms, then 100 ms each; about ten
+	// asks in half a second, not the fifty of a fixed 10 ms.
+	asked = 0
+	poll.Within(500*time.Millisecond, func() bool { asked++; return false })
+	if asked > 15 {
+		t.Fatalf("asked %d times in 500 ms", asked)
+	}
 }
