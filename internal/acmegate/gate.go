@@ -79,6 +79,7 @@ const (
 	pebbleFinalize   = "/finalize-order/"
 	pebbleKeyChange  = "/rollover-account-key"
 	pebbleRevoke     = "/revoke-cert"
+	pebbleChallenge  = "/chalZ/"
 )
 
 // Config sets a Gate up.
@@ -207,6 +208,12 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			g.issuances = append(g.issuances, Issuance{OrderID: t.orderID, Action: t.action, ACMEOrder: id})
 			g.mu.Unlock()
 		}
+	case strings.HasPrefix(p, pebbleChallenge) && r.Method == http.MethodPost:
+		// The answer to a challenge says when to ask again (Retry-After,
+		// RFC 8555's way): Pebble says nothing there, and lego then waits
+		// its default 5 s before asking (TestACMEWithLego 7.6 -> 0.5-2.3 s).
+		w.Header().Set("Retry-After", "1")
+		g.pebble.ServeHTTP(w, r)
 	default:
 		g.pebble.ServeHTTP(w, r)
 	}
