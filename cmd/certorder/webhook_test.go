@@ -263,7 +263,7 @@ func TestWebhookSurvivesKill(t *testing.T) {
 		t.Fatal(err, errOut)
 	}
 	bin := buildBinary(t)
-	args := []string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--webhook-allow-private", "--webhook-timeout", "2s"}
+	args := []string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--webhook-allow-private", "--webhook-timeout", "1s"}
 	p := startProcess(t, bin, args...)
 	c.ok("admin", "order", "renew", "1", "2")
 	var first received
@@ -281,7 +281,7 @@ func TestWebhookSurvivesKill(t *testing.T) {
 	}
 	p.cmd.Wait()
 	startProcess(t, bin, args...)
-	got := rc.wait(2) // after the lease (timeout + 5 s)
+	got := rc.wait(2) // after the lease (timeout + 5 s: 6 s)
 	if got[1].id != first.id || got[1].typ != "order.renewed" {
 		t.Fatalf("after the restart: %+v, first %+v", got[1], first)
 	}
