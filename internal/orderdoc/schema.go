@@ -109,24 +109,28 @@ var kindText = map[kind]string{
 	kindObject:         "an object",
 }
 
-// check reports whether value, of the field at path, holds what r allows.
-func (r rule) check(path string, value json.RawMessage) error {
+// check reports whether value, of the field key of the object at parent
+// ("" for the document, else the path with a dot), holds what r allows.
+// The path is put together only for an object's members and for an error:
+// it was two strings allocated a field.
+func (r rule) check(parent, key string, value json.RawMessage) error {
 	if !r.holds(value) {
-		return fmt.Errorf("%s must be %s, not %s", path, kindText[r.kind], snippet(value))
+		return fmt.Errorf("%s%s must be %s, not %s", parent, key, kindText[r.kind], snippet(value))
 	}
 	if r.kind != kindObject || r.fields == nil {
 		return nil
 	}
 	fields, err := readObject(value, true)
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s%s: %w", parent, key, err)
 	}
+	path := parent + key + "."
 	for _, f := range fields {
-		if err := sameCase(path+".", f.key, r.fields); err != nil {
+		if err := sameCase(path, f.key, r.fields); err != nil {
 			return err
 		}
 		if sub, ok := r.fields[f.key]; ok {
-			if err := sub.check(path+"."+f.key, f.value); err != nil {
+			if err := sub.check(path, f.key, f.value); err != nil {
 				return err
 			}
 		}
@@ -158,11 +162,9 @@ func sameCase(path, key string, known map[string]rule, also ...string) error {
 func (r rule) holds(v json.RawMessage) bool {
 	switch r.kind {
 	case kindString:
-		_, ok := text(v)
-		return ok
+		return isText(v)
 	case kindStringOrNumber:
-		_, ok := text(v)
-		return ok || isInt(v) || isNumber(v)
+		return isText(v) || isInt(v) || isNumber(v)
 	case kindInt:
 		return isInt(v)
 	case kindIntOrDigits:
@@ -238,6 +240,16 @@ func names(v json.RawMessage) ([]string, bool) {
 	return out, true
 }
 
+// isText reports whether text(v) succeeds, without making the string in
+// the usual case.
+func isText(v json.RawMessage) bool {
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' && jsonscan.Plain(v[1:len(v)-1]) {
+		return true
+	}
+	_, ok := text(v)
+	return ok
+}
+
 // text decodes a JSON string holding no NUL (which PostgreSQL's text refuses).
 func text(v json.RawMessage) (string, bool) {
 	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' && jsonscan.Plain(v[1:len(v)-1]) {
@@ -254,7 +266,9 @@ func text(v json.RawMessage) (string, bool) {
 // that fits an int64.
 func isInt(v json.RawMessage) bool {
 	digits := bytes.TrimPrefix(v, []byte("-"))
-	if len(digits) == 0 || len(digits) > 1 && digits[0] == '0' || bytes.ContainsAny(digits, "+ ") {
+	// ParseInt refuses what does not start with a digit here; not asked, it
+	// makes no error (a string or null in a count field made three a document).
+	if len(digits) == 0 || digits[0] < '0' || digits[0] > '9' || len(digits) > 1 && digits[0] == '0' || bytes.ContainsAny(digits, "+ ") {
 		return false
 	}
 	_, err := strconv.ParseInt(string(v), 10, 64)
