@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"iter"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -31,7 +30,6 @@ func (e *env) orderImport(fs *flag.FlagSet) adminFunc {
 			return err
 		}
 		defer r.Close()
-		defer e.importGC()()
 		n, err := store.ImportOrders(ctx, *member, withStatus(importfile.Decode(r)))
 		if err != nil {
 			return fmt.Errorf("nothing imported: %w", err)
@@ -39,22 +37,6 @@ func (e *env) orderImport(fs *flag.FlagSet) adminFunc {
 		fmt.Fprintf(e.stdout, "imported %d order(s) for member %s\n", n, *member)
 		return nil
 	}
-}
-
-// importGC sets the garbage collector's target to 400% for an import,
-// unless GOGC is set in the environment, and returns what sets it back. Its
-// live heap is small (the orders in flight, a few MB) and it allocates for
-// every order, so at the default 100% the collector ran often, stopping the
-// parsing goroutines each time. 200,000 orders imported with SQLite, CPU at
-// 100% and at 400% in turn: 13.4, 13.2 -> 10.2, 11.9 s, then 15.1, 15.2 ->
-// 13.0, 13.5 s; peak RSS 110 -> 135-140 MB. A restore showed no clear gain
-// (12.0 s against 11.5 s, the mean of four runs each): left at 100%.
-func (e *env) importGC() func() {
-	if e.getenv("GOGC") != "" {
-		return func() {}
-	}
-	was := debug.SetGCPercent(400)
-	return func() { debug.SetGCPercent(was) }
 }
 
 // withStatus refuses an order without a status: OrderInfo answers with

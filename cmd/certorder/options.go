@@ -108,7 +108,7 @@ func (c *serveConfig) options() []option {
 		{"acme-url-template", "CERTORDER_ACME_URL_TEMPLATE", "show members, on each order's page, this ACME directory URL with the newest order of the chain in place of {orderId}, e.g. https://one.digicert.com/mpki/api/v1/acme/v2/directory?action=renew&orderId={orderId}", stringVar(&c.acmeURLTemplate, "")},
 		{"trusted-proxy", "CERTORDER_TRUSTED_PROXIES", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed", stringVar(&c.trusted, "")},
 		{"sync-every", "CERTORDER_SYNC_EVERY", "sync orders from DigiCert CertCentral this often, as certorder sync does; 0 turns it off", durationVar(&c.syncEvery, 0)},
-		{"", "GOGC", "the Go runtime's; unset, serve and order import collect at 400", stringVar(&c.gogc, "")},
+		{"", "GOGC", "the Go runtime's; unset, serve collects at 400", stringVar(&c.gogc, "")},
 		{"", "GOMEMLIMIT", "the Go runtime's; unset, serve limits memory to the cache and its headroom", stringVar(&c.goMemLimit, "")},
 		{"", "JOURNAL_STREAM", "systemd's; set, serve leaves out its plain lines for a terminal", stringVar(&c.journalStream, "")},
 	}, c.upstream.options()...)
