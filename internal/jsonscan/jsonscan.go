@@ -48,15 +48,25 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// stringEnd returns the index just past the string that starts at b[i].
+// stringEnd returns the index just past the string that starts at b[i]:
+// past the first quote after it with an even run of backslashes before it
+// (none escaped). It looks for quotes with bytes.IndexByte rather than at
+// every byte: a CSR's 300 bytes are a fifth of a loadbench order.
 func stringEnd(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
+	for i++; i < len(b); {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			break
 		}
+		q += i
+		n := 0 // backslashes just before the quote
+		for n < q-i && b[q-1-n] == '\\' {
+			n++
+		}
+		if n%2 == 0 {
+			return q + 1
+		}
+		i = q + 1
 	}
 	return len(b)
 }

@@ -55,10 +55,15 @@ func TestParseRefuses(t *testing.T) {
 		"status a number":    `{"OrderId":5,"status":1,"certificate":{"valid_till":"2030-01-01"}}`,
 		"trailing data":      `{"OrderId":5,"certificate":{"valid_till":"2030-01-01"}} x`,
 		// encoding/json would read these as the spec's fields, unchecked.
-		"product, other case":    `{"OrderId":5,"produCt":0,"certificate":{"valid_till":"2030-01-01"}}`,
-		"valid_till, other case": `{"OrderId":5,"status":"pending","certificate":{"Valid_Till":"someday"}}`,
-		"name_id, other case":    `{"OrderId":5,"product":{"Name_ID":1},"certificate":{"valid_till":"2030-01-01"}}`,
-		"OrderId, other case":    `{"OrderId":5,"orderid":"x","certificate":{"valid_till":"2030-01-01"}}`,
+		"product, other case":        `{"OrderId":5,"produCt":0,"certificate":{"valid_till":"2030-01-01"}}`,
+		"valid_till, other case":     `{"OrderId":5,"status":"pending","certificate":{"Valid_Till":"someday"}}`,
+		"name_id, other case":        `{"OrderId":5,"product":{"Name_ID":1},"certificate":{"valid_till":"2030-01-01"}}`,
+		"OrderId, other case":        `{"OrderId":5,"orderid":"x","certificate":{"valid_till":"2030-01-01"}}`,
+		"is_renewed, other case":     `{"OrderId":5,"Is_Renewed":false,"certificate":{"valid_till":"2030-01-01"}}`,
+		"days_remaining, other case": `{"OrderId":5,"certificate":{"valid_till":"2030-01-01","DAYS_REMAINING":1}}`,
+		// Unicode folding: the Kelvin sign is k, the long s is s.
+		"key_size, Kelvin sign": `{"OrderId":5,"certificate":{"valid_till":"2030-01-01","\u212aey_size":"x"}}`,
+		"status, long s":        `{"OrderId":5,"\u017ftatus":1,"certificate":{"valid_till":"2030-01-01"}}`,
 	} {
 		if _, err := orderdoc.Parse([]byte(doc)); err == nil {
 			t.Errorf("%s: accepted %s", name, doc)
