@@ -142,8 +142,13 @@ func TestVersion(t *testing.T) {
 			t.Errorf("certorder %s: %q", args[0], out)
 		}
 	}
-	// What the release build sets with -ldflags (versionLDFlags) is what it prints.
-	bin := buildBinary(t)
+	// What the release build sets with -ldflags is what it prints.
+	bin := filepath.Join(t.TempDir(), "certorder")
+	const pkg = "github.com/certorder/certorder/internal/buildinfo"
+	ldflags := "-X " + pkg + ".Version=1.2.3 -X " + pkg + ".Commit=0123abc -X " + pkg + ".Date=2026-11-21T10:00:00Z"
+	if out, err := exec.Command("go", "build", "-ldflags", ldflags, "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
 	out, err := exec.Command(bin, "version").Output()
 	if err != nil || !strings.HasPrefix(string(out), "certorder 1.2.3 (commit 0123abc, built 2026-11-21T10:00:00Z, go1.") {
 		t.Fatalf("version: %v %q", err, out)

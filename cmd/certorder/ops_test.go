@@ -191,41 +191,38 @@ func startServeLog(t *testing.T, c *cli, args ...string) (string, *syncBuffer, *
 	return endpoint, stdout, stderr
 }
 
-// buildBinary builds certorder for tests that need a real process.
-//
-// The binary is built once for every test of the run (linking it takes
-// seconds), in a directory of its own that TestMain removes, with the
-// -ldflags a release build sets (versionLDFlags; TestVersion checks what it
-// prints); with -short the tests that need it are skipped.
+// buildBinary gives the tests that need a real process a certorder to run:
+// this test binary under the name certorder (a symbolic link in a directory
+// of its own that TestMain removes), which TestMain turns into certorder's
+// main and nothing else. It is the same code as a go build of the command,
+// without the seconds of linking one more binary before the first process
+// test can start (TestVersion builds one, to check what -ldflags sets); with
+// -short the tests that need it are skipped.
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("builds and runs certorder as a process: not with -short")
+		t.Skip("runs certorder as a process: not with -short")
 	}
 	built.once.Do(func() {
-		dir, err := os.MkdirTemp("", "certorder-test-bin-")
+		self, err := os.Executable()
 		if err != nil {
 			built.err = err
 			return
 		}
-		built.dir = dir
-		bin := filepath.Join(dir, "certorder")
-		if out, err := exec.Command("go", "build", "-ldflags", versionLDFlags, "-o", bin, ".").CombinedOutput(); err != nil {
-			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+		if built.dir, err = os.MkdirTemp("", "certorder-test-bin-"); err != nil {
+			built.err = err
 			return
 		}
-		built.bin = bin
+		bin := filepath.Join(built.dir, "certorder")
+		if built.err = os.Symlink(self, bin); built.err == nil {
+			built.bin = bin
+		}
 	})
 	if built.err != nil {
 		t.Fatal(built.err)
 	}
 	return built.bin
 }
-
-// versionLDFlags is what the release build sets, with values of the tests.
-const versionLDFlags = "-X github.com/certorder/certorder/internal/buildinfo.Version=1.2.3" +
-	" -X github.com/certorder/certorder/internal/buildinfo.Commit=0123abc" +
-	" -X github.com/certorder/certorder/internal/buildinfo.Date=2026-11-21T10:00:00Z"
 
 // built is the binary buildBinary made.
 var built struct {
@@ -235,6 +232,10 @@ var built struct {
 }
 
 func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == "certorder" { // run by a process test (buildBinary)
+		main()
+		os.Exit(0)
+	}
 	testdb.WaitBoundParallel() // these tests wait on processes, timers and the network
 	// For TestACMEWithLego's Pebble, the only reader: set here so that the
 	// test can run in parallel, which t.Setenv forbids.
