@@ -309,7 +309,6 @@ func TestGracefulShutdown(t *testing.T) {
 	p := startProcess(t, bin, "serve", "--demo", "--addr", "127.0.0.1:0", "--db", testdb.SQLite(t),
 		"--log-format", "json", "--rate-limit", "0", "--ip-rate-limit", "0",
 		"--shutdown-drain", "500ms") // the load keeps a drain going to its end: 2 s of it took 2 s of both cores
-
 	endpoint := p.endpoint
 	key := p.waitFor(p.stdout, `AccessKey:\s+(\S+)`) // stdout travels in a pipe of its own
 

@@ -9,29 +9,29 @@ import (
 	"time"
 )
 
-// The wait between two asks starts at FirstInterval, so that a wait ends
-// soon after its condition holds, and doubles up to MaxInterval, so that a
+// The wait between two asks starts at firstInterval, so that a wait ends
+// soon after its condition holds, and doubles up to maxInterval, so that a
 // long wait on a costly condition (a CLI command that opens a store, an
 // HTTP request) does not take the CPU the test is waiting for: at a fixed
 // 10 ms, cmd/certorder's polls were about a tenth of its tests' CPU.
 const (
-	FirstInterval = 5 * time.Millisecond
-	MaxInterval   = 100 * time.Millisecond
+	firstInterval = 5 * time.Millisecond
+	maxInterval   = 100 * time.Millisecond
 )
 
-// Within asks cond, then again after FirstInterval, doubling the wait up to
-// MaxInterval, until it returns true or d has passed; it reports whether
+// Within asks cond, then again after firstInterval, doubling the wait up to
+// maxInterval, until it returns true or d has passed; it reports whether
 // cond held. cond runs on the caller's goroutine, so a test's cond may call
 // t.Fatal.
 func Within(d time.Duration, cond func() bool) bool {
 	end := time.Now().Add(d)
-	wait := FirstInterval
+	wait := firstInterval
 	for !cond() {
 		if time.Now().After(end) {
 			return false
 		}
 		time.Sleep(wait)
-		wait = min(2*wait, MaxInterval)
+		wait = min(2*wait, maxInterval)
 	}
 	return true
 }

@@ -70,18 +70,18 @@ func WithParam(dsn, key, value string) string {
 }
 
 // SQLite returns the path of a new SQLite file in a directory of the
-// test's own (Dir).
+// test's own (newDir).
 func SQLite(t testing.TB) string {
-	return filepath.Join(Dir(t), "certorder.db")
+	return filepath.Join(newDir(t), "certorder.db")
 }
 
-// Dir returns a new directory, removed when the test ends: in memory
+// newDir returns a new directory, removed when the test ends: in memory
 // (memFS) where the machine has room there, else t.TempDir(). The store
 // tests check what the store writes and reads, not the disk's fsync; on
 // disk, a new SQLite store's migrations alone took 28 ms against 11 ms in
 // memory, and the server package's tests 6.4 s of CPU (6.6 s of wall time)
 // against 4.4 s (2.9 s).
-func Dir(t testing.TB) string {
+func newDir(t testing.TB) string {
 	t.Helper()
 	mem := memFS()
 	if mem == "" {
