@@ -51,15 +51,7 @@ func (s *Store) bulkTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		}
 		defer conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA `+p.name+` = `+was)
 	}
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
+	return inTx(ctx, conn, fn)
 }
 
 // idsJSON is ids as a JSON array, for json_each.

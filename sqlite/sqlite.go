@@ -256,7 +256,13 @@ func parseTime(s sql.NullString) time.Time {
 	return t
 }
 
-func inTx(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) error {
+// txBeginner is a *sql.DB or one of its *sql.Conn (bulkTx's).
+type txBeginner interface {
+	BeginTx(context.Context, *sql.TxOptions) (*sql.Tx, error)
+}
+
+// inTx runs fn in a transaction of db, committed unless fn fails.
+func inTx(ctx context.Context, db txBeginner, fn func(tx *sql.Tx) error) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
