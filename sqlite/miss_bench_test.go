@@ -4,13 +4,11 @@ import (
 	"context"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/certorder/certorder"
-	"github.com/certorder/certorder/internal/importfile"
 )
 
 // BenchmarkMiss reads orders of member 1 the cache does not hold, as a
@@ -46,40 +44,4 @@ func BenchmarkMiss(b *testing.B) {
 			}
 		}
 	})
-}
-
-// BenchmarkImportFile imports the file CERTORDER_BENCH_IMPORT (cmd/loadbench
-// orders N FILE writes one) into a new store per op.
-func BenchmarkImportFile(b *testing.B) {
-	path := os.Getenv("CERTORDER_BENCH_IMPORT")
-	if path == "" {
-		b.Skip("CERTORDER_BENCH_IMPORT names an import file")
-	}
-	ctx := context.Background()
-	for b.Loop() {
-		b.StopTimer()
-		s, err := Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := s.AddMember(ctx, "bench"); err != nil {
-			b.Fatal(err)
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		c0 := processCPU()
-		b.StartTimer()
-		n, err := s.ImportOrders(ctx, "bench", importfile.Decode(f))
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "orders/s")
-		b.ReportMetric((processCPU() - c0).Seconds(), "cpu-s/op")
-		f.Close()
-		s.Close()
-		b.StartTimer()
-	}
 }
