@@ -46,7 +46,6 @@ func newEnv(t testing.TB, dsn string, simOpts digicerttest.Options, clientOpts .
 	e.sim = digicerttest.NewServer(simOpts)
 	ts := httptest.NewServer(e.sim)
 	t.Cleanup(ts.Close)
-	testdb.SerialSync(t, strings.HasPrefix(dsn, "postgres"))
 	store, err := stores.Open(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)

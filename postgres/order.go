@@ -167,7 +167,7 @@ func linkLookup(tx pgx.Tx) func(context.Context, int64) (certorder.OrderLink, er
 // RecordRenewal records that newID renewed oldID. Both must be stored.
 func (s *Store) RecordRenewal(ctx context.Context, oldID, newID int64) error {
 	return s.wrap("record renewal", s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockRenewals); err != nil {
+		if err := lockTx(ctx, tx, lockRenewals); err != nil {
 			return err
 		}
 		changed, err := certorder.CheckRecordRenewal(ctx, oldID, newID, linkLookup(tx))
@@ -210,7 +210,7 @@ type orderTx struct {
 // newOrderTx takes the renewals lock, so that two writers cannot build a
 // renewal cycle between them.
 func newOrderTx(ctx context.Context, tx pgx.Tx) (*orderTx, error) {
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockRenewals); err != nil {
+	if err := lockTx(ctx, tx, lockRenewals); err != nil {
 		return nil, err
 	}
 	return &orderTx{tx: tx}, nil

@@ -36,13 +36,29 @@ type Store struct {
 	cache  atomic.Pointer[cache] // nil until StartCache
 }
 
-// Lock keys for pg_advisory_xact_lock: one serialises migrations across
-// instances starting at once, the other serialises writes to the renewal
-// relation so that two imports cannot build a cycle between them.
+// The advisory locks, in PostgreSQL's two-key form: the first key names the
+// lock, the second is the schema's (schemaKey), so that instances sharing
+// a schema wait on each other and certorders in different schemas of one
+// database (staging beside production; each test its own) never do.
+// lockMigrations serialises migrations across instances starting at once;
+// lockRenewals serialises writes to the renewal relation, so that two
+// imports cannot build a cycle between them; lockSync (sync.go) is held by
+// the one sync that runs.
 const (
-	lockMigrations int64 = 0x63657274_0001 // "cert" 1
-	lockRenewals   int64 = 0x63657274_0002
+	lockMigrations int32 = 0x63657201 // "cer" 1
+	lockRenewals   int32 = 0x63657202
+	lockSync       int32 = 0x63657203
 )
+
+// schemaKey is the advisory locks' second key: a hash of the schema the
+// store's tables are in (a collision only makes two schemas share a lock).
+const schemaKey = `hashtext(coalesce(current_schema(), ''))`
+
+// lockTx takes an advisory lock until tx ends.
+func lockTx(ctx context.Context, tx pgx.Tx, lock int32) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, `+schemaKey+`)`, lock)
+	return err
+}
 
 // Open connects to the database named by dsn (a postgres:// URL or a
 // key=value string; pgx's pool_max_conns sets the pool size) and applies
@@ -82,7 +98,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		return err
 	}
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockMigrations); err != nil {
+		if err := lockTx(ctx, tx, lockMigrations); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -16,7 +16,7 @@ import (
 // Restore loads an export into the empty store, in one transaction.
 func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record, error]) error {
 	return s.wrap("restore", s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockRenewals); err != nil {
+		if err := lockTx(ctx, tx, lockRenewals); err != nil {
 			return err
 		}
 		var n int

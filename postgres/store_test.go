@@ -56,6 +56,39 @@ func TestConcurrentMigrations(t *testing.T) {
 	}
 }
 
+// The advisory locks are per schema: two instances on one schema share the
+// sync lock, a certorder in another schema of the database has its own.
+func TestLocksPerSchema(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	open := func(dsn string) *postgres.Store {
+		s, err := postgres.Open(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	one := testdb.Postgres(t)
+	a, a2, b := open(one), open(one), open(testdb.Postgres(t))
+	lock, ok, err := a.LockSync(ctx)
+	if err != nil || !ok {
+		t.Fatalf("the first instance did not take the sync lock: %v", err)
+	}
+	defer lock.Release()
+	if other, ok, err := a2.LockSync(ctx); err != nil || ok {
+		if other != nil {
+			other.Release()
+		}
+		t.Fatalf("a second instance on the same schema took the sync lock too (err %v)", err)
+	}
+	other, ok, err := b.LockSync(ctx)
+	if err != nil || !ok {
+		t.Fatalf("an instance on another schema waited for the first schema's sync lock: %v", err)
+	}
+	other.Release()
+}
+
 func TestBadDSN(t *testing.T) {
 	t.Parallel()
 	if _, err := postgres.Open(context.Background(), "postgres://u:secretpw@127.0.0.1:1/x?connect_timeout=1"); err == nil {

@@ -14,10 +14,6 @@ import (
 	"github.com/certorder/certorder/internal/orderdoc"
 )
 
-// lockSync is the session-level advisory lock one sync holds for its
-// whole run, so that of several instances on one database one syncs.
-const lockSync int64 = 0x63657274_0003
-
 // LinkContainer ties a member to a division.
 func (s *Store) LinkContainer(ctx context.Context, member string, container int64) error {
 	if container <= 0 {
@@ -219,7 +215,7 @@ func (s *Store) LockSync(ctx context.Context) (certorder.SyncLock, bool, error) 
 		return nil, false, s.wrap("sync lock", err)
 	}
 	var ok bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, lockSync).Scan(&ok); err != nil {
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, `+schemaKey+`)`, lockSync).Scan(&ok); err != nil {
 		conn.Release()
 		return nil, false, s.wrap("sync lock", err)
 	}
@@ -249,7 +245,7 @@ func (l *sessionLock) Check(ctx context.Context) error {
 func (l *sessionLock) Release() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	l.conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, lockSync)
+	l.conn.Exec(ctx, `SELECT pg_advisory_unlock($1, `+schemaKey+`)`, lockSync)
 	l.conn.Hijack().Close(ctx)
 }
 

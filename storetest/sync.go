@@ -12,8 +12,6 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/ccsync"
 	"github.com/certorder/certorder/internal/orderdoc"
-	"github.com/certorder/certorder/internal/poll"
-	"github.com/certorder/certorder/internal/testdb"
 )
 
 // upstream makes an upstream order in the given division from OrderJSON,
@@ -274,22 +272,8 @@ func testSyncState(t *testing.T, s certorder.Store) {
 }
 
 func testSyncLock(t *testing.T, s certorder.Store) {
-	// PostgreSQL (the store whose instances are awaited) shares its sync
-	// lock with every test process on the database: wait for their syncs.
-	_, shared := s.(certorder.InstanceAwaiter)
-	testdb.SerialSync(t, shared)
 	ctx := context.Background()
-	// take is LockSync that, on PostgreSQL, waits up to 30 s while a test
-	// run SerialSync does not reach (another checkout's, on the same
-	// database) holds the lock.
-	take := func() (lock certorder.SyncLock, ok bool, err error) {
-		poll.Within(30*time.Second, func() bool {
-			lock, ok, err = s.LockSync(ctx)
-			return ok || err != nil || !shared
-		})
-		return lock, ok, err
-	}
-	lock, ok, err := take()
+	lock, ok, err := s.LockSync(ctx)
 	must(t, err)
 	if !ok {
 		t.Fatal("a free lock was not taken")
@@ -302,7 +286,7 @@ func testSyncLock(t *testing.T, s certorder.Store) {
 		t.Fatalf("the lock was taken twice: %v", err)
 	}
 	lock.Release()
-	lock, ok, err = take()
+	lock, ok, err = s.LockSync(ctx)
 	must(t, err)
 	if !ok {
 		t.Fatal("a released lock was not taken again")

@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -66,23 +65,13 @@ func (u *upstream) requests() int {
 }
 
 // syncCLI is a cli whose environment points the sync at u, limits off.
-// On PostgreSQL the test first waits for other tests' syncs to end
-// (testdb.SerialSync).
 func syncCLI(t *testing.T, dsn string, u *upstream) *cli {
-	if _, held := pgSyncHolders.LoadOrStore(t, true); !held {
-		testdb.SerialSync(t, strings.HasPrefix(dsn, "postgres"))
-		t.Cleanup(func() { pgSyncHolders.Delete(t) })
-	}
 	c := newStoreCLI(t, dsn)
 	c.env["CERTORDER_DIGICERT_URL"] = u.url
 	c.env["CERTORDER_DIGICERT_API_KEY"] = simKey
 	c.env["CERTORDER_DIGICERT_LIMITS"] = "off"
 	return c
 }
-
-// pgSyncHolders are the tests that called testdb.SerialSync (a test may
-// make several clis, and must call it once).
-var pgSyncHolders sync.Map
 
 // sync runs certorder sync, which must succeed, and returns its summary line.
 func (c *cli) sync(args ...string) (summary, stdout string) {

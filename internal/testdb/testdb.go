@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -119,31 +118,4 @@ func WaitBoundParallel() {
 	if !explicit {
 		flag.Set("test.parallel", strconv.Itoa(max(8, runtime.GOMAXPROCS(0))))
 	}
-}
-
-// serialSyncKey is the advisory lock SerialSync holds; no store uses it.
-const serialSyncKey int64 = 0x63657274_7465
-
-// SerialSync makes the test, when it runs on PostgreSQL (onPostgres), the only
-// one of every test process using CERTORDER_TEST_POSTGRES that may take a
-// store's sync lock, until it ends: that lock is an advisory lock of the
-// whole database, which every test's schema shares, so that two tests
-// syncing at once would find it taken. A test must not call it twice.
-func SerialSync(t testing.TB, onPostgres bool) {
-	t.Helper()
-	base := os.Getenv(EnvDSN)
-	if base == "" || !onPostgres {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("PostgreSQL at %s: %v", EnvDSN, err)
-	}
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", serialSyncKey); err != nil {
-		conn.Close(context.Background())
-		t.Fatalf("waiting for the other tests' syncs: %v", err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) }) // the session's end releases the lock
 }
