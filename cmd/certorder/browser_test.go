@@ -65,6 +65,23 @@ func artifacts(t *testing.T) string {
 	return dir
 }
 
+// profileDir is a directory for Chromium's profile, removed when the test
+// ends. Chromium's helper processes may still write in it for a moment
+// after the browser has exited (t.TempDir's removal failed in CI with
+// "directory not empty"), so the removal is tried again for a while.
+func profileDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "certorder-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !poll.Within(10*time.Second, func() bool { err = os.RemoveAll(dir); return err == nil }) {
+			t.Errorf("removing Chromium's profile: %v", err)
+		}
+	})
+	return dir
+}
+
 // violation is one failed axe-core rule on a page.
 type violation struct {
 	ID     string   `json:"id"`
@@ -147,7 +164,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("lang", "en-US"),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profileDir(t)),
 		chromedp.WindowSize(1280, 900),
 	)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
