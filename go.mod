@@ -12,6 +12,7 @@ require (
 	github.com/klauspost/compress v1.20.1
 	github.com/letsencrypt/pebble/v2 v2.10.1
 	github.com/prometheus/client_golang v1.25.0
+	github.com/segmentio/encoding v0.5.4
 	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	golang.org/x/term v0.47.0
 	golang.org/x/text v0.43.0
@@ -44,6 +45,7 @@ require (
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
+	github.com/segmentio/asm v1.1.3 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect

@@ -56,3 +56,18 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzValid checks that the validator Parse uses (segmentio's json.Valid)
+// accepts exactly what encoding/json's does.
+func FuzzValid(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":[1,-0.5e+3,true,null,"\u00e9\n"]}`, "{\"a\":\"\xff\"}", `{"a":01}`, `{"a":1.}`,
+		`{"a":-}`, `{"a":"\x"}`, "{\"a\":\"\x01\"}", ` {"a" : 1 } `, "\ufeff{}", `{"a":1,}`, `[1,2]`, `"s"`, `1e5`, `{"a":"\ud800"}`} {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(benchDoc))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if std, got := json.Valid(data), orderdoc.Valid(data); std != got {
+			t.Fatalf("encoding/json says %v, Parse's validator %v, of %q", std, got, data)
+		}
+	})
+}

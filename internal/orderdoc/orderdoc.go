@@ -2,8 +2,8 @@
 // it, into the Order to store: it checks every field the spec types
 // (schema.go) and compacts the document, keeping every value as it was
 // sent. The import, the sync, a restore and the stores' sync writes all
-// parse with it. It imports the standard library, the root package and
-// internal/jsonscan.
+// parse with it. It imports the standard library, the root package,
+// internal/jsonscan and segmentio's JSON validator.
 package orderdoc
 
 import (
@@ -11,6 +11,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/jsonscan"
@@ -31,10 +33,10 @@ type field struct {
 
 // readObject splits a JSON object into its members, in order. Duplicate
 // member names are refused: which one would count is anybody's guess.
-// checked says data already passed json.Valid (a member of a checked object).
+// checked says data already passed valid (a member of a checked object).
 func readObject(data []byte, checked bool) ([]field, error) {
 	data = bytes.Trim(data, " \t\r\n")
-	if !checked && !json.Valid(data) {
+	if !checked && !valid(data) {
 		var v any
 		err := json.Unmarshal(data, &v) // for a message that says where
 		return nil, fmt.Errorf("not valid JSON: %v", err)
@@ -56,6 +58,12 @@ func readObject(data []byte, checked bool) ([]field, error) {
 	})
 	return fields, dup
 }
+
+// valid is segmentio's json.Valid, which accepts what encoding/json's
+// does (FuzzValid compares them) in a third of the time: 2.3 µs against
+// 7–8 for a loadbench order, a sixth of Parse, whose every caller (an
+// import of a million orders parses a million) checks the whole document.
+func valid(data []byte) bool { return segjson.Valid(data) }
 
 // fieldName is key as a string: the schema's own string for a name it
 // knows, which costs no allocation (a document's every field did).

@@ -1,0 +1,4 @@
+package orderdoc
+
+// Valid is valid, for FuzzValid.
+var Valid = valid
