@@ -102,9 +102,10 @@ func TestWebhookTwoInstancesSlowReceiver(t *testing.T) {
 		c.ok("admin", "member", "add", name)
 		rc := newReceiver(t)
 		rc.addEndpoint(c, name, "--events", "order.status_changed")
-		// The slow receiver: 1.3 s within the timeout (2 s), so that no
-		// attempt times out and is sent again (with 1 s, one did at load 9:
-		// a duplicate, as at-least-once delivery allows).
+		// The slow receiver: 0.7 s an answer, 1.3 s short of the timeout
+		// (2 s), so that no attempt times out and is sent again (with a 1 s
+		// timeout, one did at load 9: a duplicate, as at-least-once
+		// delivery allows).
 		rc.answer = func(received, int) int { time.Sleep(700 * time.Millisecond); return 204 }
 		rcs = append(rcs, rc)
 		importOrders(t, c, name, m*100+1, m*100+each, "issued")
