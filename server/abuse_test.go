@@ -104,32 +104,43 @@ func TestSlowBodies(t *testing.T) {
 		addresses, perAddress, latencies[len(latencies)/2], latencies[len(latencies)-1])
 }
 
-// A slow body is cut at the body deadline with 408; one address cannot
-// hold more than MaxPerIP requests open.
+// One address cannot hold more than MaxPerIP requests open; a slow body is
+// cut at the body deadline with 408, which gives its place back. (Two
+// fixtures: with one short deadline for both, a machine busy for longer
+// than the deadline freed the places before the third request came, and
+// the test failed once under the full suite with PostgreSQL and Chromium.)
 func TestBodyDeadlineAndPerIP(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, testdb.SQLite(t), server.Config{Limits: server.Limits{MaxPerIP: 2, BodyTimeout: 300 * time.Millisecond}})
-	host := strings.TrimPrefix(strings.TrimSuffix(f.url, "/api/digicert/"), "http://")
-	open := func() net.Conn {
+	open := func(f *fixture) net.Conn {
+		host := strings.TrimPrefix(strings.TrimSuffix(f.url, "/api/digicert/"), "http://")
 		conn, err := net.DialTimeout("tcp", host, 2*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { conn.Close() })
 		fmt.Fprintf(conn, "POST /api/digicert/ HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
 		return conn
 	}
-	a, b := open(), open()
-	defer a.Close()
-	defer b.Close()
-	// Until both hold the address's places: a third request is refused.
 	var status int
 	var got string
-	if !poll.Within(10*time.Second, func() bool { status, got = f.post(t, f.alice("Auth")); return status == 429 }) ||
+	held := newFixture(t, testdb.SQLite(t), server.Config{Limits: server.Limits{MaxPerIP: 2, BodyTimeout: time.Minute}})
+	a, b := open(held), open(held)
+	// Until both hold the address's places: a third request is refused.
+	if !poll.Within(10*time.Second, func() bool { status, got = held.post(t, held.alice("Auth")); return status == 429 }) ||
 		got != rateLimited {
 		t.Fatalf("a third request from the address: %d %s", status, got)
 	}
-	a.SetReadDeadline(time.Now().Add(3 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(a), nil)
+	a.Close()
+	b.Close()
+	// Until both places are free again.
+	if !poll.Within(10*time.Second, func() bool { status, got = held.post(t, held.alice("Auth")); return status == 200 }) {
+		t.Fatalf("after the slow requests went: %d %s", status, got)
+	}
+
+	f := newFixture(t, testdb.SQLite(t), server.Config{Limits: server.Limits{MaxPerIP: 1, BodyTimeout: 300 * time.Millisecond}})
+	c := open(f)
+	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,10 +148,9 @@ func TestBodyDeadlineAndPerIP(t *testing.T) {
 	if resp.StatusCode != 408 || strings.TrimSpace(string(cut)) != e100 {
 		t.Fatalf("a body slower than the deadline: %d %s", resp.StatusCode, cut)
 	}
-	b.Close()
-	// Until both places are free again.
-	if !poll.Within(10*time.Second, func() bool { status, got = f.post(t, f.alice("Auth")); return status == 200 }) {
-		t.Fatalf("after the slow requests: %d %s", status, got)
+	// The cut request gave its place back before its answer was written.
+	if status, got = f.post(t, f.alice("Auth")); status != 200 {
+		t.Fatalf("after the cut request: %d %s", status, got)
 	}
 }
 
