@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -160,6 +161,7 @@ func TestBrowser(t *testing.T) {
 	oldKey := regexp.MustCompile(`AccessKey:\s+(\S+)`).FindStringSubmatch(stdout.String())[1]
 	oldID, _ := certorder.KeyID(oldKey)
 
+	var browserCmd *exec.Cmd
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe),
 		chromedp.NoSandbox,
@@ -171,7 +173,20 @@ func TestBrowser(t *testing.T) {
 		chromedp.Flag("lang", "en-US"),
 		chromedp.UserDataDir(profileDir(t)),
 		chromedp.WindowSize(1280, 900),
+		// The browser in a process group of its own, killed whole when the
+		// test ends: Debian's chromium-headless-shell is a script that runs
+		// the browser without exec, and killing the script alone, as
+		// chromedp does, left the browser and its helpers running.
+		chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			browserCmd = cmd
+		}),
 	)
+	defer func() {
+		if browserCmd != nil && browserCmd.Process != nil {
+			syscall.Kill(-browserCmd.Process.Pid, syscall.SIGKILL)
+		}
+	}()
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancelAlloc()
 	ctx, cancel := chromedp.NewContext(allocCtx)
