@@ -370,8 +370,10 @@ func (s *Store) ReadMiss(ctx context.Context, miss certorder.CacheMiss) (certord
 // the member has none (another member's is never read).
 func (s *Store) readMemberOrder(ctx context.Context, cred certorder.Credential, orderID int64) (*certorder.Order, error) {
 	var n nullOrder
-	err := s.pool.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders o WHERE o.id = $1 AND o.member_id = $2`,
-		orderID, cred.MemberID).Scan(n.dest()...)
+	err := s.read(ctx, func() error {
+		return s.pool.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders o WHERE o.id = $1 AND o.member_id = $2`,
+			orderID, cred.MemberID).Scan(n.dest()...)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}

@@ -96,11 +96,13 @@ func (s *Store) RevokeMemberKey(ctx context.Context, memberID int64, id string) 
 func (s *Store) readCredential(ctx context.Context, keyID string, orderID int64) (certorder.Credential, *certorder.Order, error) {
 	var c certorder.Credential
 	var o nullOrder
-	err := s.pool.QueryRow(ctx, `SELECT k.id, k.hash, k.revoked_at IS NOT NULL, m.id, m.name, m.disabled, `+orderColumns+`
-		FROM api_keys k JOIN members m ON m.id = k.member_id
-		LEFT JOIN orders o ON o.id = $2 AND o.member_id = k.member_id
-		WHERE k.id = $1`, keyID, orderID).
-		Scan(append([]any{&c.KeyID, &c.KeyHash, &c.KeyRevoked, &c.MemberID, &c.Member, &c.MemberDisabled}, o.dest()...)...)
+	err := s.read(ctx, func() error {
+		return s.pool.QueryRow(ctx, `SELECT k.id, k.hash, k.revoked_at IS NOT NULL, m.id, m.name, m.disabled, `+orderColumns+`
+			FROM api_keys k JOIN members m ON m.id = k.member_id
+			LEFT JOIN orders o ON o.id = $2 AND o.member_id = k.member_id
+			WHERE k.id = $1`, keyID, orderID).
+			Scan(append([]any{&c.KeyID, &c.KeyHash, &c.KeyRevoked, &c.MemberID, &c.Member, &c.MemberDisabled}, o.dest()...)...)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, nil, fmt.Errorf("%w: key %s", certorder.ErrNotFound, keyID)
 	}

@@ -10,8 +10,10 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -168,6 +170,33 @@ func (s *Store) wrap(op string, err error) error {
 		}
 		return errors.Is(err, pgconn.ErrConnClosed) || pgconn.Timeout(err) || pgconn.SafeToRetry(err)
 	})
+}
+
+// read runs query, a read, once more when the database had closed the
+// connection it ran on (an operator or a restart terminated it, or the
+// network cut it), after resetting the pool: the connections the database
+// closed with it would otherwise be handed to the next requests one by
+// one, each a 503 although the database answers again (four in a row
+// after pg_terminate_backend of a pool of four, before this).
+func (s *Store) read(ctx context.Context, query func() error) error {
+	err := query()
+	if err != nil && ctx.Err() == nil && connLost(err) {
+		s.pool.Reset()
+		err = query()
+	}
+	return err
+}
+
+// connLost reports whether err says that the connection was gone: closed
+// by the server (57P01 terminated by an administrator or a fast shutdown,
+// 57P02 a crash of another backend) or cut (end of file, reset, closed).
+func connLost(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "57P01" || pgErr.Code == "57P02"
+	}
+	return errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 func oneRow(tag pgconn.CommandTag, err error, what string) error {

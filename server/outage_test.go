@@ -175,6 +175,31 @@ func TestPostgresConnectionsTerminated(t *testing.T) {
 	}
 }
 
+// The database terminates the store's idle connections (an operator, a
+// restart between requests): the next requests are answered, none a 503
+// for a connection the database had closed before it was taken.
+func TestPostgresIdleConnectionsTerminated(t *testing.T) {
+	t.Parallel()
+	dsn := testdb.Postgres(t)
+	app := "certorder-idle-" + randomHex()
+	url, body := pgServer(t, dsn, app)
+	var wg sync.WaitGroup
+	for range 16 { // enough at once for the pool to open several connections
+		wg.Go(func() { postOnce(t, url, body) })
+	}
+	wg.Wait()
+	var n int
+	if err := admin(t).QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE application_name = $1`, app).Scan(&n); err != nil || n == 0 {
+		t.Fatalf("terminated %d connections: %v", n, err)
+	}
+	for i := range 2 * n {
+		if status, got := postOnce(t, url, body); status != 200 {
+			t.Fatalf("request %d after %d connections were terminated: %d %s", i+1, n, status, got)
+		}
+	}
+}
+
 // The database refuses connections: every answer is a 503 Error(150);
 // once it accepts them again, the service answers again by itself.
 func TestPostgresRefusesConnections(t *testing.T) {
