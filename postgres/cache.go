@@ -371,6 +371,7 @@ func (s *Store) ReadMiss(ctx context.Context, miss certorder.CacheMiss) (certord
 func (s *Store) readMemberOrder(ctx context.Context, cred certorder.Credential, orderID int64) (*certorder.Order, error) {
 	var n nullOrder
 	err := s.read(ctx, func() error {
+		n = nullOrder{} // nothing of a first attempt cut short
 		return s.pool.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders o WHERE o.id = $1 AND o.member_id = $2`,
 			orderID, cred.MemberID).Scan(n.dest()...)
 	})

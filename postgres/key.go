@@ -97,6 +97,7 @@ func (s *Store) readCredential(ctx context.Context, keyID string, orderID int64)
 	var c certorder.Credential
 	var o nullOrder
 	err := s.read(ctx, func() error {
+		c, o = certorder.Credential{}, nullOrder{} // nothing of a first attempt cut short
 		return s.pool.QueryRow(ctx, `SELECT k.id, k.hash, k.revoked_at IS NOT NULL, m.id, m.name, m.disabled, `+orderColumns+`
 			FROM api_keys k JOIN members m ON m.id = k.member_id
 			LEFT JOIN orders o ON o.id = $2 AND o.member_id = k.member_id

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -175,28 +176,52 @@ func TestPostgresConnectionsTerminated(t *testing.T) {
 	}
 }
 
-// The database terminates the store's idle connections (an operator, a
-// restart between requests): the next requests are answered, none a 503
-// for a connection the database had closed before it was taken.
+// The database terminates the store's connections between requests (an
+// operator, a restart): the next requests are answered, none a 503 for a
+// connection the database had closed before it was taken. The pool pings
+// a connection idle for over a second before handing it out, which hides
+// the fault: an attempt counts only if its requests came within 800 ms of
+// the burst that last used the connections.
 func TestPostgresIdleConnectionsTerminated(t *testing.T) {
 	t.Parallel()
 	dsn := testdb.Postgres(t)
 	app := "certorder-idle-" + randomHex()
 	url, body := pgServer(t, dsn, app)
-	var wg sync.WaitGroup
-	for range 16 { // enough at once for the pool to open several connections
-		wg.Go(func() { postOnce(t, url, body) })
-	}
-	wg.Wait()
-	var n int
-	if err := admin(t).QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-		WHERE application_name = $1`, app).Scan(&n); err != nil || n == 0 {
-		t.Fatalf("terminated %d connections: %v", n, err)
-	}
-	for i := range 2 * n {
-		if status, got := postOnce(t, url, body); status != 200 {
-			t.Fatalf("request %d after %d connections were terminated: %d %s", i+1, n, status, got)
+	conn := admin(t)
+	for attempt := 1; ; attempt++ {
+		var wg sync.WaitGroup
+		for range 16 { // enough at once for the pool to open several connections
+			wg.Go(func() {
+				if resp, err := http.Post(url, "application/json", strings.NewReader(body)); err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			})
 		}
+		wg.Wait()
+		used := time.Now()
+		var n int
+		if err := conn.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))
+			FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n); err != nil || n == 0 {
+			t.Fatalf("terminated %d connections: %v", n, err)
+		}
+		var answers []string
+		for range 2 * n {
+			status, got := postOnce(t, url, body)
+			answers = append(answers, fmt.Sprintf("%d %.60s", status, got))
+		}
+		if time.Since(used) > 800*time.Millisecond {
+			if attempt == 5 {
+				t.Fatalf("5 attempts, each slower than 800 ms: the machine is too busy for this test")
+			}
+			continue
+		}
+		for i, a := range answers {
+			if !strings.HasPrefix(a, "200 ") {
+				t.Fatalf("request %d after %d connections were terminated: %s", i+1, n, a)
+			}
+		}
+		return
 	}
 }
 
