@@ -113,6 +113,17 @@ func pgServer(t *testing.T, dsn, appName string) (string, string) {
 	return srv.URL + "/api/digicert/", `{"AccessName":"alice","AccessKey":"` + key + `","action":"OrderInfo","orderId":1}`
 }
 
+// terminate terminates the connections named app and returns how many.
+func terminate(t *testing.T, conn *pgx.Conn, app string) int {
+	t.Helper()
+	var n int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))
+		FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 func admin(t *testing.T) *pgx.Conn {
 	t.Helper()
 	conn, err := pgx.Connect(context.Background(), os.Getenv(testdb.EnvDSN))
@@ -156,12 +167,7 @@ func TestPostgresConnectionsTerminated(t *testing.T) {
 	var kills atomic.Int64
 	for range 15 {
 		time.Sleep(100 * time.Millisecond)
-		var n int64
-		if err := conn.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-			WHERE application_name = $1`, app).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		kills.Add(n)
+		kills.Add(int64(terminate(t, conn, app)))
 	}
 	// Until the load is answered again: the pool reconnects on its own.
 	okDuring, _ := o.count()
@@ -200,10 +206,9 @@ func TestPostgresIdleConnectionsTerminated(t *testing.T) {
 		}
 		wg.Wait()
 		used := time.Now()
-		var n int
-		if err := conn.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))
-			FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n); err != nil || n == 0 {
-			t.Fatalf("terminated %d connections: %v", n, err)
+		n := terminate(t, conn, app)
+		if n == 0 {
+			t.Fatal("no connection of the store to terminate")
 		}
 		var answers []string
 		for range 2 * n {
