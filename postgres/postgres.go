@@ -10,10 +10,8 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -193,8 +191,8 @@ func (s *Store) read(ctx context.Context, query func() error) error {
 
 // connLost reports whether err says that an open connection was gone:
 // closed by the server (57P01 terminated by an administrator or a fast
-// shutdown, 57P02 a crash of another backend) or cut (end of file, reset,
-// closed). A connection that could not be opened is not one: the database
+// shutdown, 57P02 a crash of another backend) or cut (storeerr.ConnCut,
+// pgx's closed connection). A connection that could not be opened is not one: the database
 // (or a proxy before it) is down, and trying again at once would not help.
 func connLost(err error) bool {
 	var connectErr *pgconn.ConnectError
@@ -205,8 +203,7 @@ func connLost(err error) bool {
 	case errors.As(err, &pgErr):
 		return pgErr.Code == "57P01" || pgErr.Code == "57P02"
 	}
-	return errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+	return errors.Is(err, pgconn.ErrConnClosed) || storeerr.ConnCut(err)
 }
 
 func oneRow(tag pgconn.CommandTag, err error, what string) error {

@@ -39,7 +39,12 @@ func Wrap(op string, err error, closed bool, driver func(error) bool) error {
 // network reports a failure of the connection to the database.
 func network(err error) bool {
 	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNREFUSED) ||
+	return errors.As(err, &ne) || errors.Is(err, syscall.ECONNREFUSED) || ConnCut(err)
+}
+
+// ConnCut reports whether err says that an open connection was cut: end
+// of file, reset, broken pipe, closed.
+func ConnCut(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
