@@ -65,7 +65,7 @@ type Credential struct {
 type OrderQuery struct {
 	MemberID    int64
 	Search      string    // only orders whose common name or a DNS name contains it (any case)
-	HideRenewed bool      // leave out orders that have been renewed
+	HideRenewed bool      // leave out orders whose renewal is issued (RenewalIssued): the member follows that one
 	Sort        OrderSort // the order of the list
 	AfterID     int64     // with SortByID: only orders numbered above it (keyset paging)
 	Offset      int       // skip this many
@@ -145,6 +145,9 @@ type OrderReader interface {
 	ListOrders(ctx context.Context, q OrderQuery) ([]*Order, error)
 	// CountOrders counts the orders q selects, ignoring its paging.
 	CountOrders(ctx context.Context, q OrderQuery) (int, error)
+	// Certificates returns the certificate histories of those of orders
+	// ids that have one, each oldest first (see RecordCertificates).
+	Certificates(ctx context.Context, ids []int64) (map[int64][]CertificateEntry, error)
 	// RenewalChain returns the renewal chain through order id, oldest
 	// first, within the order's member: back through the orders it renewed
 	// (the lowest-numbered where two renewed into one), forward through the

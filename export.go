@@ -7,5 +7,6 @@ type Record struct {
 	Key      *Key
 	Link     *ContainerLink
 	Order    *Order
+	History  []Certificate // with Order: its certificate history, oldest first, as exported
 	Endpoint *Endpoint
 }

@@ -24,6 +24,8 @@ type BatchWriter interface {
 	SaveOrders(ctx context.Context, memberID int64, orders []CheckedOrder) error
 	// AddEvents writes the events of the orders saved (OrderChange.Events).
 	EventWriter
+	// The certificate histories of the orders saved (RecordCertificates).
+	HistoryWriter
 }
 
 // CheckedOrder is an order CheckImport accepted, with the renewal to store.
@@ -138,18 +140,28 @@ func importBatch(ctx context.Context, memberID int64, batch []*Order, w BatchWri
 	if err := w.SaveOrders(ctx, memberID, checked); err != nil {
 		return err
 	}
-	return w.AddEvents(ctx, batchEvents(memberID, checked, stored))
+	saved := make([]*Order, len(checked))
+	for i, c := range checked {
+		saved[i] = c.Order
+	}
+	reissues, err := RecordCertificates(ctx, w, saved)
+	if err != nil {
+		return err
+	}
+	return w.AddEvents(ctx, batchEvents(memberID, checked, stored, reissues))
 }
 
 // batchEvents are the events of writing checked over the orders stored
-// before (stored holds every one of them that was).
-func batchEvents(memberID int64, checked []CheckedOrder, stored map[int64]OrderLink) []Event {
+// before (stored holds every one of them that was), with the reissues
+// RecordCertificates found.
+func batchEvents(memberID int64, checked []CheckedOrder, stored map[int64]OrderLink, reissues map[int64]*ReissuedData) []Event {
 	var events []Event
 	now := time.Now()
 	for _, c := range checked {
 		prev, ok := stored[c.Order.ID]
 		events = append(events, OrderChange{OrderID: c.Order.ID, MemberID: memberID, Added: !ok,
-			PreviousStatus: prev.Status, Status: c.Order.Status, PreviousRenewedBy: prev.RenewedBy, RenewedBy: c.RenewedBy}.Events(now)...)
+			PreviousStatus: prev.Status, Status: c.Order.Status, PreviousRenewedBy: prev.RenewedBy, RenewedBy: c.RenewedBy,
+			Reissue: reissues[c.Order.ID]}.Events(now)...)
 	}
 	return events
 }

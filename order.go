@@ -17,17 +17,28 @@ import (
 // orderdoc.Parse does: DocFormat says which, so a future change to either can
 // migrate stored rows.
 type Order struct {
-	ID         int64
-	MemberID   int64
-	Member     string   // member name
-	CommonName string   // certificate.common_name
-	DNSNames   []string // certificate.dns_names; filled in by orderdoc.Parse only
-	Status     string   // order status, an open set of strings
-	ValidTill  string   // certificate.valid_till, YYYY-MM-DD; "" while the order is not issued
-	RenewedBy  int64    // the order that renewed this one; 0 if none
-	Renews     int64    // filled in by ListOrders only: the lowest-numbered order this one renewed; 0 if none
-	Doc        []byte
-	CertEnd    int
+	ID       int64
+	MemberID int64
+	Member   string // member name
+	Status   string // order status, an open set of strings
+	// Certificate is the current certificate. orderdoc.Parse fills in every
+	// field; a store's reads fill in CommonName, ValidFrom and ValidTill
+	// (ValidTill is "" while the order is not issued).
+	Certificate Certificate
+	PlanTill    string // order_valid_till, the plan's end, YYYY-MM-DD; "" when not stated
+	RenewedBy   int64  // the order that renewed this one; 0 if none
+	Renews      int64  // filled in by ListOrders only: the lowest-numbered order this one renewed; 0 if none
+	// Renewal is filled in by FindOrder and ListOrders: how far the order
+	// that renewed this one has come.
+	Renewal RenewalState
+	Doc     []byte
+	CertEnd int
+}
+
+// Lifecycle is what the order's next step depends on (Windows.Next).
+func (o *Order) Lifecycle() Lifecycle {
+	return Lifecycle{Status: o.Status, ValidFrom: o.Certificate.ValidFrom, ValidTill: o.Certificate.ValidTill,
+		PlanTill: o.PlanTill, RenewedBy: o.RenewedBy, Renewal: o.Renewal}
 }
 
 // DocFormat is the version of the stored document's layout (see Order).
@@ -118,5 +129,5 @@ func civilDays(y, m, d int) int {
 // SearchText is what an order search matches: the common name and DNS
 // names, lower case, one a line. Stores keep it beside the order.
 func (o *Order) SearchText() string {
-	return strings.ToLower(strings.Join(append([]string{o.CommonName}, o.DNSNames...), "\n"))
+	return strings.ToLower(strings.Join(append([]string{o.Certificate.CommonName}, o.Certificate.DNSNames...), "\n"))
 }

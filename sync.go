@@ -56,6 +56,9 @@ type OrderChange struct {
 	Status            string
 	PreviousRenewedBy int64
 	RenewedBy         int64
+	// Reissue is set when the write gave the order a newly issued
+	// certificate in place of an earlier one (RecordCertificates).
+	Reissue *ReissuedData
 }
 
 // StatusChanged reports a change of status of an order the member had.
@@ -200,6 +203,8 @@ type SyncTx interface {
 	DeleteUnassigned(ctx context.Context, id int64) error
 	// AddEvents writes the events of the orders saved (OrderChange.Events).
 	EventWriter
+	// The certificate histories of the orders saved (RecordCertificates).
+	HistoryWriter
 }
 
 // SyncTxRunner runs sync transactions: a SyncStore, or a ccsync.DryRun in

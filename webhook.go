@@ -44,15 +44,20 @@ func (e Endpoint) Wants(typ string) bool {
 type Event struct {
 	ID       int64
 	MemberID int64
-	Type     string // order.renewed, order.status_changed, order.expiring
+	Type     string // one of the Event* types
 	Data     []byte // the event's data object, JSON
 	At       time.Time
 }
 
-// The types of the events a change to an order causes.
+// The order events. The first three are what a change to an order causes
+// (OrderChange.Events); the last two the webhook worker makes as an end
+// comes near.
 const (
 	EventOrderRenewed       = "order.renewed"
 	EventOrderStatusChanged = "order.status_changed"
+	EventOrderReissued      = "order.reissued"
+	EventOrderExpiring      = "order.expiring"    // the certificate's end
+	EventOrderPlanEnding    = "order.plan_ending" // the plan's end
 )
 
 // RenewedData is the data of order.renewed: OrderID was renewed by RenewedOrderID.
@@ -69,7 +74,8 @@ type StatusChangedData struct {
 }
 
 // Events are the events of the change, at: order.renewed when it recorded
-// a renewal, order.status_changed when it changed the status. An order the
+// a renewal, order.status_changed when it changed the status,
+// order.reissued when it gave the order a new certificate. An order the
 // member did not have before is no event.
 func (c OrderChange) Events(at time.Time) []Event {
 	var evs []Event
@@ -82,6 +88,9 @@ func (c OrderChange) Events(at time.Time) []Event {
 	}
 	if c.StatusChanged() {
 		add(EventOrderStatusChanged, StatusChangedData{c.OrderID, c.Status, c.PreviousStatus})
+	}
+	if c.Reissue != nil && !c.Added {
+		add(EventOrderReissued, c.Reissue)
 	}
 	return evs
 }
@@ -151,13 +160,22 @@ type Claim struct {
 	SkipEndpoints, SkipMembers []int64
 }
 
-// ExpiringOrder is an order of a member with an endpoint for
-// order.expiring, not renewed, that expires within the window asked.
-type ExpiringOrder struct {
-	ID        int64
-	MemberID  int64
-	ValidTill string
-	Notified  []int // the thresholds (days) already told
+// EndingOrder is an order whose certificate or plan ends within a window,
+// of a member with an endpoint for the event that end makes
+// (EventOrderExpiring, EventOrderPlanEnding), with the thresholds (days)
+// told already for that end. Its Order has no Doc.
+type EndingOrder struct {
+	Order
+	Notified []int
+}
+
+// End is the date the event of type typ counts to: the certificate's end
+// for order.expiring, the plan's for order.plan_ending.
+func (o *EndingOrder) End(typ string) string {
+	if typ == EventOrderPlanEnding {
+		return o.PlanTill
+	}
+	return o.Certificate.ValidTill
 }
 
 // WebhookStore is every webhook role: endpoints as a member and as the
@@ -229,14 +247,16 @@ type WebhookOutbox interface {
 	ClaimDeliveries(ctx context.Context, c Claim) ([]Delivery, error)
 	// FinishAttempt records an attempt's outcome, and its endpoint's.
 	FinishAttempt(ctx context.Context, a Attempt) error
-	// ExpiringOrders lists the orders that expire between from and to
-	// (YYYY-MM-DD, inclusive), not renewed, of members with an enabled
-	// endpoint wanting order.expiring.
-	ExpiringOrders(ctx context.Context, from, to string) ([]ExpiringOrder, error)
-	// RecordExpiring records an order.expiring event for the order and
-	// marks the thresholds as told, in one transaction; a threshold told
-	// already makes it a no-op (false).
-	RecordExpiring(ctx context.Context, o ExpiringOrder, thresholds []int, data []byte, at time.Time) (bool, error)
+	// EndingOrders lists the orders whose certificate's end (typ
+	// order.expiring) or plan's end (order.plan_ending) is between from
+	// and to (YYYY-MM-DD, inclusive), of members with an enabled endpoint
+	// wanting typ, renewed or not (the worker decides by Windows.Next).
+	EndingOrders(ctx context.Context, typ, from, to string) ([]EndingOrder, error)
+	// RecordEnding records an event of type typ for the order and marks
+	// the thresholds as told for the order's current end (End), in one
+	// transaction; a threshold told already makes it a no-op (false). A
+	// new end (a reissued certificate) is told afresh.
+	RecordEnding(ctx context.Context, typ string, o EndingOrder, thresholds []int, data []byte, at time.Time) (bool, error)
 	// PruneWebhooks deletes the events fanned out and the deliveries
 	// finished before before.
 	PruneWebhooks(ctx context.Context, before time.Time) error

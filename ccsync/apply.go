@@ -42,8 +42,10 @@ func ApplyBatch(ctx context.Context, s certorder.SyncTxRunner, orders []certorde
 // its owner (unless it is the renewal of one of its owner's orders, as rule
 // 2 wants). Writing an order that has not changed is skipped, so that
 // running a batch twice changes nothing the second time. A stored order
-// whose status changed or that was renewed gets its events
-// (certorder.OrderChange.Events) in the same transaction.
+// whose status changed, that was renewed or that has a newly issued
+// certificate gets its events (certorder.OrderChange.Events) in the same
+// transaction, and every saved order's current certificate is recorded in
+// its history (certorder.RecordCertificates).
 func ApplyUpstream(ctx context.Context, tx certorder.SyncTx, orders []certorder.UpstreamOrder) (certorder.SyncResult, error) {
 	sorted := slices.Clone(orders)
 	slices.SortFunc(sorted, func(a, b certorder.UpstreamOrder) int { return cmp.Compare(a.Order.ID, b.Order.ID) })
@@ -153,8 +155,12 @@ func saveOwned(ctx context.Context, tx certorder.SyncTx, owner int64, existing *
 	if err := tx.DeleteUnassigned(ctx, o.ID); err != nil {
 		return err
 	}
+	reissues, err := certorder.RecordCertificates(ctx, tx, []*certorder.Order{o})
+	if err != nil {
+		return err
+	}
 	change := certorder.OrderChange{OrderID: o.ID, MemberID: owner, Added: existing == nil, Adopted: existing == nil && wasUnassigned,
-		Status: o.Status, RenewedBy: renewedBy}
+		Status: o.Status, RenewedBy: renewedBy, Reissue: reissues[o.ID]}
 	if existing != nil {
 		change.PreviousStatus, change.PreviousRenewedBy = existing.Status, existing.RenewedBy
 	}

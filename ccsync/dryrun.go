@@ -91,7 +91,8 @@ func (t *dryTx) Link(ctx context.Context, id int64) (certorder.OrderLink, error)
 
 func (t *dryTx) StoredOrder(ctx context.Context, id int64) (*certorder.Order, error) {
 	if o, ok := t.d.orders[id]; ok {
-		read := &certorder.Order{ID: id, MemberID: o.memberID, Status: o.status, ValidTill: o.validTill, RenewedBy: o.renewedBy}
+		read := &certorder.Order{ID: id, MemberID: o.memberID, Status: o.status, RenewedBy: o.renewedBy,
+			Certificate: certorder.Certificate{ValidTill: o.validTill}}
 		t.sums[read] = o.sum
 		return read, nil
 	}
@@ -143,7 +144,7 @@ func (t *dryTx) UnassignedOrder(ctx context.Context, id int64) (*certorder.Upstr
 }
 
 func (t *dryTx) SaveOrder(_ context.Context, memberID int64, o *certorder.Order, renewedBy int64) error {
-	t.d.orders[o.ID] = dryOrder{memberID: memberID, renewedBy: renewedBy, status: o.Status, validTill: o.ValidTill, sum: docSum(t, o)}
+	t.d.orders[o.ID] = dryOrder{memberID: memberID, renewedBy: renewedBy, status: o.Status, validTill: o.Certificate.ValidTill, sum: docSum(t, o)}
 	if renewedBy != 0 {
 		if old, ok := t.d.renewedFrom[renewedBy]; !ok || o.ID < old {
 			t.d.renewedFrom[renewedBy] = o.ID
@@ -164,3 +165,12 @@ func (t *dryTx) DeleteUnassigned(_ context.Context, id int64) error {
 
 // AddEvents drops the events: a dry run tells no member anything.
 func (t *dryTx) AddEvents(context.Context, []certorder.Event) error { return nil }
+
+// Histories reads the store's histories. A run applies an order once, so
+// it never reads back a history it wrote: the dry run keeps none.
+func (t *dryTx) Histories(ctx context.Context, ids []int64) (map[int64][]certorder.CertificateEntry, error) {
+	return t.inner.Histories(ctx, ids)
+}
+
+// SaveCertificates drops the entries (see Histories).
+func (t *dryTx) SaveCertificates(context.Context, []certorder.CertificateEntry) error { return nil }

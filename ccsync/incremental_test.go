@@ -90,7 +90,7 @@ func TestIncremental(t *testing.T) {
 	check(fresh, "issued", 0)
 	check(pending, "pending", 0)
 	check(renewal, "pending", 0)
-	if o, err := e.store.FindOrder(context.Background(), renewal); err != nil || o.Member != "alice" || o.ValidTill != "" {
+	if o, err := e.store.FindOrder(context.Background(), renewal); err != nil || o.Member != "alice" || o.Certificate.ValidTill != "" {
 		t.Errorf("the pending renewal, stored at once for the old order's member: %+v, %v", o, err)
 	}
 
@@ -108,8 +108,8 @@ func TestIncremental(t *testing.T) {
 	if err != nil || o.Member != "alice" || inc.New != 0 || inc.StatusChanged != 1 {
 		t.Fatalf("issuance: %+v, %v; %s", o, err, inc.Line(false))
 	}
-	if want := issued.Truncate(24*time.Hour).AddDate(1, 0, 0).Format(time.DateOnly); o.ValidTill != want {
-		t.Errorf("valid_till %q after issuance upstream, want %s", o.ValidTill, want)
+	if want := issued.Truncate(24*time.Hour).AddDate(1, 0, 0).Format(time.DateOnly); o.Certificate.ValidTill != want {
+		t.Errorf("valid_till %q after issuance upstream, want %s", o.Certificate.ValidTill, want)
 	}
 }
 

@@ -44,6 +44,24 @@ type Order struct {
 // valid_till: false for an order still awaiting issuance.
 func (o *Order) Issued() bool { return o.Certificate.ValidTill.Raw != "" }
 
+// Lifecycle is what the order's next step depends on
+// (certorder.Windows.Next). renewal is the OrderInfo answer of the order
+// that renewed it, nil when there is none or the service does not give it
+// (a renewal then counts as not issued yet).
+func (o *Order) Lifecycle(renewal *Order) certorder.Lifecycle {
+	l := certorder.Lifecycle{Status: o.Status, ValidFrom: o.Certificate.ValidFrom.Raw, ValidTill: o.Certificate.ValidTill.Raw,
+		PlanTill: o.OrderValidTill.Raw}
+	if o.IsRenewed {
+		l.RenewedBy = o.WasRenewedByOrderID.Value
+		var status, till string
+		if renewal != nil {
+			status, till = renewal.Status, renewal.Certificate.ValidTill.Raw
+		}
+		l.Renewal = certorder.RenewalStateOf(l.RenewedBy, status, till)
+	}
+	return l
+}
+
 // Ended reports whether the order is canceled or rejected (certorder.OrderEnded).
 func (o *Order) Ended() bool { return certorder.OrderEnded(o.Status) }
 

@@ -41,16 +41,38 @@ func (n *nullOrder) order() (*certorder.Order, error) {
 	if *n.format != certorder.DocFormat {
 		return nil, fmt.Errorf("order %d is stored in document format %d; this binary reads %d", *n.id, *n.format, certorder.DocFormat)
 	}
-	return &certorder.Order{ID: *n.id, MemberID: *n.memberID, CommonName: *n.commonName, Status: *n.status,
-		ValidTill: *n.validTill, RenewedBy: n.renewedBy, Doc: n.doc, CertEnd: *n.certEnd}, nil
+	return &certorder.Order{ID: *n.id, MemberID: *n.memberID, Status: *n.status,
+		Certificate: certorder.Certificate{CommonName: *n.commonName, ValidTill: *n.validTill},
+		RenewedBy: n.renewedBy, Doc: n.doc, CertEnd: *n.certEnd}, nil
+}
+
+// lifecycleColumns are what Order.Lifecycle needs beyond orderColumns,
+// read by FindOrder and ListOrders (not by the API's reads, whose answer
+// does not need them), with lifecycleJoin.
+const (
+	lifecycleColumns = `o.valid_from, o.plan_till, COALESCE(rn.status, ''), COALESCE(rn.valid_till, '')`
+	lifecycleJoin    = ` LEFT JOIN orders rn ON rn.id = o.renewed_by`
+)
+
+// lifecycle scans lifecycleColumns into the order o will be.
+type lifecycle struct{ validFrom, planTill, renewalStatus, renewalTill string }
+
+func (l *lifecycle) dest() []any {
+	return []any{&l.validFrom, &l.planTill, &l.renewalStatus, &l.renewalTill}
+}
+
+func (l *lifecycle) fill(o *certorder.Order) {
+	o.Certificate.ValidFrom, o.PlanTill = l.validFrom, l.planTill
+	o.Renewal = certorder.RenewalStateOf(o.RenewedBy, l.renewalStatus, l.renewalTill)
 }
 
 // FindOrder returns one order.
 func (s *Store) FindOrder(ctx context.Context, id int64) (*certorder.Order, error) {
 	var n nullOrder
+	var l lifecycle
 	var member string
-	err := s.pool.QueryRow(ctx, `SELECT `+orderColumns+`, m.name FROM orders o JOIN members m ON m.id = o.member_id
-		WHERE o.id = $1`, id).Scan(append(n.dest(), &member)...)
+	err := s.pool.QueryRow(ctx, `SELECT `+orderColumns+`, `+lifecycleColumns+`, m.name FROM orders o
+		JOIN members m ON m.id = o.member_id`+lifecycleJoin+` WHERE o.id = $1`, id).Scan(append(append(n.dest(), l.dest()...), &member)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: order %d", certorder.ErrNotFound, id)
 	}
@@ -60,6 +82,7 @@ func (s *Store) FindOrder(ctx context.Context, id int64) (*certorder.Order, erro
 	o, err := n.order()
 	if o != nil {
 		o.Member = member
+		l.fill(o)
 	}
 	return o, s.wrap("find order", err)
 }
@@ -70,6 +93,12 @@ var orderSorts = map[certorder.OrderSort]string{
 	certorder.SortByExpiry:     "o.valid_till, o.id",
 	certorder.SortByExpiryDesc: "o.valid_till DESC, o.id",
 }
+
+// hideRenewed leaves out the orders whose renewal is issued: a renewal
+// with a certificate, not canceled or rejected (certorder.RenewalStateOf,
+// certorder.OrderEnded).
+const hideRenewed = `(o.renewed_by IS NULL OR NOT EXISTS (SELECT 1 FROM orders rn WHERE rn.id = o.renewed_by
+	AND rn.valid_till <> '' AND lower(rn.status) NOT IN ('canceled', 'cancelled', 'rejected')))`
 
 // orderFilter is the WHERE clause of an OrderQuery and its arguments.
 func orderFilter(q certorder.OrderQuery) (string, []any) {
@@ -83,7 +112,7 @@ func orderFilter(q certorder.OrderQuery) (string, []any) {
 		where = append(where, "strpos(o.names, "+arg(strings.ToLower(q.Search))+") > 0")
 	}
 	if q.HideRenewed {
-		where = append(where, "o.renewed_by IS NULL")
+		where = append(where, hideRenewed)
 	}
 	if q.AfterID != 0 {
 		where = append(where, "o.id > "+arg(q.AfterID))
@@ -104,17 +133,19 @@ func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*cert
 	}
 	n := len(args)
 	// Renews is read for the page's rows only, not for those the offset skips.
-	rows, _ := s.pool.Query(ctx, `SELECT `+orderColumns+`, `+renewsColumn+` FROM (SELECT * FROM orders o WHERE `+where+
-		` ORDER BY `+orderSorts[q.Sort]+` LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2)+`) o ORDER BY `+orderSorts[q.Sort],
+	rows, _ := s.pool.Query(ctx, `SELECT `+orderColumns+`, `+lifecycleColumns+`, `+renewsColumn+` FROM (SELECT * FROM orders o WHERE `+where+
+		` ORDER BY `+orderSorts[q.Sort]+` LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2)+`) o`+lifecycleJoin+` ORDER BY `+orderSorts[q.Sort],
 		append(args, limit, max(q.Offset, 0))...)
 	os, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*certorder.Order, error) {
 		var n nullOrder
+		var l lifecycle
 		var renews int64
-		if err := row.Scan(append(n.dest(), &renews)...); err != nil {
+		if err := row.Scan(append(append(n.dest(), l.dest()...), &renews)...); err != nil {
 			return nil, err
 		}
 		o, err := n.order()
 		if o != nil {
+			l.fill(o)
 			o.Renews = renews
 		}
 		return o, err
@@ -185,24 +216,28 @@ func (s *Store) RecordRenewal(ctx context.Context, oldID, newID int64) error {
 
 // insertOrder writes an order row; upsertOrder replaces one.
 const insertOrder = `INSERT INTO orders
-	(id, member_id, common_name, status, valid_till, renewed_by, doc, cert_end, doc_format, names, updated_at)
-	VALUES ($1, $2, $3, $4, $5, NULLIF($6::BIGINT, 0), $7, $8, $9, $10, now())`
+	(id, member_id, common_name, status, valid_from, valid_till, plan_till, renewed_by, doc, cert_end, doc_format, names, updated_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, NULLIF($8::BIGINT, 0), $9, $10, $11, $12, now())`
 
 const upsertOrder = insertOrder + onConflictUpdate
 
 const onConflictUpdate = ` ON CONFLICT (id) DO UPDATE SET
-	common_name = excluded.common_name, status = excluded.status, valid_till = excluded.valid_till,
+	common_name = excluded.common_name, status = excluded.status, valid_from = excluded.valid_from,
+	valid_till = excluded.valid_till, plan_till = excluded.plan_till,
 	renewed_by = excluded.renewed_by, doc = excluded.doc, cert_end = excluded.cert_end,
 	doc_format = excluded.doc_format, names = excluded.names, updated_at = excluded.updated_at`
 
 func orderRow(o *certorder.Order, memberID, renewedBy int64) []any {
-	return []any{o.ID, memberID, o.CommonName, o.Status, o.ValidTill, renewedBy, o.Doc, o.CertEnd, certorder.DocFormat, o.SearchText()}
+	c := &o.Certificate
+	return []any{o.ID, memberID, c.CommonName, o.Status, c.ValidFrom, c.ValidTill, o.PlanTill, renewedBy, o.Doc, o.CertEnd,
+		certorder.DocFormat, o.SearchText()}
 }
 
 // orderTx checks and writes orders inside one transaction, which holds the
 // renewals lock. ImportOrders and the sync (sync.go) both write through
 // it: an order is stored in one place.
 type orderTx struct {
+	historyTx
 	tx  pgx.Tx
 	buf []byte // SaveOrders' parameters
 }
@@ -213,7 +248,7 @@ func newOrderTx(ctx context.Context, tx pgx.Tx) (*orderTx, error) {
 	if err := lockTx(ctx, tx, lockRenewals); err != nil {
 		return nil, err
 	}
-	return &orderTx{tx: tx}, nil
+	return &orderTx{tx: tx, historyTx: historyTx{tx}}, nil
 }
 
 // Link reads an order's owner and renewal, for certorder.CheckRenewal.
@@ -292,15 +327,17 @@ func (t *orderTx) RenewedFromOthers(ctx context.Context, ids []int64, memberID i
 
 // saveOrders is SaveOrders' statement: the orders' columns as arrays.
 const saveOrders = `INSERT INTO orders
-	(id, member_id, common_name, status, valid_till, renewed_by, doc, cert_end, doc_format, names, updated_at)
-	SELECT id, $2::BIGINT, cn, st, vt, NULLIF(rb, 0), doc, ce, $3::INTEGER, nm, now()
-	FROM unnest($1::BIGINT[], $4::TEXT[], $5::TEXT[], $6::TEXT[], $7::BIGINT[], $8::BYTEA[], $9::INTEGER[], $10::TEXT[])
-		AS t(id, cn, st, vt, rb, doc, ce, nm)
+	(id, member_id, common_name, status, valid_from, valid_till, plan_till, renewed_by, doc, cert_end, doc_format, names, updated_at)
+	SELECT id, $2::BIGINT, cn, st, vf, vt, pt, NULLIF(rb, 0), doc, ce, $3::INTEGER, nm, now()
+	FROM unnest($1::BIGINT[], $4::TEXT[], $5::TEXT[], $6::TEXT[], $7::BIGINT[], $8::BYTEA[], $9::INTEGER[], $10::TEXT[],
+		$11::TEXT[], $12::TEXT[])
+		AS t(id, cn, st, vt, rb, doc, ce, nm, vf, pt)
 	` + onConflictUpdate
 
 // saveOrdersOIDs are the types of saveOrders' parameters.
 var saveOrdersOIDs = []uint32{pgtype.Int8ArrayOID, pgtype.Int8OID, pgtype.Int4OID, pgtype.TextArrayOID, pgtype.TextArrayOID,
-	pgtype.TextArrayOID, pgtype.Int8ArrayOID, pgtype.ByteaArrayOID, pgtype.Int4ArrayOID, pgtype.TextArrayOID}
+	pgtype.TextArrayOID, pgtype.Int8ArrayOID, pgtype.ByteaArrayOID, pgtype.Int4ArrayOID, pgtype.TextArrayOID,
+	pgtype.TextArrayOID, pgtype.TextArrayOID}
 
 // SaveOrders writes checked orders in one statement, their columns as arrays.
 // The parameters are encoded (by pgx's type map) into a buffer the
@@ -312,18 +349,21 @@ func (t *orderTx) SaveOrders(ctx context.Context, memberID int64, orders []certo
 	n := len(orders)
 	ids, renewed := make([]int64, n), make([]int64, n)
 	names, statuses, validTill, search := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	validFrom, planTill := make([]string, n), make([]string, n)
 	docs, certEnds := make([][]byte, n), make([]int32, n)
 	for i, c := range orders {
 		o := c.Order
 		ids[i], renewed[i], docs[i], certEnds[i] = o.ID, c.RenewedBy, o.Doc, int32(o.CertEnd)
-		names[i], statuses[i], validTill[i], search[i] = o.CommonName, o.Status, o.ValidTill, o.SearchText()
+		names[i], statuses[i], validTill[i], search[i] = o.Certificate.CommonName, o.Status, o.Certificate.ValidTill, o.SearchText()
+		validFrom[i], planTill[i] = o.Certificate.ValidFrom, o.PlanTill
 	}
 	conn := t.tx.Conn()
 	sd, err := conn.Prepare(ctx, saveOrders, saveOrders) // once a connection
 	if err != nil {
 		return err
 	}
-	args := []any{ids, memberID, int32(certorder.DocFormat), names, statuses, validTill, renewed, docs, certEnds, search}
+	args := []any{ids, memberID, int32(certorder.DocFormat), names, statuses, validTill, renewed, docs, certEnds, search,
+		validFrom, planTill}
 	t.buf = t.buf[:0]
 	ends := make([]int, len(args))
 	for i, a := range args {

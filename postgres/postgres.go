@@ -216,6 +216,7 @@ func oneRow(tag pgconn.CommandTag, err error, what string) error {
 // querier is a pool or a transaction.
 type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
 // nullTime is NULL for the zero time.

@@ -31,11 +31,16 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record,
 			return err
 		}
 		stamp := time.Now()
-		var rows [][]any
+		var rows, history [][]any
 		flush := func() error {
-			_, err := tx.CopyFrom(ctx, pgx.Identifier{"orders"}, []string{"id", "member_id", "common_name", "status",
-				"valid_till", "renewed_by", "doc", "cert_end", "doc_format", "names", "updated_at"}, pgx.CopyFromRows(rows))
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"orders"}, []string{"id", "member_id", "common_name", "status",
+				"valid_from", "valid_till", "plan_till", "renewed_by", "doc", "cert_end", "doc_format", "names", "updated_at"},
+				pgx.CopyFromRows(rows)); err != nil {
+				return err
+			}
 			rows = rows[:0]
+			_, err := tx.CopyFrom(ctx, pgx.Identifier{"order_certificates"}, historyColumnNames, pgx.CopyFromRows(history))
+			history = history[:0]
 			return err
 		}
 		err = export.Restorer{
@@ -64,8 +69,16 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record,
 					e.Enabled, e.DisabledReason, nullTime(e.CreatedAt))
 				return err
 			},
-			Order: func(o *certorder.Order, memberID int64) error {
-				rows = append(rows, []any{o.ID, memberID, o.CommonName, o.Status, o.ValidTill,
+			Order: func(o *certorder.Order, memberID int64, certs []certorder.Certificate) error {
+				for _, c := range certs {
+					row, err := historyRow(certorder.CertificateEntry{OrderID: o.ID, Certificate: c}, stamp)
+					if err != nil {
+						return err
+					}
+					history = append(history, row)
+				}
+				c := &o.Certificate
+				rows = append(rows, []any{o.ID, memberID, c.CommonName, o.Status, c.ValidFrom, c.ValidTill, o.PlanTill,
 					nullID(o.RenewedBy), o.Doc, int32(o.CertEnd), int32(certorder.DocFormat), o.SearchText(), stamp})
 				if len(rows) < restoreBatch {
 					return nil

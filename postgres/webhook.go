@@ -251,31 +251,46 @@ func (s *Store) FinishAttempt(ctx context.Context, a certorder.Attempt) error {
 	}))
 }
 
-// ExpiringOrders lists orders expiring in a window, of members with an
-// endpoint for order.expiring.
-func (s *Store) ExpiringOrders(ctx context.Context, from, to string) ([]certorder.ExpiringOrder, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT o.id, o.member_id, o.valid_till,
-		COALESCE((SELECT string_agg(threshold::text, ',') FROM expiry_notices n WHERE n.order_id = o.id), '')
-		FROM orders o WHERE o.renewed_by IS NULL AND o.valid_till BETWEEN $1 AND $2
+// endColumns are the column of each end an EndingOrders event counts to.
+var endColumns = map[string]string{
+	certorder.EventOrderExpiring:   "valid_till",
+	certorder.EventOrderPlanEnding: "plan_till",
+}
+
+// EndingOrders lists orders whose certificate or plan ends in a window, of
+// members with an endpoint for the event.
+func (s *Store) EndingOrders(ctx context.Context, typ, from, to string) ([]certorder.EndingOrder, error) {
+	col, ok := endColumns[typ]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q is not an event of an end", certorder.ErrInvalid, typ)
+	}
+	rows, _ := s.pool.Query(ctx, `SELECT o.id, o.member_id, o.status, o.valid_till, COALESCE(o.renewed_by, 0), `+
+		lifecycleColumns+`, COALESCE((SELECT string_agg(threshold::text, ',') FROM order_notices n
+			WHERE n.order_id = o.id AND n.type = $1 AND n.ends = o.`+col+`), '')
+		FROM orders o`+lifecycleJoin+` WHERE o.`+col+` BETWEEN $2 AND $3
 		AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.member_id = o.member_id AND e.enabled
-			AND (e.event_types = '' OR 'order.expiring' = ANY(string_to_array(e.event_types, ','))))
-		ORDER BY o.id`, from, to)
-	os, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.ExpiringOrder, error) {
-		var o certorder.ExpiringOrder
+			AND (e.event_types = '' OR $1 = ANY(string_to_array(e.event_types, ','))))
+		ORDER BY o.id`, typ, from, to)
+	os, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.EndingOrder, error) {
+		var o certorder.EndingOrder
+		var l lifecycle
 		var notified string
-		err := row.Scan(&o.ID, &o.MemberID, &o.ValidTill, &notified)
+		err := row.Scan(append(append([]any{&o.ID, &o.MemberID, &o.Status, &o.Certificate.ValidTill, &o.RenewedBy},
+			l.dest()...), &notified)...)
+		l.fill(&o.Order)
 		o.Notified = certorder.ParseThresholds(notified)
 		return o, err
 	})
-	return os, s.wrap("expiring orders", err)
+	return os, s.wrap("ending orders", err)
 }
 
-// RecordExpiring records an order.expiring event and its thresholds.
-func (s *Store) RecordExpiring(ctx context.Context, o certorder.ExpiringOrder, thresholds []int, data []byte, at time.Time) (bool, error) {
+// RecordEnding records an event of an end and its thresholds.
+func (s *Store) RecordEnding(ctx context.Context, typ string, o certorder.EndingOrder, thresholds []int, data []byte, at time.Time) (bool, error) {
 	recorded := false
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		for _, t := range thresholds {
-			tag, err := tx.Exec(ctx, `INSERT INTO expiry_notices (order_id, threshold) VALUES ($1, $2) ON CONFLICT DO NOTHING`, o.ID, t)
+			tag, err := tx.Exec(ctx, `INSERT INTO order_notices (order_id, type, ends, threshold) VALUES ($1, $2, $3, $4)
+				ON CONFLICT DO NOTHING`, o.ID, typ, o.End(typ), t)
 			if err != nil {
 				return err
 			}
@@ -284,9 +299,9 @@ func (s *Store) RecordExpiring(ctx context.Context, o certorder.ExpiringOrder, t
 		if !recorded {
 			return nil
 		}
-		return addEvents(ctx, tx, []certorder.Event{{MemberID: o.MemberID, Type: "order.expiring", Data: data, At: at}})
+		return addEvents(ctx, tx, []certorder.Event{{MemberID: o.MemberID, Type: typ, Data: data, At: at}})
 	})
-	return recorded, s.wrap("record expiring", err)
+	return recorded, s.wrap("record "+typ, err)
 }
 
 // AddEvents writes events to the outbox in the import's or the sync's

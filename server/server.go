@@ -44,6 +44,9 @@ type Config struct {
 	// ACMEURLTemplate is shown on each order's page with the chain's
 	// newest order in {orderId} (serve --acme-url-template); "" shows nothing.
 	ACMEURLTemplate string
+	// Windows name each order's next step on the web page; zero:
+	// certorder.DefaultWindows.
+	Windows certorder.Windows
 }
 
 // DefaultMaxBodyBytes bounds a request body. A real request is well under 1 KiB.
@@ -145,7 +148,7 @@ func New(store Store, cfg Config) (*Server, error) {
 		wc := web.Config{SignIn: s.signIn, Secure: s.secure, Now: cfg.Now, Logger: cfg.Logger, StoreTimeout: cfg.StoreTimeout,
 			ClientIP:           func(r *http.Request) string { return clientIP(r, cfg.Limits.TrustedProxies) },
 			SelfServiceKeysOff: cfg.SelfServiceKeysOff, PrivateWebhooks: cfg.PrivateWebhooks,
-			ACMEURLTemplate: cfg.ACMEURLTemplate}
+			ACMEURLTemplate: cfg.ACMEURLTemplate, Windows: cfg.Windows}
 		if s.audit != nil {
 			wc.Audit = s.audit.record // sign-ins and key changes, beside the API's calls
 		}

@@ -82,7 +82,7 @@ func BenchmarkTrimBody(b *testing.B) {
 
 func BenchmarkTrimAnswer(b *testing.B) {
 	doc := []byte(`{"OrderId":1,"certificate":{"common_name":"a","valid_till":"2030-01-01"` + strings.Repeat(`,"x":"`+strings.Repeat("y", 100)+`"`, 12) + `},"status":"issued"}`)
-	o := &certorder.Order{ID: 1, Doc: doc, CertEnd: bytes.Index(doc, []byte(`},"status"`)), ValidTill: "2030-01-01"}
+	o := &certorder.Order{ID: 1, Doc: doc, CertEnd: bytes.Index(doc, []byte(`},"status"`)), Certificate: certorder.Certificate{ValidTill: "2030-01-01"}}
 	c := &wire.Call{OrderID: 1, Order: o, Now: time.Now()}
 	answer := wire.Actions["OrderInfo"].Answer
 	b.Run("allocated", func(b *testing.B) {

@@ -38,15 +38,37 @@ func (n *nullOrder) order() (*certorder.Order, error) {
 	if n.format.Int64 != certorder.DocFormat {
 		return nil, fmt.Errorf("order %d is stored in document format %d; this binary reads %d", n.id.Int64, n.format.Int64, certorder.DocFormat)
 	}
-	return &certorder.Order{ID: n.id.Int64, MemberID: n.memberID.Int64, CommonName: n.commonName.String,
-		Status: n.status.String, ValidTill: n.validTill.String, RenewedBy: n.renewedBy, Doc: n.doc, CertEnd: int(n.certEnd.Int64)}, nil
+	return &certorder.Order{ID: n.id.Int64, MemberID: n.memberID.Int64, Status: n.status.String,
+		Certificate: certorder.Certificate{CommonName: n.commonName.String, ValidTill: n.validTill.String},
+		RenewedBy: n.renewedBy, Doc: n.doc, CertEnd: int(n.certEnd.Int64)}, nil
+}
+
+// lifecycleColumns are what Order.Lifecycle needs beyond orderColumns,
+// read by FindOrder and ListOrders (not by the API's reads, whose answer
+// does not need them), with lifecycleJoin.
+const (
+	lifecycleColumns = `o.valid_from, o.plan_till, COALESCE(rn.status, ''), COALESCE(rn.valid_till, '')`
+	lifecycleJoin    = ` LEFT JOIN orders rn ON rn.id = o.renewed_by`
+)
+
+// lifecycle scans lifecycleColumns into the order o will be.
+type lifecycle struct{ validFrom, planTill, renewalStatus, renewalTill string }
+
+func (l *lifecycle) dest() []any {
+	return []any{&l.validFrom, &l.planTill, &l.renewalStatus, &l.renewalTill}
+}
+
+func (l *lifecycle) fill(o *certorder.Order) {
+	o.Certificate.ValidFrom, o.PlanTill = l.validFrom, l.planTill
+	o.Renewal = certorder.RenewalStateOf(o.RenewedBy, l.renewalStatus, l.renewalTill)
 }
 
 // FindOrder returns one order.
 func (s *Store) FindOrder(ctx context.Context, id int64) (*certorder.Order, error) {
 	var n nullOrder
+	var l lifecycle
 	var member string
-	err := s.findOrder.QueryRowContext(ctx, id).Scan(append(n.dest(), &member)...)
+	err := s.findOrder.QueryRowContext(ctx, id).Scan(append(append(n.dest(), l.dest()...), &member)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: order %d", certorder.ErrNotFound, id)
 	}
@@ -56,6 +78,7 @@ func (s *Store) FindOrder(ctx context.Context, id int64) (*certorder.Order, erro
 	o, err := n.order()
 	if o != nil {
 		o.Member = member
+		l.fill(o)
 	}
 	return o, s.wrap("find order", err)
 }
@@ -67,6 +90,12 @@ var orderSorts = map[certorder.OrderSort]string{
 	certorder.SortByExpiryDesc: "o.valid_till DESC, o.id",
 }
 
+// hideRenewed leaves out the orders whose renewal is issued: a renewal
+// with a certificate, not canceled or rejected (certorder.RenewalStateOf,
+// certorder.OrderEnded).
+const hideRenewed = `(o.renewed_by IS NULL OR NOT EXISTS (SELECT 1 FROM orders rn WHERE rn.id = o.renewed_by
+	AND rn.valid_till <> '' AND lower(rn.status) NOT IN ('canceled', 'cancelled', 'rejected')))`
+
 // orderFilter is the WHERE clause of an OrderQuery and its arguments.
 func orderFilter(q certorder.OrderQuery) (string, []any) {
 	where := []string{"o.member_id = ?"}
@@ -76,7 +105,7 @@ func orderFilter(q certorder.OrderQuery) (string, []any) {
 		args = append(args, strings.ToLower(q.Search))
 	}
 	if q.HideRenewed {
-		where = append(where, "o.renewed_by IS NULL")
+		where = append(where, hideRenewed)
 	}
 	if q.AfterID != 0 {
 		where = append(where, "o.id > ?")
@@ -97,8 +126,8 @@ func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*cert
 		limit = -1 // SQLite: no limit
 	}
 	// Renews is read for the page's rows only, not for those the offset skips.
-	rows, err := s.read.QueryContext(ctx, `SELECT `+orderColumns+`, `+renewsColumn+` FROM (SELECT * FROM orders o WHERE `+where+
-		` ORDER BY `+orderSorts[q.Sort]+` LIMIT ? OFFSET ?) o ORDER BY `+orderSorts[q.Sort], append(args, limit, max(q.Offset, 0))...)
+	rows, err := s.read.QueryContext(ctx, `SELECT `+orderColumns+`, `+lifecycleColumns+`, `+renewsColumn+` FROM (SELECT * FROM orders o WHERE `+where+
+		` ORDER BY `+orderSorts[q.Sort]+` LIMIT ? OFFSET ?) o`+lifecycleJoin+` ORDER BY `+orderSorts[q.Sort], append(args, limit, max(q.Offset, 0))...)
 	if err != nil {
 		return nil, s.wrap("list orders", err)
 	}
@@ -106,14 +135,16 @@ func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*cert
 	var os []*certorder.Order
 	for rows.Next() {
 		var n nullOrder
+		var l lifecycle
 		var renews int64
-		if err := rows.Scan(append(n.dest(), &renews)...); err != nil {
+		if err := rows.Scan(append(append(n.dest(), l.dest()...), &renews)...); err != nil {
 			return nil, s.wrap("list orders", err)
 		}
 		o, err := n.order()
 		if err != nil {
 			return nil, s.wrap("list orders", err)
 		}
+		l.fill(o)
 		o.Renews = renews
 		os = append(os, o)
 	}
@@ -183,16 +214,18 @@ func (s *Store) RecordRenewal(ctx context.Context, oldID, newID int64) error {
 
 // insertOrder writes an order row; upsertOrder replaces one.
 const insertOrder = `INSERT INTO orders
-	(id, member_id, common_name, status, valid_till, renewed_by, doc, cert_end, doc_format, names, updated_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	(id, member_id, common_name, status, valid_from, valid_till, plan_till, renewed_by, doc, cert_end, doc_format, names, updated_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 const upsertOrder = insertOrder + ` ON CONFLICT (id) DO UPDATE SET
-	common_name = excluded.common_name, status = excluded.status, valid_till = excluded.valid_till,
+	common_name = excluded.common_name, status = excluded.status, valid_from = excluded.valid_from,
+	valid_till = excluded.valid_till, plan_till = excluded.plan_till,
 	renewed_by = excluded.renewed_by, doc = excluded.doc, cert_end = excluded.cert_end,
 	doc_format = excluded.doc_format, names = excluded.names, updated_at = excluded.updated_at`
 
 func orderRow(o *certorder.Order, memberID, renewedBy int64, stamp string) []any {
-	return []any{o.ID, memberID, o.CommonName, o.Status, o.ValidTill,
+	c := &o.Certificate
+	return []any{o.ID, memberID, c.CommonName, o.Status, c.ValidFrom, c.ValidTill, o.PlanTill,
 		sql.NullInt64{Int64: renewedBy, Valid: renewedBy != 0}, o.Doc, o.CertEnd, certorder.DocFormat, o.SearchText(), stamp}
 }
 
@@ -200,6 +233,7 @@ func orderRow(o *certorder.Order, memberID, renewedBy int64, stamp string) []any
 // and the sync (sync.go) both write through it: an order is stored in one
 // place.
 type orderTx struct {
+	historyTx
 	tx                                   *sql.Tx
 	link, fromOther, upsert, upsertBatch *sql.Stmt
 	links, fromOthers                    *sql.Stmt // prepared by their first use
@@ -207,7 +241,7 @@ type orderTx struct {
 }
 
 func newOrderTx(ctx context.Context, tx *sql.Tx) (*orderTx, error) {
-	t := &orderTx{tx: tx, stamp: now()}
+	t := &orderTx{tx: tx, historyTx: historyTx{tx}, stamp: now()}
 	var err error
 	if t.link, err = tx.PrepareContext(ctx, selectLink); err != nil {
 		return nil, err
@@ -364,7 +398,7 @@ func (t *orderTx) SaveOrders(ctx context.Context, memberID int64, orders []certo
 
 // Bounds of the batch statements: SQLite takes at most 32766 variables.
 const (
-	orderFields     = 11 // the columns of insertOrder
+	orderFields     = 13 // the columns of insertOrder
 	upsertBatchRows = 500
 )
 

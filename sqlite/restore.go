@@ -28,8 +28,10 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record,
 		}
 		defer insert.Close()
 		stamp := now()
-		// Orders are written upsertBatchRows at a time, in one statement.
+		// Orders are written upsertBatchRows at a time, in one statement,
+		// and their histories with them.
 		var rows []any
+		var history []certorder.CertificateEntry
 		flush := func() error {
 			if len(rows) == 0 {
 				return nil
@@ -41,8 +43,12 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record,
 				}
 				defer stmt.Close()
 			}
-			_, err := stmt.ExecContext(ctx, rows...)
+			if _, err := stmt.ExecContext(ctx, rows...); err != nil {
+				return err
+			}
 			rows = rows[:0]
+			err := historyTx{tx}.SaveCertificates(ctx, history)
+			history = history[:0]
 			return err
 		}
 		err = export.Restorer{
@@ -73,7 +79,10 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record,
 					e.DisabledReason, stampOrNow(e.CreatedAt))
 				return err
 			},
-			Order: func(o *certorder.Order, memberID int64) error {
+			Order: func(o *certorder.Order, memberID int64, certs []certorder.Certificate) error {
+				for _, c := range certs {
+					history = append(history, certorder.CertificateEntry{OrderID: o.ID, Certificate: c})
+				}
 				if rows = append(rows, orderRow(o, memberID, o.RenewedBy, stamp)...); len(rows) < upsertBatchRows*orderFields {
 					return nil
 				}

@@ -191,7 +191,7 @@ func (t *syncTx) SaveUnassigned(ctx context.Context, u certorder.UpstreamOrder) 
 		ON CONFLICT (id) DO UPDATE SET container_id = excluded.container_id, status = excluded.status,
 		valid_till = excluded.valid_till, renewed_by = excluded.renewed_by, doc = excluded.doc,
 		doc_format = excluded.doc_format, updated_at = excluded.updated_at`,
-		o.ID, u.Container, o.Status, o.ValidTill, sql.NullInt64{Int64: o.RenewedBy, Valid: o.RenewedBy != 0},
+		o.ID, u.Container, o.Status, o.Certificate.ValidTill, sql.NullInt64{Int64: o.RenewedBy, Valid: o.RenewedBy != 0},
 		o.Doc, certorder.DocFormat, t.stamp)
 	return err
 }

@@ -108,7 +108,7 @@ func cacheChecks(t *testing.T, server, admin certorder.Store, fill int) {
 			t.Fatalf("cached credential %+v, read %+v", c2, c)
 		}
 		if (o == nil) != (o2 == nil) || o != nil && (o.ID != o2.ID || o.MemberID != o2.MemberID || o.Member != o2.Member ||
-			o.CommonName != o2.CommonName || o.Status != o2.Status || o.ValidTill != o2.ValidTill ||
+			o.Certificate.CommonName != o2.Certificate.CommonName || o.Status != o2.Status || o.Certificate.ValidTill != o2.Certificate.ValidTill ||
 			o.RenewedBy != o2.RenewedBy || o.CertEnd != o2.CertEnd || !bytes.Equal(o.Doc, o2.Doc)) {
 			t.Fatalf("cached order %+v, read %+v", o2, o)
 		}
@@ -145,7 +145,7 @@ func cacheChecks(t *testing.T, server, admin certorder.Store, fill int) {
 	_, err = admin.ImportOrders(ctx, "alice", Orders(t, strings.Replace(OrderJSON(1, 2, "2031-06-30"), `"issued"`, `"revoked"`, 1)))
 	must(t, err)
 	settle()
-	if _, o := find(1); o == nil || o.ValidTill != "2031-06-30" || !bytes.Contains(o.Doc, []byte(`"revoked"`)) {
+	if _, o := find(1); o == nil || o.Certificate.ValidTill != "2031-06-30" || !bytes.Contains(o.Doc, []byte(`"revoked"`)) {
 		t.Fatalf("re-imported order not seen: %+v", o)
 	}
 	must(t, admin.SetMemberDisabled(ctx, "alice", true))

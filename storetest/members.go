@@ -154,7 +154,7 @@ func testCredentialWithOrder(t *testing.T, s certorder.Store) {
 	want, err := s.FindOrder(ctx, 1)
 	must(t, err)
 	if got == nil || got.ID != 1 || got.MemberID != c.MemberID || got.Member != "alice" || got.RenewedBy != 2 ||
-		got.CommonName != want.CommonName || got.Status != want.Status || got.ValidTill != want.ValidTill ||
+		got.Certificate.CommonName != want.Certificate.CommonName || got.Status != want.Status || got.Certificate.ValidTill != want.Certificate.ValidTill ||
 		got.CertEnd != want.CertEnd || !bytes.Equal(got.Doc, want.Doc) {
 		t.Fatalf("FindCredential order = %+v\nwant %+v", got, want)
 	}

@@ -31,7 +31,7 @@ func testImportAndFind(t *testing.T, s certorder.Store) {
 	got, err := s.FindOrder(ctx, 1)
 	must(t, err)
 	if got.ID != 1 || got.Member != "alice" || got.MemberID == 0 || got.RenewedBy != 2 ||
-		got.ValidTill != "2024-05-06" || got.CommonName != "host1.example.com" || got.Status != "issued" ||
+		got.Certificate.ValidTill != "2024-05-06" || got.Certificate.CommonName != "host1.example.com" || got.Status != "issued" ||
 		got.CertEnd != want.CertEnd || !bytes.Equal(got.Doc, want.Doc) {
 		t.Fatalf("FindOrder = %+v\nwant doc %s", got, want.Doc)
 	}
@@ -43,8 +43,8 @@ func testImportAndFind(t *testing.T, s certorder.Store) {
 	must(t, err)
 	got, err = s.FindOrder(ctx, 3)
 	must(t, err)
-	if got.ValidTill != "2031-02-03" {
-		t.Fatalf("re-import kept valid_till %s", got.ValidTill)
+	if got.Certificate.ValidTill != "2031-02-03" {
+		t.Fatalf("re-import kept valid_till %s", got.Certificate.ValidTill)
 	}
 	alice, err := s.FindMember(ctx, "alice")
 	must(t, err)
@@ -138,7 +138,7 @@ func testPendingOrders(t *testing.T, s, dst certorder.Store) {
 	must(t, err)
 	o, err := s.FindOrder(ctx, 2)
 	must(t, err)
-	if o.Status != "pending" || o.ValidTill != "" || o.CommonName != "host2.example.com" ||
+	if o.Status != "pending" || o.Certificate.ValidTill != "" || o.Certificate.CommonName != "host2.example.com" ||
 		bytes.Contains(o.Doc, []byte("valid_")) || !bytes.Contains(o.Doc, []byte(`"csr":"-----BEGIN`)) {
 		t.Fatalf("pending order 2 = %+v, doc %s", o, o.Doc)
 	}
@@ -170,14 +170,14 @@ func testPendingOrders(t *testing.T, s, dst certorder.Store) {
 	if first.String() != second.String() || !strings.Contains(first.String(), `"status":"needs_approval"`) {
 		t.Fatalf("export after restore differs:\n%s\n---\n%s", first.String(), second.String())
 	}
-	if o, err := dst.FindOrder(ctx, 2); err != nil || o.ValidTill != "" || o.Status != "pending" {
+	if o, err := dst.FindOrder(ctx, 2); err != nil || o.Certificate.ValidTill != "" || o.Status != "pending" {
 		t.Errorf("restored pending order = %+v, %v", o, err)
 	}
 
 	// No order.expiring for an order without an end, whatever the window.
 	_, err = s.AddEndpoint(ctx, "alice", certorder.Endpoint{URL: "https://a.example/hook", Secret: "whsec_a"})
 	must(t, err)
-	exp, err := s.ExpiringOrders(ctx, "0001-01-01", "9999-12-31")
+	exp, err := s.EndingOrders(ctx, certorder.EventOrderExpiring, "0001-01-01", "9999-12-31")
 	must(t, err)
 	var expiring []int64
 	for _, e := range exp {
@@ -190,7 +190,7 @@ func testPendingOrders(t *testing.T, s, dst certorder.Store) {
 	// Issued at last: the certificate's dates arrive with the new document.
 	_, err = s.ImportOrders(ctx, "alice", Orders(t, OrderJSON(2, 0, "2027-12-01")))
 	must(t, err)
-	if o, err := s.FindOrder(ctx, 2); err != nil || o.ValidTill != "2027-12-01" || o.Status != "issued" {
+	if o, err := s.FindOrder(ctx, 2); err != nil || o.Certificate.ValidTill != "2027-12-01" || o.Status != "issued" {
 		t.Errorf("issued order 2 = %+v, %v", o, err)
 	}
 }

@@ -158,22 +158,22 @@ func testWebhooks(t *testing.T, open func(t *testing.T) certorder.Store) {
 
 	// order.expiring: orders of members with an endpoint wanting it, not
 	// renewed, in the window; once per threshold.
-	exp, err := s.ExpiringOrders(ctx, "2029-12-01", "2030-01-31")
+	exp, err := s.EndingOrders(ctx, certorder.EventOrderExpiring, "2029-12-01", "2030-01-31")
 	must(t, err)
 	if len(exp) != 0 { // 1 is renewed; 9 is bob's, who has no endpoint now
 		t.Fatalf("ExpiringOrders = %+v", exp)
 	}
-	exp, err = s.ExpiringOrders(ctx, "2030-12-01", "2031-01-31")
+	exp, err = s.EndingOrders(ctx, certorder.EventOrderExpiring, "2030-12-01", "2031-01-31")
 	must(t, err)
-	if len(exp) != 1 || exp[0].ID != 2 || exp[0].ValidTill != "2031-01-01" || len(exp[0].Notified) != 0 {
+	if len(exp) != 1 || exp[0].ID != 2 || exp[0].Certificate.ValidTill != "2031-01-01" || len(exp[0].Notified) != 0 {
 		t.Fatalf("ExpiringOrders = %+v", exp)
 	}
 	data := []byte(`{"order_id":2,"valid_till":"2031-01-01","days_remaining":7}`)
-	ok, err := s.RecordExpiring(ctx, exp[0], []int{7, 30}, data, at)
+	ok, err := s.RecordEnding(ctx, certorder.EventOrderExpiring, exp[0], []int{7, 30}, data, at)
 	must(t, err)
-	again, err := s.RecordExpiring(ctx, exp[0], []int{30}, data, at)
+	again, err := s.RecordEnding(ctx, certorder.EventOrderExpiring, exp[0], []int{30}, data, at)
 	must(t, err)
-	exp, err = s.ExpiringOrders(ctx, "2030-12-01", "2031-01-31")
+	exp, err = s.EndingOrders(ctx, certorder.EventOrderExpiring, "2030-12-01", "2031-01-31")
 	must(t, err)
 	if !ok || again || !slices.Equal(sorted(exp[0].Notified), []int{7, 30}) {
 		t.Fatalf("RecordExpiring %v %v, notified %v", ok, again, exp[0].Notified)

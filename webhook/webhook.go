@@ -27,21 +27,23 @@ import (
 	"github.com/certorder/certorder"
 )
 
-// Event types. The three order events are the ones members subscribe to;
+// Event types. The five order events are the ones members subscribe to;
 // TypeTest is what "send a test event" sends, and is delivered whatever
 // types an endpoint chose. Names follow the spec's convention: full-stop
 // delimited, [a-zA-Z0-9_] in each part.
 const (
 	TypeOrderRenewed       = certorder.EventOrderRenewed
 	TypeOrderStatusChanged = certorder.EventOrderStatusChanged
-	TypeOrderExpiring      = "order.expiring"
+	TypeOrderReissued      = certorder.EventOrderReissued
+	TypeOrderExpiring      = certorder.EventOrderExpiring
+	TypeOrderPlanEnding    = certorder.EventOrderPlanEnding
 	TypeTest               = "webhook.test"
 )
 
 // EventTypes returns the event types an endpoint can subscribe to, in a
 // stable order; an endpoint with no explicit choice gets all of them.
 func EventTypes() []string {
-	return []string{TypeOrderRenewed, TypeOrderStatusChanged, TypeOrderExpiring}
+	return []string{TypeOrderRenewed, TypeOrderStatusChanged, TypeOrderReissued, TypeOrderExpiring, TypeOrderPlanEnding}
 }
 
 // KnownEventType reports whether t is one of EventTypes (for checking an
@@ -95,11 +97,30 @@ type RenewedData = certorder.RenewedData
 // StatusChangedData is the data of order.status_changed.
 type StatusChangedData = certorder.StatusChangedData
 
-// ExpiringData is the data of order.expiring. ValidTill is a date, YYYY-MM-DD.
+// ReissuedData is the data of order.reissued.
+type ReissuedData = certorder.ReissuedData
+
+// ExpiringData is the data of order.expiring: the certificate's end
+// (ValidTill, YYYY-MM-DD) and its days remaining, the plan's end
+// (OrderValidTill, "" when not stated) and the order's next step
+// (certorder.Windows.Next: reissue, renew, issue_renewal, none).
 type ExpiringData struct {
-	OrderID       int64  `json:"order_id"`
-	ValidTill     string `json:"valid_till"`
-	DaysRemaining int    `json:"days_remaining"`
+	OrderID        int64          `json:"order_id"`
+	ValidTill      string         `json:"valid_till"`
+	DaysRemaining  int            `json:"days_remaining"`
+	OrderValidTill string         `json:"order_valid_till"`
+	NextStep       certorder.Step `json:"next_step"`
+}
+
+// PlanEndingData is the data of order.plan_ending: the plan's end
+// (OrderValidTill) and its days remaining, the certificate's end and the
+// order's next step.
+type PlanEndingData struct {
+	OrderID        int64          `json:"order_id"`
+	OrderValidTill string         `json:"order_valid_till"`
+	DaysRemaining  int            `json:"days_remaining"`
+	ValidTill      string         `json:"valid_till"`
+	NextStep       certorder.Step `json:"next_step"`
 }
 
 // TestData is the data of webhook.test.
@@ -117,10 +138,9 @@ func OrderStatusChanged(ts time.Time, orderID int64, status, previousStatus stri
 	return newEvent(TypeOrderStatusChanged, ts, StatusChangedData{OrderID: orderID, Status: status, PreviousStatus: previousStatus})
 }
 
-// OrderExpiring is the order.expiring event; validTill's date is taken in UTC,
-// as days_remaining is everywhere else in certorder.
-func OrderExpiring(ts time.Time, orderID int64, validTill time.Time, daysRemaining int) Event {
-	return newEvent(TypeOrderExpiring, ts, ExpiringData{orderID, validTill.UTC().Format(time.DateOnly), daysRemaining})
+// OrderExpiring is the order.expiring event.
+func OrderExpiring(ts time.Time, d ExpiringData) Event {
+	return newEvent(TypeOrderExpiring, ts, d)
 }
 
 // TestEvent is the webhook.test event a member sends from the web page to try an endpoint.

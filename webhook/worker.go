@@ -52,6 +52,10 @@ type WorkerConfig struct {
 	Logger       *slog.Logger     // nil: none
 	Metrics      prometheus.Registerer
 	Thresholds   []int         // order.expiring thresholds in days; nil: DefaultThresholds
+	// PlanThresholds are order.plan_ending's; nil: DefaultPlanThresholds.
+	PlanThresholds []int
+	// Windows name the next step in the events' data; zero: certorder.DefaultWindows.
+	Windows certorder.Windows
 	Poll         time.Duration // how often to look for work; 0: 1s
 	Concurrency  int           // deliveries at once; 0: DefaultConcurrency
 	PerEndpoint  int           // deliveries at once to one endpoint; 0: DefaultPerEndpoint
@@ -63,6 +67,9 @@ type WorkerConfig struct {
 // Defaults of WorkerConfig.
 var (
 	DefaultThresholds   = []int{30, 7, 1}
+	// DefaultPlanThresholds are CertCentral's own renewal notices' first
+	// four (send_minus_90, 60, 30 and 7).
+	DefaultPlanThresholds = []int{90, 60, 30, 7}
 	DefaultDisableAfter = 72 * time.Hour
 	DefaultConcurrency  = 32
 	DefaultPerEndpoint  = 2
@@ -95,8 +102,14 @@ func NewWorker(cfg WorkerConfig) *Worker {
 	if len(cfg.Thresholds) == 0 {
 		cfg.Thresholds = DefaultThresholds
 	}
-	cfg.Thresholds = slices.Clone(cfg.Thresholds)
-	slices.Sort(cfg.Thresholds)
+	cfg.Thresholds = slices.Sorted(slices.Values(cfg.Thresholds))
+	if len(cfg.PlanThresholds) == 0 {
+		cfg.PlanThresholds = DefaultPlanThresholds
+	}
+	cfg.PlanThresholds = slices.Sorted(slices.Values(cfg.PlanThresholds))
+	if cfg.Windows == (certorder.Windows{}) {
+		cfg.Windows = certorder.DefaultWindows
+	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = time.Second
 	}
@@ -185,7 +198,9 @@ func (w *Worker) tick(ctx context.Context) error {
 		}
 	}
 	if now.Sub(w.expiringScanned) >= expiringEvery {
-		if err := w.expiring(ctx, now); err != nil {
+		err := errors.Join(w.ending(ctx, now, certorder.EventOrderExpiring, w.cfg.Thresholds),
+			w.ending(ctx, now, certorder.EventOrderPlanEnding, w.cfg.PlanThresholds))
+		if err != nil {
 			errs = append(errs, err)
 		} else {
 			w.expiringScanned = now
@@ -210,22 +225,31 @@ func build(ev certorder.Event) (string, []byte, error) {
 	return NewMessageID(), body, err
 }
 
-// expiring records order.expiring for the orders that crossed a threshold
-// since they were last told: once per order and threshold, and only the
-// nearest threshold crossed is told (an order first seen 5 days before
-// expiry hears "5 days", not also "30").
-func (w *Worker) expiring(ctx context.Context, now time.Time) error {
+// ending records the events of an end, typ: order.expiring as a
+// certificate's end comes near while its order has no issued renewal,
+// order.plan_ending as a plan's end comes near while it has no renewal at
+// all (neither for an order canceled, rejected or revoked). Each is told
+// once per order, end and threshold, and only the nearest threshold crossed
+// is told (an order first seen 5 days before its end hears "5 days", not
+// also "30"); a reissued certificate's new end is told afresh.
+func (w *Worker) ending(ctx context.Context, now time.Time, typ string, thresholds []int) error {
 	today := now.UTC()
 	from := today.Format(certorder.DateLayout)
-	to := today.AddDate(0, 0, w.cfg.Thresholds[len(w.cfg.Thresholds)-1]).Format(certorder.DateLayout)
-	orders, err := w.cfg.Store.ExpiringOrders(ctx, from, to)
+	to := today.AddDate(0, 0, thresholds[len(thresholds)-1]).Format(certorder.DateLayout)
+	orders, err := w.cfg.Store.EndingOrders(ctx, typ, from, to)
 	if err != nil {
 		return err
 	}
 	for _, o := range orders {
-		days := certorder.DaysRemaining(o.ValidTill, now)
+		next := w.cfg.Windows.Next(o.Lifecycle(), now)
+		switch {
+		case next.Step == certorder.StepEnded, o.Renewal == certorder.RenewalIssued,
+			typ == certorder.EventOrderPlanEnding && o.Renewal != certorder.RenewalNone:
+			continue
+		}
+		days := certorder.DaysRemaining(o.End(typ), now)
 		var crossed []int
-		for _, t := range w.cfg.Thresholds {
+		for _, t := range thresholds {
 			if days <= t && !slices.Contains(o.Notified, t) {
 				crossed = append(crossed, t)
 			}
@@ -233,12 +257,17 @@ func (w *Worker) expiring(ctx context.Context, now time.Time) error {
 		if len(crossed) == 0 {
 			continue
 		}
-		till, _ := time.Parse(certorder.DateLayout, o.ValidTill)
-		data, err := json.Marshal(ExpiringData{OrderID: o.ID, ValidTill: till.Format(certorder.DateLayout), DaysRemaining: days})
+		var data any = ExpiringData{OrderID: o.ID, ValidTill: o.Certificate.ValidTill, DaysRemaining: days,
+			OrderValidTill: o.PlanTill, NextStep: next.Step}
+		if typ == certorder.EventOrderPlanEnding {
+			data = PlanEndingData{OrderID: o.ID, OrderValidTill: o.PlanTill, DaysRemaining: days,
+				ValidTill: o.Certificate.ValidTill, NextStep: next.Step}
+		}
+		raw, err := json.Marshal(data)
 		if err != nil {
 			return err
 		}
-		if _, err := w.cfg.Store.RecordExpiring(ctx, o, crossed, data, now); err != nil {
+		if _, err := w.cfg.Store.RecordEnding(ctx, typ, o, crossed, raw, now); err != nil {
 			return err
 		}
 	}

@@ -303,7 +303,7 @@ func answerRenewCheck(_ context.Context, c *Call) ([]byte, *Failure) {
 // was_renewed_by_order_id only when true) at the end of the order.
 func AppendOrderInfo(b []byte, o *certorder.Order, now time.Time) []byte {
 	doc, end := o.Doc, o.CertEnd
-	if o.ValidTill == "" {
+	if o.Certificate.ValidTill == "" {
 		b = append(b, doc[:len(doc)-1]...)
 	} else {
 		b = append(b, doc[:end]...)
@@ -311,7 +311,7 @@ func AppendOrderInfo(b []byte, o *certorder.Order, now time.Time) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `"days_remaining":`...)
-		b = strconv.AppendInt(b, int64(certorder.DaysRemaining(o.ValidTill, now)), 10)
+		b = strconv.AppendInt(b, int64(certorder.DaysRemaining(o.Certificate.ValidTill, now)), 10)
 		b = append(b, doc[end:len(doc)-1]...)
 	}
 	if o.RenewedBy != 0 {

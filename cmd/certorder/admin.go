@@ -51,7 +51,7 @@ func (e *env) adminCommands() []adminCommand {
 		{"key revoke", "KEYID|KEY", "refuse the key from the next request on", 1, false, noFlags(e.keyRevoke)},
 		{"order import", "--member NAME FILE|-", "import one order object or an array of them, all or none", 1, false, e.orderImport},
 		{"order renew", "OLD NEW", "record that order NEW renewed order OLD", 2, false, noFlags(e.orderRenew)},
-		{"order list", "NAME", "list a member's orders", 1, false, noFlags(e.orderList)},
+		{"order list", "NAME [--next-step STEP]", "list a member's orders with their next step", 1, false, e.orderList},
 		{"order show", "ID [--summary]", "print an order as OrderInfo answers it", 1, false, e.orderShow},
 		{"audit", "[--member NAME] [--since TIME] [--limit N]",
 			"list API calls, newest first (TIME: RFC 3339, YYYY-MM-DD, or a duration ago: 24h)", 0, false, e.audit},

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"iter"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -79,30 +80,62 @@ func (e *env) orderRenew(ctx context.Context, store certorder.Store, args []stri
 	return nil
 }
 
-func (e *env) orderList(ctx context.Context, store certorder.Store, args []string) error {
-	m, err := store.FindMember(ctx, args[0])
-	if err != nil {
-		return err
-	}
-	orders, err := store.ListOrders(ctx, certorder.OrderQuery{MemberID: m.ID})
-	if err != nil {
-		return err
-	}
-	now := time.Now()
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ORDER\tCOMMON NAME\tSTATUS\tVALID TILL\tDAYS\tRENEWED BY")
-	for _, o := range orders {
-		renewed := "-"
-		if o.RenewedBy != 0 {
-			renewed = strconv.FormatInt(o.RenewedBy, 10)
+func (e *env) orderList(fs *flag.FlagSet) adminFunc {
+	var w certorder.Windows
+	opts := windowOptions(&w)
+	defineOptions(fs, opts)
+	only := fs.String("next-step", "", "list only the orders whose next step is this: "+stepNames())
+	return func(ctx context.Context, store certorder.Store, args []string) error {
+		if err := e.applyEnv(fs, opts); err != nil {
+			return err
 		}
-		till, days := "-", "-" // not issued yet: no expiry
-		if o.ValidTill != "" {
-			till, days = printable(o.ValidTill), strconv.Itoa(certorder.DaysRemaining(o.ValidTill, now))
+		if err := checkWindows("order list", w); err != nil {
+			return err
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", o.ID, printable(o.CommonName), printable(o.Status), till, days, renewed)
+		if *only != "" && !slices.Contains(certorder.Steps, certorder.Step(*only)) {
+			return usageError("order list: --next-step %q: give one of %s", *only, stepNames())
+		}
+		m, err := store.FindMember(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		orders, err := store.ListOrders(ctx, certorder.OrderQuery{MemberID: m.ID})
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ORDER\tCOMMON NAME\tSTATUS\tVALID TILL\tDAYS\tPLAN ENDS\tRENEWED BY\tNEXT STEP")
+		for _, o := range orders {
+			next := w.Next(o.Lifecycle(), now)
+			if *only != "" && next.Step != certorder.Step(*only) {
+				continue
+			}
+			renewed := "-"
+			if o.RenewedBy != 0 {
+				renewed = strconv.FormatInt(o.RenewedBy, 10)
+			}
+			till, days, plan := "-", "-", "-" // not issued yet: no expiry
+			if c := o.Certificate; c.ValidTill != "" {
+				till, days = printable(c.ValidTill), strconv.Itoa(certorder.DaysRemaining(c.ValidTill, now))
+			}
+			if o.PlanTill != "" {
+				plan = printable(o.PlanTill)
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.ID, printable(o.Certificate.CommonName), printable(o.Status),
+				till, days, plan, renewed, stepText(next))
+		}
+		return tw.Flush()
 	}
-	return tw.Flush()
+}
+
+// stepNames lists the steps for a usage line.
+func stepNames() string {
+	names := make([]string, len(certorder.Steps))
+	for i, s := range certorder.Steps {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
 }
 
 // orderShow prints the OrderInfo answer alone, for jq; --summary prints
@@ -126,7 +159,7 @@ func (e *env) orderShow(fs *flag.FlagSet) adminFunc {
 			if err := json.Unmarshal(answer, &co); err != nil {
 				return err
 			}
-			return e.printOrder(&co, nil, o.Member)
+			return e.printOrder(&co, nil, o.Member, nil)
 		}
 		var out bytes.Buffer
 		if err := json.Indent(&out, answer, "", "  "); err != nil {

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/client"
 	"github.com/certorder/certorder/internal/acmeurl"
 )
@@ -38,6 +39,12 @@ func (e *env) member(ctx context.Context, cmd string, args []string) error {
 	if cmd == "current" {
 		idOnly = fs.Bool("id", false, "print only the current order number")
 	}
+	var windows certorder.Windows
+	if cmd == "info" || cmd == "current" {
+		wopts := windowOptions(&windows)
+		defineOptions(fs, wopts)
+		creds.opts = append(creds.opts, wopts...)
+	}
 	want := 1
 	if cmd == "auth" {
 		want = 0
@@ -56,16 +63,21 @@ func (e *env) member(ctx context.Context, cmd string, args []string) error {
 	if err != nil {
 		return err
 	}
+	if cmd == "info" || cmd == "current" {
+		if err := checkWindows(cmd, windows); err != nil {
+			return err
+		}
+	}
 
 	switch cmd {
 	case "auth":
 		err = e.authCmd(ctx, c, *asJSON)
 	case "info":
-		err = e.infoCmd(ctx, c, id, *asJSON)
+		err = e.infoCmd(ctx, c, id, *asJSON, windows)
 	case "renew-check":
 		err = e.renewCheckCmd(ctx, c, id, *asJSON)
 	case "current":
-		err = e.currentCmd(ctx, c, id, *asJSON, *idOnly)
+		err = e.currentCmd(ctx, c, id, *asJSON, *idOnly, windows)
 	}
 	return memberExit(err, cmd, id, creds.endpoint, creds.name)
 }
@@ -138,7 +150,7 @@ func (e *env) authCmd(ctx context.Context, c *client.Client, asJSON bool) error 
 	return nil
 }
 
-func (e *env) infoCmd(ctx context.Context, c *client.Client, id int64, asJSON bool) error {
+func (e *env) infoCmd(ctx context.Context, c *client.Client, id int64, asJSON bool, w certorder.Windows) error {
 	o, err := c.OrderInfo(ctx, id)
 	if err != nil {
 		return err
@@ -146,7 +158,19 @@ func (e *env) infoCmd(ctx context.Context, c *client.Client, id int64, asJSON bo
 	if asJSON {
 		return e.printRaw(o.Raw)
 	}
-	return e.printOrder(o, nil, "")
+	// The next step depends on whether the renewal is issued: one more call.
+	var renewal *client.Order
+	if o.IsRenewed {
+		renewal, err = c.OrderInfo(ctx, o.WasRenewedByOrderID.Value)
+		if errors.Is(err, client.ErrNoSuchOrder) {
+			renewal, err = nil, nil // not stored (yet): a renewal not issued
+		}
+		if err != nil {
+			return err
+		}
+	}
+	next := w.Next(o.Lifecycle(renewal), time.Now())
+	return e.printOrder(o, nil, "", &next)
 }
 
 func (e *env) renewCheckCmd(ctx context.Context, c *client.Client, id int64, asJSON bool) error {
@@ -161,7 +185,7 @@ func (e *env) renewCheckCmd(ctx context.Context, c *client.Client, id int64, asJ
 	return nil
 }
 
-func (e *env) currentCmd(ctx context.Context, c *client.Client, id int64, asJSON, idOnly bool) error {
+func (e *env) currentCmd(ctx context.Context, c *client.Client, id int64, asJSON, idOnly bool, w certorder.Windows) error {
 	cur, err := c.Current(ctx, id)
 	switch {
 	case err != nil:
@@ -172,7 +196,8 @@ func (e *env) currentCmd(ctx context.Context, c *client.Client, id int64, asJSON
 	case asJSON:
 		return e.printRaw(cur.Order.Raw)
 	}
-	return e.printOrder(cur.Order, cur.Chain, "")
+	next := w.Next(cur.Order.Lifecycle(nil), time.Now())
+	return e.printOrder(cur.Order, cur.Chain, "", &next)
 }
 
 func (e *env) printRaw(raw []byte) error {
@@ -181,8 +206,8 @@ func (e *env) printRaw(raw []byte) error {
 }
 
 // printOrder is the readable summary of an order, with its renewal chain if
-// known and, when member is not empty, the member who owns it.
-func (e *env) printOrder(o *client.Order, chain []int64, member string) error {
+// known, when member is not empty the member who owns it, and its next step.
+func (e *env) printOrder(o *client.Order, chain []int64, member string, next *certorder.NextStep) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	if member != "" {
 		fmt.Fprintf(tw, "Member:\t%s\n", printable(member))
@@ -219,18 +244,78 @@ func (e *env) printOrder(o *client.Order, chain []int64, member string) error {
 				days = fmt.Sprintf(" (expired %d days ago)", -cert.DaysRemaining.Value)
 			}
 		}
-		fmt.Fprintf(tw, "Valid till:\t%s%s\n", printable(cert.ValidTill.Raw), days)
+		fmt.Fprintf(tw, "Valid till:\t%s%s (the certificate's end)\n", printable(cert.ValidTill.Raw), days)
 	case o.Ended():
 		fmt.Fprintf(tw, "Valid till:\tnever issued (%s)\n", printable(o.Status))
 	default:
 		fmt.Fprintf(tw, "Valid till:\tnot issued yet (awaiting issuance)\n")
+	}
+	if till := o.OrderValidTill.Raw; till != "" {
+		fmt.Fprintf(tw, "Plan ends:\t%s%s (the contract's end)\n", printable(till), daysLeft(till))
+	} else {
+		fmt.Fprintf(tw, "Plan ends:\tnot stated\n")
 	}
 	renewed := "not renewed"
 	if o.IsRenewed {
 		renewed = fmt.Sprintf("renewed by order %d", o.WasRenewedByOrderID.Value)
 	}
 	fmt.Fprintf(tw, "Renewal:\t%s\n", renewed)
+	if next != nil {
+		fmt.Fprintf(tw, "Next step:\t%s\n", stepText(*next))
+		if advice := stepAdvice[next.Step]; advice != "" {
+			fmt.Fprintf(tw, "\t%s\n", advice)
+		}
+	}
 	return tw.Flush()
+}
+
+// daysLeft says how far a date is from today, UTC.
+func daysLeft(date string) string {
+	if _, err := time.Parse(certorder.DateLayout, date); err != nil {
+		return ""
+	}
+	switch d := certorder.DaysRemaining(date, time.Now()); {
+	case d < 0:
+		return fmt.Sprintf(" (%d days ago)", -d)
+	default:
+		return fmt.Sprintf(" (%d days remaining)", d)
+	}
+}
+
+// stepText is a next step in a line: its name, then its date or order
+// ("reissue by 2026-09-10", "renewed as 21000106"), so that a script can
+// read the first word.
+func stepText(n certorder.NextStep) string {
+	s := string(n.Step)
+	switch n.Step {
+	case certorder.StepReissue, certorder.StepRenew:
+		s += " by " + n.Due
+	case certorder.StepIssueRenewal:
+		s += fmt.Sprintf(" %d by %s", n.Renewal, n.Due)
+	case certorder.StepRenewed:
+		s += fmt.Sprintf(" as %d", n.Renewal)
+	case certorder.StepNone:
+		switch {
+		case n.Missing == "certificate.valid_till":
+			s += " (awaiting issuance by the ACME client)"
+		case n.Renewal != 0:
+			s += fmt.Sprintf(" (renewal %d awaits issuance)", n.Renewal)
+		case n.Missing != "":
+			s += " (" + n.Missing + " is not stated)"
+		}
+	}
+	if n.Due != "" && certorder.DaysRemaining(n.Due, time.Now()) < 0 {
+		s += " (overdue)"
+	}
+	return s
+}
+
+// stepAdvice says what each step asks of the member.
+var stepAdvice = map[certorder.Step]string{
+	certorder.StepReissue:      "your ACME client reissues on the same order number: nothing to buy, the ACME URL stays",
+	certorder.StepRenew:        "the plan ends: renew the contract (a new order number), then follow it with certorder acme-url",
+	certorder.StepIssueRenewal: "the renewal has no certificate yet: run your ACME client for it (certorder acme-url names its URL)",
+	certorder.StepRenewed:      "use the renewal: certorder current or acme-url follows it",
 }
 
 // memberExit gives a client error its documented exit code, and says in

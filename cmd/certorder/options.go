@@ -19,7 +19,8 @@ type serveConfig struct {
 	addr, db, segment, logFormat, metricsAddr, tlsCert, tlsKey, trusted string
 	demo, errorsAs200, accessLog, web, pprof, memberKeys                bool
 	webhooks, webhookAllowPrivate                                       bool
-	webhookExpiring, acmeURLTemplate                                    string
+	webhookExpiring, webhookPlanEnding, acmeURLTemplate                 string
+	windows                                                             certorder.Windows
 	storeTimeout, auditRetention, shutdownTimeout, shutdownDrain        time.Duration
 	webhookTimeout                                                      time.Duration
 	readHeaderTimeout, readTimeout, writeTimeout, idleTimeout           time.Duration
@@ -104,18 +105,38 @@ func (c *serveConfig) options() []option {
 		{"webhooks", "CERTORDER_WEBHOOKS", "deliver members' webhook events in the background", boolVar(&c.webhooks, true)},
 		{"webhook-allow-private", "CERTORDER_WEBHOOK_ALLOW_PRIVATE", "let webhook endpoints be plain http and on loopback, private or link-local addresses (intranets, tests)", boolVar(&c.webhookAllowPrivate, false)},
 		{"webhook-timeout", "CERTORDER_WEBHOOK_TIMEOUT", "time a webhook endpoint has to answer", durationVar(&c.webhookTimeout, webhook.DefaultTimeout)},
-		{"webhook-expiring-days", "CERTORDER_WEBHOOK_EXPIRING_DAYS", "order.expiring is sent as an order without a successor crosses each of these days before expiry", stringVar(&c.webhookExpiring, "30,7,1")},
+		{"webhook-expiring-days", "CERTORDER_WEBHOOK_EXPIRING_DAYS", "order.expiring is sent as a certificate whose order has no issued renewal crosses each of these days before its end", stringVar(&c.webhookExpiring, "30,7,1")},
+		{"webhook-plan-ending-days", "CERTORDER_WEBHOOK_PLAN_ENDING_DAYS", "order.plan_ending is sent as a plan without a renewal crosses each of these days before its end", stringVar(&c.webhookPlanEnding, "90,60,30,7")},
 		{"acme-url-template", "CERTORDER_ACME_URL_TEMPLATE", "show members, on each order's page, this ACME directory URL with the newest order of the chain in place of {orderId}, e.g. https://one.digicert.com/mpki/api/v1/acme/v2/directory?action=renew&orderId={orderId}", stringVar(&c.acmeURLTemplate, "")},
 		{"trusted-proxy", "CERTORDER_TRUSTED_PROXIES", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed", stringVar(&c.trusted, "")},
 		{"sync-every", "CERTORDER_SYNC_EVERY", "sync orders from DigiCert CertCentral this often, as certorder sync does; 0 turns it off", durationVar(&c.syncEvery, 0)},
 		{"", "GOGC", "the Go runtime's; unset, serve collects at 400", stringVar(&c.gogc, "")},
 		{"", "GOMEMLIMIT", "the Go runtime's; unset, serve limits memory to the cache and its headroom", stringVar(&c.goMemLimit, "")},
 		{"", "JOURNAL_STREAM", "systemd's; set, serve leaves out its plain lines for a terminal", stringVar(&c.journalStream, "")},
-	}, c.upstream.options()...)
+	}, append(windowOptions(&c.windows), c.upstream.options()...)...)
 }
 
 // dbOption is --db, CERTORDER_DB: the store, for serve, sync and admin.
 // stores.Open picks the backend by the value's scheme.
+// windowOptions are the windows that name an order's next step: serve's,
+// and those of the commands that show it (info, current, admin order list),
+// so that one environment file sets them all.
+func windowOptions(w *certorder.Windows) []option {
+	d := certorder.DefaultWindows
+	return []option{
+		{"reissue-window-days", "CERTORDER_REISSUE_WINDOW_DAYS", "a certificate is due for reissue this many days before its end (a third of its life if that is shorter)", intVar(&w.Reissue, d.Reissue)},
+		{"renewal-window-days", "CERTORDER_RENEWAL_WINDOW_DAYS", "an order without a renewal is due for renewal this many days before its plan ends", intVar(&w.Renewal, d.Renewal)},
+	}
+}
+
+// checkWindows refuses windows that cannot be meant.
+func checkWindows(cmd string, w certorder.Windows) error {
+	if w.Reissue < 1 || w.Renewal < 1 || w.Reissue > 3650 || w.Renewal > 3650 {
+		return usageError("%s: --reissue-window-days and --renewal-window-days must be 1 to 3650 days (got %d and %d)", cmd, w.Reissue, w.Renewal)
+	}
+	return nil
+}
+
 func dbOption(p *string) option {
 	return option{"db", "CERTORDER_DB", dbHelp, stringVar(p, defaultDB)}
 }
@@ -198,6 +219,12 @@ func (e *env) parseServe(args []string) (*serveConfig, *slog.Logger, error) {
 	}
 	if c.webhooks && len(certorder.ParseThresholds(c.webhookExpiring)) == 0 {
 		return nil, nil, usageError("serve: --webhook-expiring-days %q: give days such as 30,7,1", c.webhookExpiring)
+	}
+	if c.webhooks && len(certorder.ParseThresholds(c.webhookPlanEnding)) == 0 {
+		return nil, nil, usageError("serve: --webhook-plan-ending-days %q: give days such as 90,60,30,7", c.webhookPlanEnding)
+	}
+	if err := checkWindows("serve", c.windows); err != nil {
+		return nil, nil, err
 	}
 	if c.pprof && c.metricsAddr == "" {
 		return nil, nil, usageError("serve: --pprof needs --metrics-addr")

@@ -109,6 +109,7 @@ func (e *env) serve(ctx context.Context, args []string) error {
 		SelfServiceKeysOff: !c.memberKeys,
 		PrivateWebhooks:    c.webhookAllowPrivate,
 		ACMEURLTemplate:    c.acmeURLTemplate,
+		Windows:            c.windows,
 		Limits:             c.limits,
 		AuditRetention:     c.auditRetention,
 		Metrics:            reg,
@@ -167,7 +168,8 @@ func (e *env) startWebhooks(ctx context.Context, c *serveConfig, logger *slog.Lo
 	w := webhook.NewWorker(webhook.WorkerConfig{Store: store, Logger: logger, Metrics: reg,
 		Client:     webhook.NewHTTPClient(webhook.Options{AllowPrivate: c.webhookAllowPrivate, Timeout: c.webhookTimeout}),
 		Lease:      c.webhookTimeout + 5*time.Second, // longer than any attempt
-		Thresholds: certorder.ParseThresholds(c.webhookExpiring)})
+		Thresholds: certorder.ParseThresholds(c.webhookExpiring), PlanThresholds: certorder.ParseThresholds(c.webhookPlanEnding),
+		Windows: c.windows})
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() { defer close(done); w.Run(ctx) }()

@@ -18,7 +18,7 @@ import (
 
 func sameOrder(got, want *certorder.Order) bool {
 	return got != nil && got.ID == want.ID && got.MemberID == want.MemberID && got.Member == want.Member &&
-		got.RenewedBy == want.RenewedBy && got.ValidTill == want.ValidTill && got.CommonName == want.CommonName &&
+		got.RenewedBy == want.RenewedBy && got.Certificate.ValidTill == want.Certificate.ValidTill && got.Certificate.CommonName == want.Certificate.CommonName &&
 		got.Status == want.Status && got.CertEnd == want.CertEnd && bytes.Equal(got.Doc, want.Doc)
 }
 
@@ -45,7 +45,7 @@ func TestIdenticalDocuments(t *testing.T) {
 			t.Fatalf("order %d: %v", i, err)
 		}
 		o.MemberID, o.Member, o.RenewedBy = 3, "alice", i*7
-		o.DNSNames = nil // not kept: ParseOrder's alone
+		o.Certificate.DNSNames = nil // not kept: ParseOrder's alone
 		c.FillOrder(1, 3, i, o)
 		filled[i] = o
 	}
@@ -224,7 +224,8 @@ func TestRecordShapes(t *testing.T) {
 	c.Fill(1, cred, 0, nil)
 	for n := range 300 {
 		doc := []byte(`{"OrderId":1,"certificate":{}` + string(bytes.Repeat([]byte{' '}, n)) + `}`)
-		o := &certorder.Order{ID: int64(n + 1), MemberID: 3, Member: "alice", ValidTill: "2030-01-01", CommonName: string(binary.AppendUvarint(nil, uint64(n))),
+		o := &certorder.Order{ID: int64(n + 1), MemberID: 3, Member: "alice",
+			Certificate: certorder.Certificate{ValidTill: "2030-01-01", CommonName: string(binary.AppendUvarint(nil, uint64(n)))},
 			Status: "issued", Doc: doc, CertEnd: bytes.IndexByte(doc, '}') + 1}
 		c.FillOrder(1, 3, int64(n+1), o)
 		if _, got, _, ok := c.Find(1, cred.KeyID, int64(n+1)); !ok || !sameOrder(got, o) {

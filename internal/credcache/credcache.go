@@ -213,7 +213,7 @@ var scratchPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return
 // uvarints: loadbench's orders took 149 bytes compressed with them as
 // fixed-size numbers, 125 as uvarints), those texts, and the document.
 func appendRecord(b []byte, o *certorder.Order) []byte {
-	texts := [...]string{o.ValidTill, o.CommonName, o.Status, o.Member}
+	texts := [...]string{o.Certificate.ValidTill, o.Certificate.CommonName, o.Status, o.Member}
 	b = binary.AppendUvarint(b, uint64(o.ID))
 	b = binary.AppendUvarint(b, uint64(o.RenewedBy))
 	b = binary.AppendUvarint(b, uint64(o.CertEnd))
@@ -246,7 +246,7 @@ func decodeOrder(b []byte, memberID int64) (*certorder.Order, bool) {
 		texts[i] = unsafe.String(unsafe.SliceData(b), int(n)) // b is never written: the document after the texts is capped
 		b = b[n:]
 	}
-	o.ValidTill, o.CommonName, o.Status, o.Member = texts[0], texts[1], texts[2], texts[3]
+	o.Certificate.ValidTill, o.Certificate.CommonName, o.Status, o.Member = texts[0], texts[1], texts[2], texts[3]
 	o.Doc = b[:len(b):len(b)]
 	if o.CertEnd <= 0 || o.CertEnd >= len(o.Doc) {
 		return nil, false

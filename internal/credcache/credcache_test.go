@@ -14,7 +14,7 @@ func credential(keyID, member string, memberID int64) certorder.Credential {
 }
 
 func order(id, memberID int64, doc string) *certorder.Order {
-	return &certorder.Order{ID: id, MemberID: memberID, CommonName: "a.example", Status: "issued", ValidTill: "2030-01-01",
+	return &certorder.Order{ID: id, MemberID: memberID, Certificate: certorder.Certificate{CommonName: "a.example", ValidTill: "2030-01-01"}, Status: "issued",
 		RenewedBy: id + 1, Doc: []byte(doc), CertEnd: strings.Index(doc, "}")}
 }
 
@@ -36,7 +36,7 @@ func TestGenerations(t *testing.T) {
 		t.Fatalf("credential %+v, %v", got, ok)
 	}
 	if gotOrder == nil || gotOrder.ID != 42 || gotOrder.MemberID != 3 || gotOrder.Member != "alice" || gotOrder.RenewedBy != 43 ||
-		gotOrder.ValidTill != o.ValidTill || gotOrder.CommonName != o.CommonName || gotOrder.Status != o.Status ||
+		gotOrder.Certificate.ValidTill != o.Certificate.ValidTill || gotOrder.Certificate.CommonName != o.Certificate.CommonName || gotOrder.Status != o.Status ||
 		gotOrder.CertEnd != o.CertEnd || !bytes.Equal(gotOrder.Doc, o.Doc) {
 		t.Fatalf("order %+v", gotOrder)
 	}

@@ -45,7 +45,7 @@ func docOrder(i int, realCSR bool) *certorder.Order {
 	o := order(int64(i), 3, string(doc))
 	o.CertEnd = bytes.Index(doc, []byte(`},"status"`)) + 1
 	o.Member = "alice"
-	o.CommonName = fmt.Sprintf("host%d.example.com", i)
+	o.Certificate.CommonName = fmt.Sprintf("host%d.example.com", i)
 	return o
 }
 

@@ -22,20 +22,22 @@ import (
 
 // line is one JSON line of an export file.
 type line struct {
-	Type      string          `json:"type"` // member, key, link or order
-	Name      string          `json:"name,omitempty"`
-	Member    string          `json:"member,omitempty"`
-	Container int64           `json:"container,omitempty"`
-	Disabled  bool            `json:"disabled,omitempty"`
-	KeysOff   bool            `json:"self_service_keys_off,omitempty"`
-	KeyID     string          `json:"key_id,omitempty"`
-	Label     string          `json:"label,omitempty"`
-	Hash      []byte          `json:"hash,omitempty"`
-	CreatedAt *time.Time      `json:"created_at,omitempty"`
-	RevokedAt *time.Time      `json:"revoked_at,omitempty"`
-	OrderID   int64           `json:"order_id,omitempty"`
-	RenewedBy int64           `json:"renewed_by,omitempty"`
-	Doc       json.RawMessage `json:"doc,omitempty"`
+	Type      string     `json:"type"` // member, key, link or order
+	Name      string     `json:"name,omitempty"`
+	Member    string     `json:"member,omitempty"`
+	Container int64      `json:"container,omitempty"`
+	Disabled  bool       `json:"disabled,omitempty"`
+	KeysOff   bool       `json:"self_service_keys_off,omitempty"`
+	KeyID     string     `json:"key_id,omitempty"`
+	Label     string     `json:"label,omitempty"`
+	Hash      []byte     `json:"hash,omitempty"`
+	CreatedAt *time.Time `json:"created_at,omitempty"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+	OrderID   int64      `json:"order_id,omitempty"`
+	RenewedBy int64      `json:"renewed_by,omitempty"`
+	// An order's certificate history, oldest first, before its document.
+	Certificates []certorder.Certificate `json:"certificates,omitempty"`
+	Doc          json.RawMessage         `json:"doc,omitempty"`
 
 	// A webhook endpoint: its URL, event types, signing secrets as stored
 	// (signing needs them), its state.
@@ -62,6 +64,7 @@ type Exporter interface {
 	Keys(ctx context.Context, member string) ([]certorder.Key, error)
 	ContainerLinks(ctx context.Context) ([]certorder.ContainerLink, error)
 	ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*certorder.Order, error)
+	Certificates(ctx context.Context, ids []int64) (map[int64][]certorder.CertificateEntry, error)
 	Endpoints(ctx context.Context, member string) ([]certorder.Endpoint, error)
 }
 
@@ -70,7 +73,8 @@ type Exporter interface {
 const batch = 1000
 
 // Write writes every member, key (its hash, never a secret), division
-// link, order and renewal, and webhook endpoint of the store as JSON lines:
+// link, order with its renewal and certificate history, and webhook
+// endpoint of the store as JSON lines:
 // members first, then keys, links, orders and endpoints. Documents are
 // written byte for byte as stored. An endpoint's signing secrets are
 // written as stored (the store keeps them to sign with), so the export is
@@ -119,8 +123,21 @@ func Write(ctx context.Context, s Exporter, w io.Writer) error {
 			if err != nil {
 				return err
 			}
+			ids := make([]int64, len(orders))
+			for i, o := range orders {
+				ids[i] = o.ID
+			}
+			histories, err := s.Certificates(ctx, ids)
+			if err != nil {
+				return err
+			}
 			for _, o := range orders {
-				if err := enc.Encode(line{Type: "order", Member: m.Name, OrderID: o.ID, RenewedBy: o.RenewedBy, Doc: o.Doc}); err != nil {
+				var certs []certorder.Certificate
+				for _, e := range histories[o.ID] {
+					certs = append(certs, e.Certificate)
+				}
+				if err := enc.Encode(line{Type: "order", Member: m.Name, OrderID: o.ID, RenewedBy: o.RenewedBy,
+					Certificates: certs, Doc: o.Doc}); err != nil {
 					return err
 				}
 			}
@@ -237,12 +254,12 @@ func decodeLine(b []byte) (certorder.Record, error) {
 			PreviousSecret: l.PreviousSecret, PreviousExpires: deref(l.PreviousExpires), Enabled: !l.EndpointOff,
 			DisabledReason: l.DisabledReason, CreatedAt: deref(l.CreatedAt)}}, nil
 	case "order":
-		return orderRecord(l.Member, l.OrderID, l.RenewedBy, l.Doc)
+		return orderRecord(l.Member, l.OrderID, l.RenewedBy, l.Certificates, l.Doc)
 	}
 	return certorder.Record{}, fmt.Errorf("unknown type %q", l.Type)
 }
 
-func orderRecord(member string, orderID, renewedBy int64, doc []byte) (certorder.Record, error) {
+func orderRecord(member string, orderID, renewedBy int64, history []certorder.Certificate, doc []byte) (certorder.Record, error) {
 	o, err := orderdoc.Parse(doc)
 	if err != nil {
 		return certorder.Record{}, err
@@ -251,18 +268,19 @@ func orderRecord(member string, orderID, renewedBy int64, doc []byte) (certorder
 		return certorder.Record{}, errors.New("an order needs member, order_id matching its document, and a sound renewed_by")
 	}
 	o.Member, o.RenewedBy = member, renewedBy
-	return certorder.Record{Order: o}, nil
+	return certorder.Record{Order: o, History: history}, nil
 }
 
 // parseOrderLine reads an order line exactly as Write writes it,
-// {"type":"order","member":"M","order_id":N[,"renewed_by":R],"doc":{...}},
+// {"type":"order","member":"M","order_id":N[,"renewed_by":R][,"certificates":[...]],"doc":{...}},
 // without encoding/json: decoding the line before ParseOrder read the
 // document again was a third of a restore's parsing (200,000 orders:
 // json.Unmarshal 4.2 s of CPU, ParseOrder 8.0 s). It answers ok only when
 // the line is in that form and the order is sound, and then with what
 // json.Unmarshal and the checks of parseLine give: the fixed parts are
 // matched byte for byte, the member is plain ASCII, the numbers plain
-// digits, and ParseOrder has found the document a valid JSON object, so the
+// digits, the history an array encoding/json reads (a small part of the
+// line), and ParseOrder has found the document a valid JSON object, so the
 // line is valid JSON with exactly those members. Anything else (another
 // form, an error to report) is left to parseLine's general path.
 func parseOrderLine(b []byte) (rec certorder.Record, ok bool) {
@@ -293,12 +311,20 @@ func parseOrderLine(b []byte) (rec certorder.Record, ok bool) {
 			return rec, false
 		}
 	}
+	var history []certorder.Certificate
+	if r, found := bytes.CutPrefix(rest, []byte(`,"certificates":`)); found {
+		dec := json.NewDecoder(bytes.NewReader(r))
+		if dec.Decode(&history) != nil {
+			return rec, false
+		}
+		rest = r[dec.InputOffset():]
+	}
 	doc, ok := bytes.CutPrefix(rest, []byte(`,"doc":{`))
 	if !ok || len(doc) < 2 || doc[len(doc)-1] != '}' || doc[len(doc)-2] != '}' {
 		return rec, false
 	}
 	doc = rest[len(`,"doc":`) : len(rest)-1]
-	rec, err := orderRecord(member, orderID, renewedBy, doc)
+	rec, err := orderRecord(member, orderID, renewedBy, history, doc)
 	return rec, err == nil
 }
 
@@ -323,7 +349,10 @@ type Restorer struct {
 	Member func(m *certorder.Member) (id int64, err error) // stores a member, returns its new ID
 	Key    func(k *certorder.Key, memberID int64) error
 	Link   func(l *certorder.ContainerLink, memberID int64) error
-	Order  func(o *certorder.Order, memberID int64) error
+	// Order stores an order with its certificate history, oldest first
+	// (certorder.RestoredHistory: the exported one ending in the current
+	// certificate).
+	Order func(o *certorder.Order, memberID int64, history []certorder.Certificate) error
 	// Endpoint stores a webhook endpoint; nil refuses exports holding one.
 	Endpoint func(e *certorder.Endpoint, memberID int64) error
 }
@@ -387,7 +416,7 @@ func (r Restorer) Run(records iter.Seq2[certorder.Record, error]) error {
 			}
 			id, err := owner(rec.Order.Member)
 			if err == nil {
-				err = r.Order(rec.Order, id)
+				err = r.Order(rec.Order, id, certorder.RestoredHistory(rec.Order, rec.History))
 			}
 			if err != nil {
 				return err

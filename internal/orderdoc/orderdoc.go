@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	segjson "github.com/segmentio/encoding/json"
 
@@ -158,6 +159,8 @@ func build(o *certorder.Order, top []field, size int) error {
 			if o.Status, ok = text(f.value); !ok && json.Unmarshal(f.value, &o.Status) != nil {
 				return errors.New("status must be a string")
 			}
+		case "order_valid_till":
+			o.PlanTill, _ = text(f.value) // checked by the schema below
 		}
 		if rule, ok := orderSchema[f.key]; ok {
 			if err := rule.check("", f.key, f.value); err != nil {
@@ -182,11 +185,11 @@ func build(o *certorder.Order, top []field, size int) error {
 	switch {
 	case o.CertEnd == 0:
 		return errors.New("certificate object is missing")
-	case o.ValidTill == "" && o.Status == "":
+	case o.Certificate.ValidTill == "" && o.Status == "":
 		// A certificate's dates are never invented: an order without them
 		// must say it is not issued (pending and its kin).
 		return errors.New("certificate.valid_till is missing, and no status says the order is not issued yet")
-	case o.ValidTill == "" && certorder.CertificateIssued(o.Status):
+	case o.Certificate.ValidTill == "" && certorder.CertificateIssued(o.Status):
 		return fmt.Errorf("certificate.valid_till is missing, but status %q says the certificate was issued", o.Status)
 	case isRenewed != (o.RenewedBy != 0):
 		return errors.New("is_renewed and was_renewed_by_order_id disagree")
@@ -208,21 +211,15 @@ func writeCertificate(o *certorder.Order, doc *bytes.Buffer, value json.RawMessa
 		if err := sameCase("certificate.", f.key, certificateSchema, fieldDaysRemaining); err != nil {
 			return err
 		}
-		switch f.key {
-		case fieldDaysRemaining:
+		if f.key == fieldDaysRemaining {
 			continue
-		case "valid_till":
-			o.ValidTill, _ = text(f.value) // checked by the schema below
-		case "common_name":
-			o.CommonName, _ = text(f.value)
-		case "dns_names":
-			o.DNSNames, _ = names(f.value)
 		}
 		if rule, ok := certificateSchema[f.key]; ok {
 			if err := rule.check("certificate.", f.key, f.value); err != nil {
 				return err
 			}
 		}
+		readCertificate(&o.Certificate, f) // checked above
 		if n > 0 {
 			doc.WriteByte(',')
 		}
@@ -235,6 +232,31 @@ func writeCertificate(o *certorder.Order, doc *bytes.Buffer, value json.RawMessa
 	o.CertEnd = doc.Len()
 	doc.WriteByte('}')
 	return nil
+}
+
+// readCertificate reads a checked member of the certificate object into
+// the Certificate it is part of.
+func readCertificate(c *certorder.Certificate, f field) {
+	switch f.key {
+	case "id":
+		c.ID, _ = strconv.ParseInt(string(f.value), 10, 64)
+	case "serial_number":
+		c.SerialNumber, _ = text(f.value)
+	case "thumbprint":
+		c.Thumbprint, _ = text(f.value)
+	case "common_name":
+		c.CommonName, _ = text(f.value)
+	case "dns_names":
+		c.DNSNames, _ = names(f.value)
+	case "status":
+		c.Status, _ = text(f.value)
+	case "date_issued":
+		c.DateIssued, _ = text(f.value)
+	case "valid_from":
+		c.ValidFrom, _ = text(f.value)
+	case "valid_till":
+		c.ValidTill, _ = text(f.value)
+	}
 }
 
 func writeKey(doc *bytes.Buffer, key string) {

@@ -20,7 +20,7 @@ func TestParseNotIssued(t *testing.T) {
 	for _, status := range []string{"pending", "needs_approval", "processing", "waiting_pickup", "reissue_pending",
 		"rejected", "canceled", "a_status_not_known_yet"} {
 		o, err := orderdoc.Parse([]byte(`{"OrderId":5,"status":"` + status + `","certificate":{"common_name":"a.example"}}`))
-		if err != nil || o.ValidTill != "" || o.Status != status {
+		if err != nil || o.Certificate.ValidTill != "" || o.Status != status {
 			t.Errorf("%s: %+v, %v", status, o, err)
 		}
 	}

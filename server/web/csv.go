@@ -17,7 +17,9 @@ import (
 const csvBatch = 500
 
 // ordersCSV downloads the orders list with its current filter and sort
-// (every page of it), for the member's spreadsheet.
+// (every page of it), for the member's spreadsheet. The next step is given
+// three ways: its name (certorder.Step: reissue, renew, ...) to filter on,
+// its date to sort on, and in words to read.
 func (h *handler) ordersCSV(w http.ResponseWriter, r *http.Request, s *certorder.Session) {
 	cat := h.cat(r)
 	_, oq := readFilter(r, s.MemberID)
@@ -40,7 +42,8 @@ func (h *handler) ordersCSV(w http.ResponseWriter, r *http.Request, s *certorder
 	w.Write([]byte("\uFEFF"))
 	cw := csv.NewWriter(w)
 	cw.Write([]string{cat.S("col.order"), cat.S("col.common_name"), cat.S("col.product"), cat.S("col.status"),
-		cat.S("col.valid_till"), cat.S("col.days_remaining"), cat.S("col.expiry"), cat.S("col.renewed_by"), cat.S("col.renews")})
+		cat.S("col.valid_till"), cat.S("col.days_remaining"), cat.S("col.expiry"), cat.S("col.renewed_by"), cat.S("col.renews"),
+		cat.S("col.plan_ends"), cat.S("col.next_step"), cat.S("col.next_step_due"), cat.S("col.next_step_text")})
 	for {
 		for _, o := range orders {
 			rw, err := h.makeRow(cat, o)
@@ -53,7 +56,7 @@ func (h *handler) ordersCSV(w http.ResponseWriter, r *http.Request, s *certorder
 				days = strconv.Itoa(rw.Days)
 			}
 			cw.Write(csvRow(strconv.FormatInt(rw.ID, 10), rw.CommonName, rw.Product, rw.Status, rw.ValidTill, days,
-				rw.ExpiryText, idOrEmpty(rw.RenewedBy), idOrEmpty(rw.Renews)))
+				rw.ExpiryText, idOrEmpty(rw.RenewedBy), idOrEmpty(rw.Renews), rw.PlanTill, string(rw.Next.Step), rw.Next.Due, rw.Next.Text))
 		}
 		cw.Flush()
 		if len(orders) < csvBatch || cw.Error() != nil {

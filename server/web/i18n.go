@@ -110,6 +110,15 @@ func (c *catalogue) Date(t client.Time) string {
 	return t.UTC().Format(c.S("format.date"))
 }
 
+// Period formats a period of an order, from to till; one that states
+// neither end reads "not stated" once.
+func (c *catalogue) Period(from, till client.Time) string {
+	if from.IsZero() && from.Raw == "" && till.IsZero() && till.Raw == "" {
+		return c.notStated()
+	}
+	return c.S("field.from_to", c.Date(from), c.Date(till))
+}
+
 // DateTime formats a date-time with its UTC offset as sent.
 func (c *catalogue) DateTime(t client.Time) string {
 	if t.IsZero() {

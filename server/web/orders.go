@@ -16,48 +16,46 @@ import (
 	"github.com/certorder/certorder/wire"
 )
 
-// RenewalWindow is how many days before its end an order counts as
-// expiring: the timeline shades it, the pages flag it.
-const RenewalWindow = 30
-
-// Expiry is what the pages say of an order's end.
+// Expiry is what the pages say of a certificate's end.
 type Expiry string
 
 // The expiry states.
 const (
-	Renewed  Expiry = "renewed"  // replaced by another order: never expired or expiring
-	Expired  Expiry = "expired"  // past its end and not renewed
-	Expiring Expiry = "expiring" // within RenewalWindow days of its end and not renewed
+	Renewed  Expiry = "renewed"  // replaced by an issued renewal: never expired or expiring
+	Expired  Expiry = "expired"  // past its end, with no issued renewal
+	Expiring Expiry = "expiring" // within its reissue window (certorder.Windows.ReissueWindow)
 	Valid    Expiry = "valid"
 	Pending  Expiry = "pending" // not issued yet: no certificate, no end
 	Ended    Expiry = "ended"   // canceled or rejected before issuance: there will be no certificate
 )
 
 // expiryOf is the one rule for every page and the CSV, with the days
-// remaining (0 without a certificate): an order that has been renewed is
-// never flagged as expired or expiring, whatever its days; one without
-// certificate.valid_till has no end to count to.
-func expiryOf(o *certorder.Order, now time.Time) (Expiry, int) {
+// remaining (0 without a certificate): an order whose renewal is issued is
+// never flagged as expired or expiring, whatever its days (one whose
+// renewal is still pending is: its certificate is the one in use); one
+// without certificate.valid_till has no end to count to.
+func (h *handler) expiryOf(o *certorder.Order, now time.Time) (Expiry, int) {
+	c := &o.Certificate
 	days := 0
-	if o.ValidTill != "" {
-		days = certorder.DaysRemaining(o.ValidTill, now)
+	if c.ValidTill != "" {
+		days = certorder.DaysRemaining(c.ValidTill, now)
 	}
 	switch {
-	case o.RenewedBy != 0:
+	case o.Renewal == certorder.RenewalIssued:
 		return Renewed, days
-	case o.ValidTill == "" && certorder.OrderEnded(o.Status):
+	case c.ValidTill == "" && certorder.OrderEnded(o.Status):
 		return Ended, 0
-	case o.ValidTill == "":
+	case c.ValidTill == "":
 		return Pending, 0
 	case days < 0:
 		return Expired, days
-	case days <= RenewalWindow:
+	case days <= h.cfg.Windows.ReissueWindow(c.ValidFrom, c.ValidTill):
 		return Expiring, days
 	}
 	return Valid, days
 }
 
-// expiryText says an order's expiry in words, never colour alone.
+// expiryText says a certificate's expiry in words, never colour alone.
 func expiryText(cat *catalogue, e Expiry, days int) string {
 	switch e {
 	case Pending:
@@ -74,16 +72,56 @@ func expiryText(cat *catalogue, e Expiry, days int) string {
 	return cat.S("expiry.valid", days)
 }
 
+// nextStepText says an order's next step in words, with its date: what
+// the member does next, and by when.
+func nextStepText(cat *catalogue, n certorder.NextStep) string {
+	switch n.Step {
+	case certorder.StepReissue:
+		return cat.S("next.reissue", cat.Day(n.Due))
+	case certorder.StepRenew:
+		return cat.S("next.renew", cat.Day(n.Due))
+	case certorder.StepIssueRenewal:
+		return cat.S("next.issue_renewal", n.Renewal, cat.Day(n.Due))
+	case certorder.StepRenewed:
+		return cat.S("next.renewed", n.Renewal)
+	case certorder.StepEnded:
+		return cat.S("next.ended")
+	}
+	switch {
+	case n.Missing == "certificate.valid_till":
+		return cat.S("next.awaiting_issuance")
+	case n.Renewal != 0:
+		return cat.S("next.renewal_pending", n.Renewal)
+	case n.Missing == "order_valid_till":
+		return cat.S("next.plan_unknown")
+	}
+	return cat.S("next.none")
+}
+
+// step is an order's next step as the pages show it.
+type step struct {
+	certorder.NextStep
+	Text    string
+	Overdue bool
+}
+
+func (h *handler) stepOf(cat *catalogue, o *certorder.Order, now time.Time) step {
+	n := h.cfg.Windows.Next(o.Lifecycle(), now)
+	return step{NextStep: n, Text: nextStepText(cat, n), Overdue: n.Overdue(now)}
+}
+
 // row is one order of the orders page.
 type row struct {
 	ID         int64
 	CommonName string
 	Product    string
 	Status     string
-	ValidTill  string // YYYY-MM-DD
+	ValidTill  string // YYYY-MM-DD, the certificate's end
+	PlanTill   string // YYYY-MM-DD, the plan's end
 	Days       int
 	Expiry     Expiry
 	ExpiryText string
+	Next       step
 	RenewedBy  int64
 	Current    int64 // the current order of a renewed order's chain
 	Renews     int64 // the order this one renewed
@@ -98,8 +136,8 @@ func (h *handler) info(o *certorder.Order) (*client.Order, error) {
 	}
 	c.IsRenewed = o.RenewedBy != 0
 	c.WasRenewedByOrderID = client.Int{Value: o.RenewedBy, Valid: c.IsRenewed}
-	if o.ValidTill != "" {
-		c.Certificate.DaysRemaining = client.Int{Value: int64(certorder.DaysRemaining(o.ValidTill, h.cfg.Now())), Valid: true}
+	if o.Certificate.ValidTill != "" {
+		c.Certificate.DaysRemaining = client.Int{Value: int64(certorder.DaysRemaining(o.Certificate.ValidTill, h.cfg.Now())), Valid: true}
 	}
 	return &c, nil
 }
@@ -111,10 +149,12 @@ func (h *handler) makeRow(cat *catalogue, o *certorder.Order) (row, error) {
 	if err != nil {
 		return row{}, err
 	}
-	rw := row{ID: o.ID, CommonName: o.CommonName, Product: c.Product.Name, Status: o.Status, ValidTill: o.ValidTill,
-		RenewedBy: o.RenewedBy, Renews: o.Renews}
-	rw.Expiry, rw.Days = expiryOf(o, h.cfg.Now())
+	now := h.cfg.Now()
+	rw := row{ID: o.ID, CommonName: o.Certificate.CommonName, Product: c.Product.Name, Status: o.Status,
+		ValidTill: o.Certificate.ValidTill, PlanTill: o.PlanTill, RenewedBy: o.RenewedBy, Renews: o.Renews}
+	rw.Expiry, rw.Days = h.expiryOf(o, now)
 	rw.ExpiryText = expiryText(cat, rw.Expiry, rw.Days)
+	rw.Next = h.stepOf(cat, o, now)
 	return rw, nil
 }
 
@@ -245,6 +285,8 @@ type link struct {
 type orderData struct {
 	ID         int64
 	Order      *client.Order
+	Next       step
+	History    []historyRow // newest first
 	Chain      []link
 	Current    int64 // the newest order of the chain
 	IsCurrent  bool
@@ -252,6 +294,12 @@ type orderData struct {
 	ExpiryText string
 	ACMEURL    string // the directory URL for the newest order, when the operator set a template
 	ACMEEnded  bool   // the newest order is canceled or rejected: no URL to give
+}
+
+// historyRow is one certificate of the order page's history.
+type historyRow struct {
+	certorder.Certificate
+	Current bool // the order's current certificate
 }
 
 func (h *handler) order(w http.ResponseWriter, r *http.Request, s *certorder.Session) {
@@ -288,8 +336,19 @@ func (h *handler) order(w http.ResponseWriter, r *http.Request, s *certorder.Ses
 	}
 	data.IsCurrent = data.Current == id
 	var days int
-	data.Expiry, days = expiryOf(o, h.cfg.Now())
+	now := h.cfg.Now()
+	data.Expiry, days = h.expiryOf(o, now)
 	data.ExpiryText = expiryText(cat, data.Expiry, days)
+	data.Next = h.stepOf(cat, o, now)
+	histories, err := h.store.Certificates(r.Context(), []int64{id})
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	hist := histories[id]
+	for i := len(hist) - 1; i >= 0; i-- {
+		data.History = append(data.History, historyRow{Certificate: hist[i].Certificate, Current: i == len(hist)-1})
+	}
 	if h.cfg.ACMEURLTemplate != "" {
 		newest := o
 		if data.Current != id {

@@ -8,12 +8,14 @@ import (
 	"github.com/certorder/certorder"
 )
 
-// The timeline: the member's current orders (renewed ones left out) over
-// the next 13 months, soonest end first, 50 to a page and grouped by the
-// month they end in, so that hundreds of orders stay readable. Each order
-// is a row: its words in HTML (they wrap on a phone), its bar an inline
-// SVG stretched to the row's width, coloured by classes of style.css (the
-// CSP allows no inline style).
+// The timeline: the member's current orders (those whose renewal is issued
+// left out) over the next 13 months, soonest certificate end first, 50 to
+// a page and grouped by the month the certificate ends in, so that
+// hundreds of orders stay readable. Each order is a row: its words in HTML
+// (they wrap on a phone: both ends and the next step), its bar an inline
+// SVG stretched to the row's width from today to the certificate's end,
+// the reissue window shaded and the plan's end marked, coloured by classes
+// of style.css (the CSP allows no inline style).
 const (
 	timelineMonths = 13
 	timelineWidth  = 1000.0 // the bars' SVG user units across the 13 months
@@ -39,14 +41,18 @@ func (sc timelineScale) x(t time.Time) float64 {
 type bar struct {
 	ID         int64
 	CommonName string
-	ValidTill  string // YYYY-MM-DD
+	ValidTill  string // YYYY-MM-DD, the certificate's end
+	PlanTill   string // YYYY-MM-DD, the plan's end
 	Expiry     Expiry
 	ExpiryText string
+	Next       step
 	Beyond     bool // ends after the timeline's last month
 	HasBar     bool
 	X, W       string // the bar, from today to the order's end
 	HasWindow  bool
-	WX, WW     string // the part of the bar in the renewal window
+	WX, WW     string // the part of the bar in the reissue window
+	HasPlanEnd bool
+	PX         string // the plan's end, when on the timeline
 }
 
 type barGroup struct {
@@ -107,17 +113,19 @@ func (h *handler) timeline(w http.ResponseWriter, r *http.Request, s *certorder.
 		return
 	}
 	for _, o := range orders {
-		b := bar{ID: o.ID, CommonName: o.CommonName, ValidTill: o.ValidTill}
+		b := bar{ID: o.ID, CommonName: o.Certificate.CommonName, ValidTill: o.Certificate.ValidTill, PlanTill: o.PlanTill,
+			Next: h.stepOf(cat, o, now)}
 		var days int
-		b.Expiry, days = expiryOf(o, now)
+		b.Expiry, days = h.expiryOf(o, now)
 		b.ExpiryText = expiryText(cat, b.Expiry, days)
 		heading := cat.S("timeline.group.expired")
-		if o.ValidTill == "" {
+		if o.Certificate.ValidTill == "" {
 			heading = cat.S("timeline.group.pending")
-		} else if till, err := time.Parse(certorder.DateLayout, o.ValidTill); err == nil && !till.Before(today) {
+		} else if till, err := time.Parse(certorder.DateLayout, o.Certificate.ValidTill); err == nil && !till.Before(today) {
 			x1, x2 := sc.x(today), sc.x(till.AddDate(0, 0, 1)) // to the end of its last day
 			b.HasBar, b.X, b.W = true, svgNum(x1), svgNum(max(x2-x1, 2))
-			wx1 := max(sc.x(till.AddDate(0, 0, -RenewalWindow)), x1)
+			window := h.cfg.Windows.ReissueWindow(o.Certificate.ValidFrom, o.Certificate.ValidTill)
+			wx1 := max(sc.x(till.AddDate(0, 0, -window)), x1)
 			if wx1 < x2 {
 				b.HasWindow, b.WX, b.WW = true, svgNum(wx1), svgNum(x2-wx1)
 			}
@@ -126,6 +134,9 @@ func (h *handler) timeline(w http.ResponseWriter, r *http.Request, s *certorder.
 			if b.Beyond {
 				heading = cat.S("timeline.group.later", cat.Month(end.AddDate(0, -1, 0)))
 			}
+		}
+		if plan, err := time.Parse(certorder.DateLayout, o.PlanTill); err == nil && !plan.Before(today) && plan.Before(end) {
+			b.HasPlanEnd, b.PX = true, svgNum(sc.x(plan.AddDate(0, 0, 1)))
 		}
 		if n := len(data.Groups); n == 0 || data.Groups[n-1].Heading != heading {
 			data.Groups = append(data.Groups, barGroup{Heading: heading})

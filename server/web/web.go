@@ -80,6 +80,9 @@ type Config struct {
 	// order's page shows it for the newest order of the chain, with a copy
 	// button. CheckACMEURLTemplate says whether one will do.
 	ACMEURLTemplate string
+	// Windows name each order's next step (serve --reissue-window-days,
+	// --renewal-window-days); zero: certorder.DefaultWindows.
+	Windows certorder.Windows
 
 	Now          func() time.Time
 	Logger       *slog.Logger
@@ -122,6 +125,9 @@ func New(store Store, cfg Config) (http.Handler, error) {
 	if cfg.PageSize <= 0 {
 		cfg.PageSize = DefaultPageSize
 	}
+	if cfg.Windows == (certorder.Windows{}) {
+		cfg.Windows = certorder.DefaultWindows
+	}
 	if cfg.StoreTimeout <= 0 {
 		cfg.StoreTimeout = DefaultStoreTimeout
 	}
@@ -148,7 +154,7 @@ func New(store Store, cfg Config) (http.Handler, error) {
 	for lang, cat := range cats {
 		h.pages[lang] = map[string]*template.Template{}
 		funcs := template.FuncMap{
-			"t": cat.T, "n": cat.N, "date": cat.Date, "datetime": cat.DateTime, "day": cat.Day, "moment": cat.Moment,
+			"t": cat.T, "n": cat.N, "date": cat.Date, "period": cat.Period, "datetime": cat.DateTime, "day": cat.Day, "moment": cat.Moment,
 			"value": cat.Value, "num": cat.Num, "join": strings.Join,
 			"deref": func(p *string) string { return *p },
 		}

@@ -12,11 +12,15 @@ import (
 	"github.com/certorder/certorder"
 )
 
-// The one rule behind every page and the CSV: a renewed order is never
-// expired or expiring, whatever its days; one without valid_till is
-// awaiting issuance, or will never be issued, and has no days.
+// The one rule behind every page and the CSV: an order whose renewal is
+// issued is never expired or expiring, whatever its days (one whose
+// renewal is pending is: its certificate is still the one in use); one
+// without valid_till is awaiting issuance, or will never be issued, and has
+// no days.
 func TestRenewedNeverExpiring(t *testing.T) {
 	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	h := &handler{cfg: Config{Windows: certorder.DefaultWindows}}
+	RenewalWindow := certorder.DefaultWindows.Reissue
 	for _, tc := range []struct {
 		days    int
 		renewed bool
@@ -37,11 +41,11 @@ func TestRenewedNeverExpiring(t *testing.T) {
 		{RenewalWindow + 1, false, Valid},
 		{400, false, Valid},
 	} {
-		o := &certorder.Order{Status: "issued", ValidTill: now.AddDate(0, 0, tc.days).Format(time.DateOnly)}
+		o := &certorder.Order{Status: "issued", Certificate: certorder.Certificate{ValidTill: now.AddDate(0, 0, tc.days).Format(time.DateOnly)}}
 		if tc.renewed {
-			o.RenewedBy = 9
+			o.RenewedBy, o.Renewal = 9, certorder.RenewalIssued
 		}
-		if got, days := expiryOf(o, now); got != tc.want || days != tc.days {
+		if got, days := h.expiryOf(o, now); got != tc.want || days != tc.days {
 			t.Errorf("expiryOf(%d, renewed %v) = %s, %d days; want %s", tc.days, tc.renewed, got, days, tc.want)
 		}
 	}
@@ -57,9 +61,19 @@ func TestRenewedNeverExpiring(t *testing.T) {
 		{"rejected", 0, Ended},
 		{"pending", 9, Renewed},
 	} {
-		if got, days := expiryOf(&certorder.Order{Status: tc.status, RenewedBy: tc.renewedBy}, now); got != tc.want || days != 0 {
+		o := &certorder.Order{Status: tc.status, RenewedBy: tc.renewedBy}
+		if tc.renewedBy != 0 {
+			o.Renewal = certorder.RenewalIssued
+		}
+		if got, days := h.expiryOf(o, now); got != tc.want || days != 0 {
 			t.Errorf("expiryOf(%s without valid_till) = %s, %d days; want %s", tc.status, got, days, tc.want)
 		}
+	}
+	// A renewal not issued yet leaves the certificate's end as it is.
+	o := &certorder.Order{Status: "issued", RenewedBy: 9, Renewal: certorder.RenewalPending,
+		Certificate: certorder.Certificate{ValidTill: now.AddDate(0, 0, 14).Format(time.DateOnly)}}
+	if got, days := h.expiryOf(o, now); got != Expiring || days != 14 {
+		t.Errorf("expiryOf(renewal pending, 14 days) = %s, %d; want expiring", got, days)
 	}
 }
 

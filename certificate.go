@@ -1,0 +1,217 @@
+package certorder
+
+import (
+	"context"
+	"slices"
+	"strings"
+)
+
+// An order is a plan of one to three years (order_valid_from to
+// order_valid_till) that holds several certificates: since February 2026
+// a public TLS certificate lives at most 199 days (100 from March 2027,
+// 47 from March 2029, CA/Browser Forum ballot SC-081), so the member's ACME
+// client reissues on the same order number, and only the plan's end is a
+// contract renewal (a new order number). The order document carries the
+// current certificate; the store keeps every certificate the order has had,
+// its history, written by the import, the sync and a restore through
+// RecordCertificates.
+
+// Certificate is one certificate of an order, as CertCentral gave it.
+type Certificate struct {
+	ID           int64    `json:"id,omitempty"`
+	SerialNumber string   `json:"serial_number,omitempty"`
+	Thumbprint   string   `json:"thumbprint,omitempty"`
+	CommonName   string   `json:"common_name,omitempty"`
+	DNSNames     []string `json:"dns_names,omitempty"`
+	Status       string   `json:"status,omitempty"`
+	DateIssued   string   `json:"date_issued,omitempty"`
+	ValidFrom    string   `json:"valid_from,omitempty"` // YYYY-MM-DD
+	ValidTill    string   `json:"valid_till,omitempty"` // YYYY-MM-DD; "" until issued
+}
+
+// identified reports whether the certificate has an identity to record: a
+// certificate ID or a serial number (an order placed but not yet given a
+// certificate has neither).
+func (c Certificate) identified() bool { return c.ID != 0 || c.SerialNumber != "" }
+
+// same reports whether c and d are one certificate: the same certificate
+// ID, the serial number filled in once it was issued (a certificate pending
+// issue has none yet); or, without IDs, the same serial number.
+func (c Certificate) same(d Certificate) bool {
+	if c.ID != 0 || d.ID != 0 {
+		return c.ID == d.ID && (c.SerialNumber == "" || d.SerialNumber == "" || SerialKey(c.SerialNumber) == SerialKey(d.SerialNumber))
+	}
+	return c.SerialNumber != "" && SerialKey(c.SerialNumber) == SerialKey(d.SerialNumber)
+}
+
+func (c Certificate) equal(d Certificate) bool {
+	return c.ID == d.ID && c.SerialNumber == d.SerialNumber && c.Thumbprint == d.Thumbprint && c.CommonName == d.CommonName &&
+		strings.Join(c.DNSNames, "\n") == strings.Join(d.DNSNames, "\n") && c.Status == d.Status &&
+		c.DateIssued == d.DateIssued && c.ValidFrom == d.ValidFrom && c.ValidTill == d.ValidTill
+}
+
+// SerialKey is how a serial number is looked up: hexadecimal in lower case,
+// without colons, spaces or leading zeros (a serial is a number: Go's
+// x509 and openssl print it without them, CertCentral with them).
+func SerialKey(s string) string { return strings.TrimLeft(HexKey(s), "0") }
+
+// HexKey is how a thumbprint is looked up: lower case, without colons and
+// spaces.
+func HexKey(s string) string {
+	return strings.ToLower(strings.NewReplacer(":", "", " ", "").Replace(s))
+}
+
+// CertificateEntry is one certificate of an order's history as a store
+// keeps it: Seq orders the history (0 for an entry not stored yet).
+type CertificateEntry struct {
+	OrderID int64
+	Seq     int64
+	Certificate
+}
+
+// HistoryWriter is what RecordCertificates needs of a store, inside the
+// transaction that saves the orders.
+type HistoryWriter interface {
+	// Histories reads the certificate histories of those of ids that have
+	// one, each oldest first.
+	Histories(ctx context.Context, ids []int64) (map[int64][]CertificateEntry, error)
+	// SaveCertificates writes history entries: one with Seq 0 is added
+	// after the order's others, one with a Seq replaces that entry.
+	SaveCertificates(ctx context.Context, entries []CertificateEntry) error
+}
+
+// recordCertificate says what recording cur as an order's current
+// certificate does to its history: at is the index of the entry it
+// replaces (a certificate recorded already, now with new details such as
+// its serial number once issued), len(history) to add it, -1 to write
+// nothing (cur has no identity, or is recorded as it is). previous is set
+// when cur is newly issued (a serial number the order has not had) and the
+// order had an issued certificate before: a reissue.
+func recordCertificate(history []CertificateEntry, cur Certificate) (at int, previous *Certificate) {
+	if !cur.identified() {
+		return -1, nil
+	}
+	at = len(history)
+	newSerial := cur.SerialNumber != ""
+	for i, h := range history {
+		if cur.SerialNumber != "" && SerialKey(h.SerialNumber) == SerialKey(cur.SerialNumber) {
+			newSerial = false
+		}
+		if h.same(cur) {
+			at = i
+		}
+	}
+	if newSerial {
+		for i := len(history) - 1; i >= 0; i-- {
+			if h := history[i]; h.SerialNumber != "" {
+				previous = &history[i].Certificate
+				break
+			}
+		}
+	}
+	if at < len(history) && history[at].equal(cur) {
+		at = -1
+	}
+	return at, previous
+}
+
+// RecordCertificates records the current certificate of each of orders (no
+// order twice) in its order's history, in the transaction w writes in: a
+// certificate not recorded yet is added, one recorded is brought up to date
+// (its serial number once issued, a new status). It returns the reissues it
+// found, by order: a certificate newly issued on an order that had an
+// issued certificate before. The import and the sync record through it,
+// and a restore by the same rule (RestoredHistory), so that every history
+// is kept alike.
+func RecordCertificates(ctx context.Context, w HistoryWriter, orders []*Order) (map[int64]*ReissuedData, error) {
+	ids := make([]int64, 0, len(orders))
+	for _, o := range orders {
+		if o.Certificate.identified() {
+			ids = append(ids, o.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	histories, err := w.Histories(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	var writes []CertificateEntry
+	var reissues map[int64]*ReissuedData
+	for _, o := range orders {
+		history := histories[o.ID]
+		at, prev := recordCertificate(history, o.Certificate)
+		if at < 0 {
+			continue
+		}
+		e := CertificateEntry{OrderID: o.ID, Certificate: o.Certificate}
+		if at < len(history) {
+			e.Seq = history[at].Seq
+		}
+		writes = append(writes, e)
+		if prev != nil {
+			if reissues == nil {
+				reissues = map[int64]*ReissuedData{}
+			}
+			reissues[o.ID] = newReissuedData(o.ID, o.Certificate, *prev)
+		}
+	}
+	if len(writes) == 0 {
+		return reissues, nil
+	}
+	return reissues, w.SaveCertificates(ctx, writes)
+}
+
+// RestoredHistory is the certificate history a restore writes for o: the
+// certificates the export gave, oldest first, then o's current
+// certificate, each recorded by the rule of RecordCertificates (so that a
+// history exported by an earlier version, or none, ends in the current
+// certificate like every other).
+func RestoredHistory(o *Order, exported []Certificate) []Certificate {
+	var history []CertificateEntry
+	for _, c := range append(slices.Clone(exported), o.Certificate) {
+		switch at, _ := recordCertificate(history, c); {
+		case at == len(history):
+			history = append(history, CertificateEntry{OrderID: o.ID, Certificate: c})
+		case at >= 0:
+			history[at].Certificate = c
+		}
+	}
+	out := make([]Certificate, len(history))
+	for i, h := range history {
+		out[i] = h.Certificate
+	}
+	return out
+}
+
+// ReissuedData is the data of order.reissued: order OrderID has a new
+// certificate, which replaced PreviousCertificate.
+type ReissuedData struct {
+	OrderID             int64        `json:"order_id"`
+	Certificate         IssuedCert   `json:"certificate"`
+	PreviousCertificate PreviousCert `json:"previous_certificate"`
+}
+
+// IssuedCert is the new certificate of order.reissued.
+type IssuedCert struct {
+	ID           int64  `json:"id"`
+	SerialNumber string `json:"serial_number"`
+	Thumbprint   string `json:"thumbprint"`
+	ValidFrom    string `json:"valid_from"`
+	ValidTill    string `json:"valid_till"`
+}
+
+// PreviousCert is the replaced certificate of order.reissued.
+type PreviousCert struct {
+	ID           int64  `json:"id"`
+	SerialNumber string `json:"serial_number"`
+	Thumbprint   string `json:"thumbprint"`
+	ValidTill    string `json:"valid_till"`
+}
+
+func newReissuedData(orderID int64, cur, prev Certificate) *ReissuedData {
+	return &ReissuedData{OrderID: orderID,
+		Certificate:         IssuedCert{cur.ID, cur.SerialNumber, cur.Thumbprint, cur.ValidFrom, cur.ValidTill},
+		PreviousCertificate: PreviousCert{prev.ID, prev.SerialNumber, prev.Thumbprint, prev.ValidTill}}
+}

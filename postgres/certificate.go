@@ -1,0 +1,88 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/certorder/certorder"
+)
+
+// historyColumnNames are the columns a history entry is written to, in the
+// order of historyRow.
+var historyColumnNames = []string{"order_id", "cert_id", "serial_number", "thumbprint", "common_name", "dns_names",
+	"status", "date_issued", "valid_from", "valid_till", "serial_key", "thumbprint_key", "recorded_at"}
+
+func historyRow(e certorder.CertificateEntry, stamp time.Time) ([]any, error) {
+	names := e.DNSNames
+	if names == nil {
+		names = []string{}
+	}
+	b, err := json.Marshal(names)
+	return []any{e.OrderID, e.ID, e.SerialNumber, e.Thumbprint, e.CommonName, string(b), e.Status, e.DateIssued,
+		e.ValidFrom, e.ValidTill, certorder.SerialKey(e.SerialNumber), certorder.HexKey(e.Thumbprint), stamp}, err
+}
+
+// histories reads the certificate histories of the orders ids, each oldest first.
+func histories(ctx context.Context, q querier, ids []int64) (map[int64][]certorder.CertificateEntry, error) {
+	rows, _ := q.Query(ctx, `SELECT order_id, seq, cert_id, serial_number, thumbprint, common_name, dns_names, status,
+		date_issued, valid_from, valid_till FROM order_certificates WHERE order_id = ANY($1) ORDER BY order_id, seq`, ids)
+	out := map[int64][]certorder.CertificateEntry{}
+	var e certorder.CertificateEntry
+	var names string
+	_, err := pgx.ForEachRow(rows, []any{&e.OrderID, &e.Seq, &e.ID, &e.SerialNumber, &e.Thumbprint, &e.CommonName, &names,
+		&e.Status, &e.DateIssued, &e.ValidFrom, &e.ValidTill}, func() error {
+		e.DNSNames = nil
+		if err := json.Unmarshal([]byte(names), &e.DNSNames); err != nil {
+			return err
+		}
+		out[e.OrderID] = append(out[e.OrderID], e)
+		return nil
+	})
+	return out, err
+}
+
+// Certificates returns the certificate histories of orders.
+func (s *Store) Certificates(ctx context.Context, ids []int64) (map[int64][]certorder.CertificateEntry, error) {
+	h, err := histories(ctx, s.pool, ids)
+	return h, s.wrap("certificates", err)
+}
+
+// historyTx is certorder.HistoryWriter on a transaction.
+type historyTx struct{ tx pgx.Tx }
+
+func (h historyTx) Histories(ctx context.Context, ids []int64) (map[int64][]certorder.CertificateEntry, error) {
+	return histories(ctx, h.tx, ids)
+}
+
+// SaveCertificates adds history entries in one COPY, and replaces those
+// recorded already one statement each.
+func (h historyTx) SaveCertificates(ctx context.Context, entries []certorder.CertificateEntry) error {
+	stamp := time.Now()
+	var inserts [][]any
+	for _, e := range entries {
+		row, err := historyRow(e, stamp)
+		if err != nil {
+			return err
+		}
+		if e.Seq == 0 {
+			inserts = append(inserts, row)
+			continue
+		}
+		if _, err := h.tx.Exec(ctx, `UPDATE order_certificates SET order_id = $1, cert_id = $2, serial_number = $3,
+			thumbprint = $4, common_name = $5, dns_names = $6, status = $7, date_issued = $8, valid_from = $9,
+			valid_till = $10, serial_key = $11, thumbprint_key = $12, recorded_at = $13 WHERE seq = $14`,
+			append(row, e.Seq)...); err != nil {
+			return err
+		}
+	}
+	if len(inserts) == 0 {
+		return nil
+	}
+	_, err := h.tx.CopyFrom(ctx, pgx.Identifier{"order_certificates"}, historyColumnNames, pgx.CopyFromRows(inserts))
+	return err
+}
+
+var _ certorder.HistoryWriter = historyTx{}

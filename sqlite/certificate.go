@@ -1,0 +1,104 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"slices"
+
+	"github.com/certorder/certorder"
+)
+
+// historyColumns are the columns of a certificate history entry, in the
+// order scanEntry reads them.
+const historyColumns = `order_id, seq, cert_id, serial_number, thumbprint, common_name, dns_names, status,
+	date_issued, valid_from, valid_till`
+
+// querier is a transaction or the read pool.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// histories reads the certificate histories of the orders ids, each oldest first.
+func histories(ctx context.Context, q querier, ids []int64) (map[int64][]certorder.CertificateEntry, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+historyColumns+` FROM order_certificates
+		WHERE order_id IN (SELECT value FROM json_each(?)) ORDER BY order_id, seq`, idsJSON(ids))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[int64][]certorder.CertificateEntry{}
+	for rows.Next() {
+		var e certorder.CertificateEntry
+		var names string
+		if err := rows.Scan(&e.OrderID, &e.Seq, &e.ID, &e.SerialNumber, &e.Thumbprint, &e.CommonName, &names, &e.Status,
+			&e.DateIssued, &e.ValidFrom, &e.ValidTill); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(names), &e.DNSNames); err != nil {
+			return nil, err
+		}
+		out[e.OrderID] = append(out[e.OrderID], e)
+	}
+	return out, rows.Err()
+}
+
+// Certificates returns the certificate histories of orders.
+func (s *Store) Certificates(ctx context.Context, ids []int64) (map[int64][]certorder.CertificateEntry, error) {
+	h, err := histories(ctx, s.read, ids)
+	return h, s.wrap("certificates", err)
+}
+
+// historyTx is certorder.HistoryWriter on a transaction.
+type historyTx struct{ tx *sql.Tx }
+
+func (h historyTx) Histories(ctx context.Context, ids []int64) (map[int64][]certorder.CertificateEntry, error) {
+	return histories(ctx, h.tx, ids)
+}
+
+// SaveCertificates adds or replaces history entries; the new ones a
+// multi-row insert per eventBatchRows of them, as an import adds one a
+// new order.
+func (h historyTx) SaveCertificates(ctx context.Context, entries []certorder.CertificateEntry) error {
+	stamp := now()
+	var inserts []any
+	for _, e := range entries {
+		names, err := json.Marshal(dnsNames(e.DNSNames))
+		if err != nil {
+			return err
+		}
+		args := []any{e.OrderID, e.ID, e.SerialNumber, e.Thumbprint, e.CommonName, string(names), e.Status, e.DateIssued,
+			e.ValidFrom, e.ValidTill, certorder.SerialKey(e.SerialNumber), certorder.HexKey(e.Thumbprint), stamp}
+		if e.Seq == 0 {
+			inserts = append(inserts, args...)
+			continue
+		}
+		if _, err = h.tx.ExecContext(ctx, `UPDATE order_certificates SET order_id = ?, cert_id = ?, serial_number = ?,
+			thumbprint = ?, common_name = ?, dns_names = ?, status = ?, date_issued = ?, valid_from = ?, valid_till = ?,
+			serial_key = ?, thumbprint_key = ?, recorded_at = ? WHERE seq = ?`, append(args, e.Seq)...); err != nil {
+			return err
+		}
+	}
+	for chunk := range slices.Chunk(inserts, eventBatchRows*historyFields) {
+		if _, err := h.tx.ExecContext(ctx, multiRow(insertCertificate, len(chunk)/historyFields), chunk...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+const insertCertificate = `INSERT INTO order_certificates (order_id, cert_id, serial_number, thumbprint,
+	common_name, dns_names, status, date_issued, valid_from, valid_till, serial_key, thumbprint_key, recorded_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+const historyFields = 13 // the columns of insertCertificate
+
+// dnsNames is names as stored: an empty array for none.
+func dnsNames(names []string) []string {
+	if names == nil {
+		return []string{}
+	}
+	return names
+}
+
+var _ certorder.HistoryWriter = historyTx{}
