@@ -85,7 +85,9 @@ func RenewalStateOf(renewedBy int64, status, validTill string) RenewalState {
 type NextStep struct {
 	Step Step
 	// Due is the date the step is due by, YYYY-MM-DD: the certificate's end
-	// for reissue and issue_renewal, the plan's end for renew; "" otherwise.
+	// for reissue and issue_renewal, the plan's end for renew; for none, the
+	// certificate's end when it is within its window but the plan's end is
+	// not stated (a reissue or a renewal: the rule cannot tell); "" otherwise.
 	// A date in the past is a step overdue.
 	Due string
 	// Renewal is the order to follow (renewed) or to get issued (issue_renewal).
@@ -147,10 +149,17 @@ func (w Windows) Next(l Lifecycle, now time.Time) NextStep {
 		return NextStep{Step: StepNone, Renewal: l.RenewedBy, Missing: missing(l.ValidTill == "", "certificate.valid_till")}
 	}
 	switch {
+	case l.PlanTill == "" && l.ValidTill == "":
+		return NextStep{Step: StepNone, Missing: "certificate.valid_till"}
 	case l.PlanTill == "":
 		// Without the plan's end a certificate due cannot be told a
-		// reissue from a renewal: say so rather than guess.
-		return NextStep{Step: StepNone, Missing: "order_valid_till"}
+		// reissue from a renewal: say so (with the certificate's end as
+		// the date) rather than guess.
+		n := NextStep{Step: StepNone, Missing: "order_valid_till"}
+		if certDue {
+			n.Due = l.ValidTill
+		}
+		return n
 	case certDue && l.PlanTill > l.ValidTill:
 		return NextStep{Step: StepReissue, Due: l.ValidTill}
 	case certDue || DaysRemaining(l.PlanTill, now) <= w.Renewal:

@@ -58,7 +58,7 @@ func TestWebACMEURL(t *testing.T) {
 	b := newBrowser(t, base, nil)
 	b.signIn("alice", f.aliceKey)
 	p := b.get("/orders/1001")
-	if p.status != 200 || strings.Contains(p.body, "ACME") || strings.Contains(p.body, "copy.js") ||
+	if p.status != 200 || strings.Contains(p.body, `id="acme-url"`) || strings.Contains(p.body, "copy.js") ||
 		strings.Contains(p.header.Get("Content-Security-Policy"), "script-src") {
 		t.Errorf("without a template: %d\n%s", p.status, p.body)
 	}

@@ -41,8 +41,8 @@ func TestWebTimeline(t *testing.T) {
 	// 1003 (current of its chain), 1010-1013 and 60 more; 1001 and 1002 were renewed.
 	for _, want := range []string{`65 current orders page 1 of 2`, `<h2 class="tl-group">Expired and not renewed</h2>`,
 		`<h2 class="tl-group">Ending in Mar 2026</h2>`, `<h2 class="tl-group">Ending in Aug 2026</h2>`, `<h2 class="tl-group">Ending in Jan 2027</h2>`,
-		`<a class="tl-row" href="/orders/1010">`, `<span class="tl-when expiring">ends 1 Mar 2026 · Expiring soon: 19 days left</span>`,
-		`<span class="tl-when expired">ends 1 Jan 2020 · Expired 2232 days ago</span>`,
+		`<a class="tl-row" href="/orders/1010">`, `<span class="tl-when expiring">certificate ends 1 Mar 2026 · Within its reissue window: 19 days left</span>`,
+		`<span class="tl-when expired">certificate ends 1 Jan 2020 · Expired 2232 days ago</span>`,
 		`<span class="m">Feb</span><span class="y">2026</span>`, `<span class="m">Jan</span><span class="y">2027</span>`, `<span class="m">Feb</span></span></span>`,
 		`class="tl-today"`, `class="tl-window"`, `rel="next"`, `href="/timeline?page=2"`} {
 		if !strings.Contains(p.body, want) {
@@ -125,14 +125,14 @@ func TestWebCSV(t *testing.T) {
 	if len(all) != 1+3+1+1100 {
 		t.Fatalf("%d lines, want %d", len(all), 1+3+1+1100)
 	}
-	if got := strings.Join(all[0], ","); got != "Order,Common name,Product,Status,Valid till,Days remaining,Expiry,Renewed by,Renews" {
+	if got := strings.Join(all[0], ","); got != "Order,Common name,Product,Status,Valid till,Days remaining,Expiry,Renewed by,Renews,Plan ends,Next step,Next step by,What to do" {
 		t.Errorf("header: %s", got)
 	}
 	for _, want := range []string{
-		"1001,old.example.com,Standard SSL,pending_reissue,2020-01-01,,Renewed,1002,",
-		"1002,old.example.com,Standard SSL,issued,2026-03-01,,Renewed,1003,1001",
-		"1003,old.example.com,,issued,2027-03-01,384,384 days left,,1002", // no product in its document
-		`1020,"'=HYPERLINK(""http://evil.example"",""x"")",'@SUM(1+1),issued,2026-03-01,19,Expiring soon: 19 days left,,`,
+		"1001,old.example.com,Standard SSL,pending_reissue,2020-01-01,,Renewed,1002,,2020-01-01,renewed,,Renewed as 1002",
+		"1002,old.example.com,Standard SSL,issued,2026-03-01,,Renewed,1003,1001,,renewed,,Renewed as 1003",
+		"1003,old.example.com,,issued,2027-03-01,384,384 days left,,1002,,none,,Nothing due yet (the plan's end is not stated)", // no product in its document
+		`1020,"'=HYPERLINK(""http://evil.example"",""x"")",'@SUM(1+1),issued,2026-03-01,19,Within its reissue window: 19 days left,,,,none,2026-03-01,Reissue or renew by 1 Mar 2026 (the plan's end is not stated)`,
 	} {
 		if !strings.Contains(strings.TrimPrefix(b.get("/orders.csv?renewed=1").body, "\uFEFF"), want+"\n") {
 			t.Errorf("CSV lacks %s", want)
@@ -164,8 +164,8 @@ func TestWebCSV(t *testing.T) {
 	ja := newBrowser(t, base, headerTransport{"Accept-Language": "ja"})
 	ja.signIn("alice", f.aliceKey)
 	jaCSV := readCSV(t, ja.get("/orders.csv?q=old.example"))
-	if strings.Join(jaCSV[0], ",") != "注文,コモンネーム,製品,ステータス,有効期限,残り日数,期限,更新後の注文,更新元の注文" ||
-		len(jaCSV) != 2 || strings.Join(jaCSV[1], ",") != "1003,old.example.com,,issued,2027-03-01,384,残り384日,,1002" {
+	if strings.Join(jaCSV[0], ",") != "注文,コモンネーム,製品,ステータス,有効期限,残り日数,期限,更新後の注文,更新元の注文,契約の終了日,次の手順,次の手順の期限,対応内容" ||
+		len(jaCSV) != 2 || strings.Join(jaCSV[1], ",") != "1003,old.example.com,,issued,2027-03-01,384,残り384日,,1002,,none,,対応不要（契約の終了日の記載なし）" {
 		t.Errorf("Japanese CSV: %v", jaCSV)
 	}
 }

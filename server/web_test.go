@@ -176,8 +176,8 @@ func TestWebSignInAndPages(t *testing.T) {
 	orders := b.get("/orders")
 	for _, want := range []string{`<a href="/orders/1003">1003</a>`, `old.example.com`,
 		`<span class="current">Current</span> (renews order <a href="/orders/1002">1002</a>)`,
-		`class="num expiring">Expiring soon: 19 days left<`, `class="num expired">Expired 2232 days ago<`,
-		`3 orders (renewed orders hidden)`, `Signed in as <strong>alice</strong>`, `<td data-label="Valid till">1 Mar 2026</td>`,
+		`class="num expiring">Within its reissue window: 19 days left<`, `class="num expired">Expired 2232 days ago<`,
+		`3 orders (renewed orders hidden)`, `Signed in as <strong>alice</strong>`, `<td data-label="Certificate ends">1 Mar 2026<br>`,
 		`href="/orders.csv?sort=order"`} {
 		if !strings.Contains(orders.body, want) {
 			t.Errorf("orders page lacks %s", want)
@@ -443,7 +443,7 @@ func TestWebPendingOrders(t *testing.T) {
 	list := b.get("/orders")
 	for _, want := range []string{`<span class="badge pending">pending</span>`, `class="num pending">Awaiting issuance<`,
 		`<span class="badge ended">canceled</span>`, `class="num ended">Never issued<`,
-		`<td data-label="Valid till">not stated</td>`} {
+		`<td data-label="Certificate ends">not stated<br>`, `<span class="next none">Awaiting issuance by your ACME client</span>`} {
 		if !strings.Contains(list.body, want) {
 			t.Errorf("orders page lacks %s", want)
 		}

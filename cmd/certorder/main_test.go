@@ -135,7 +135,7 @@ func testAdminCommands(t *testing.T, dsn string) {
 	c.fails(exitUsage, "admin", "order", "renew", "1", "x")
 
 	list = c.ok("admin", "order", "list", "alice")
-	for _, re := range []string{`(?m)^1\s+host1.example.com\s+issued\s+2020-01-01\s+-\d+\s+2$`, `(?m)^2\s.*\s3$`, `(?m)^3\s.*\s-$`} {
+	for _, re := range []string{`(?m)^1\s+host1.example.com\s+issued\s+2020-01-01\s+-\d+\s+-\s+2\s+renewed as 2$`, `(?m)^2\s.*\s3\s+renewed as 3$`, `(?m)^3\s.*\s-\s+none \(order_valid_till is not stated\)$`} {
 		if !regexp.MustCompile(re).MatchString(list) {
 			t.Fatalf("order list does not match %s:\n%s", re, list)
 		}

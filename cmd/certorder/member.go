@@ -300,6 +300,8 @@ func stepText(n certorder.NextStep) string {
 			s += " (awaiting issuance by the ACME client)"
 		case n.Renewal != 0:
 			s += fmt.Sprintf(" (renewal %d awaits issuance)", n.Renewal)
+		case n.Missing != "" && n.Due != "":
+			s += " (the certificate ends " + n.Due + "; " + n.Missing + " is not stated: reissue or renew)"
 		case n.Missing != "":
 			s += " (" + n.Missing + " is not stated)"
 		}

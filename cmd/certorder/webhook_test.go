@@ -127,7 +127,7 @@ func (rc *receiver) addEndpoint(c *cli, member string, args ...string) string {
 }
 
 func webhookOrder(id int, status, validTill string) string {
-	return fmt.Sprintf(`{"OrderId":%d,"certificate":{"common_name":"h%d.example.com","valid_till":%q},"status":%q}`,
+	return fmt.Sprintf(`{"OrderId":%d,"certificate":{"common_name":"h%d.example.com","valid_till":%q},"status":%q,"order_valid_till":"2031-06-30"}`,
 		id, id, validTill, status)
 }
 
@@ -170,7 +170,7 @@ func TestWebhookEvents(t *testing.T) {
 	}
 	got := alice.wait(3)
 	want := map[string]string{
-		"order.expiring":       fmt.Sprintf(`{"days_remaining":5,"order_id":3,"valid_till":%q}`, soon),
+		"order.expiring":       fmt.Sprintf(`{"days_remaining":5,"next_step":"reissue","order_id":3,"order_valid_till":"2031-06-30","valid_till":%q}`, soon),
 		"order.renewed":        `{"order_id":1,"renewed_order_id":2}`,
 		"order.status_changed": `{"order_id":2,"previous_status":"issued","status":"revoked"}`,
 	}

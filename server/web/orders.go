@@ -92,6 +92,8 @@ func nextStepText(cat *catalogue, n certorder.NextStep) string {
 		return cat.S("next.awaiting_issuance")
 	case n.Renewal != 0:
 		return cat.S("next.renewal_pending", n.Renewal)
+	case n.Missing == "order_valid_till" && n.Due != "":
+		return cat.S("next.plan_unknown_due", cat.Day(n.Due))
 	case n.Missing == "order_valid_till":
 		return cat.S("next.plan_unknown")
 	}

@@ -1,0 +1,58 @@
+package postgres_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/certorder/certorder/internal/testdb"
+	"github.com/certorder/certorder/postgres"
+	"github.com/certorder/certorder/storetest"
+)
+
+// A store made before certificate histories (migration 0012) keeps its
+// orders' certificates, plans and notices through the upgrade.
+func TestUpgradeToCertificateHistories(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := testdb.Postgres(t)
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob("migrations/*.sql")
+	sort.Strings(files)
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := conn.Exec(ctx, q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL)`)
+	for v, f := range files[:11] {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exec(string(b))
+		exec(`INSERT INTO schema_migrations VALUES ($1, now())`, v+1)
+	}
+	exec(`INSERT INTO members (id, name, created_at) VALUES (1, 'alice', now())`)
+	exec(`INSERT INTO orders (id, member_id, common_name, status, valid_till, doc, cert_end, updated_at, names)
+		VALUES (1, 1, 'host1.example.com', 'issued', '2026-09-16', $1, 1, now(), 'host1.example.com')`,
+		[]byte(storetest.UpgradeDoc))
+	exec(`INSERT INTO expiry_notices (order_id, threshold) VALUES (1, 30)`)
+	exec(`SELECT setval('members_id_seq', 1)`)
+	conn.Close(ctx)
+
+	s, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	storetest.Upgraded(t, s)
+}
