@@ -98,6 +98,7 @@ type SyncSummary struct {
 	Changed        int            `json:"changed"`             // members' orders that changed
 	StatusChanged  int            `json:"status_changed"`      // of those, changes of status
 	Renewals       int            `json:"renewals"`            // renewal relations recorded
+	Reissues       int            `json:"reissues,omitempty"`  // certificates newly issued on orders that had one (order.reissued)
 	Unassigned     int            `json:"unassigned"`          // orders unassigned after the run
 	ByStatus       map[string]int `json:"by_status,omitempty"` // orders fetched and mapped, by their status upstream
 	Conflicts      int            `json:"conflicts"`           // see SyncConflict

@@ -45,8 +45,8 @@ func (r Report) Line(failed bool) string {
 		}
 		b.WriteString(")")
 	}
-	fmt.Fprintf(&b, ", new %d, changed %d, renewals linked %d, unassigned %d, conflicts %d, upstream errors %d, requests %d",
-		r.New, r.Changed, r.Renewals, r.Unassigned, r.Conflicts, r.UpstreamErrors, r.Requests)
+	fmt.Fprintf(&b, ", new %d, changed %d, renewals linked %d, reissues %d, unassigned %d, conflicts %d, upstream errors %d, requests %d",
+		r.New, r.Changed, r.Renewals, r.Reissues, r.Unassigned, r.Conflicts, r.UpstreamErrors, r.Requests)
 	if r.Retries > 0 {
 		fmt.Fprintf(&b, " (%d retried)", r.Retries)
 	}
@@ -130,7 +130,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"outcome"}),
 		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "certorder_sync_orders_changed_total",
-			Help: "Members' orders the sync changed, by change: added, adopted (was unassigned), status, renewed, updated.",
+			Help: "Members' orders the sync changed, by change: added, adopted (was unassigned), status, renewed, reissued, updated.",
 		}, []string{"change"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "certorder_sync_upstream_requests_total",

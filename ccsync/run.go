@@ -321,6 +321,11 @@ func (r *run) store(ctx context.Context, batch []certorder.UpstreamOrder) error 
 			entry(c.MemberID, c.OrderID, "sync.renewed")
 			r.cfg.Metrics.changed("renewed", r.dry != nil)
 		}
+		if c.Reissue != nil && !c.Added {
+			r.rep.Reissues++
+			entry(c.MemberID, c.OrderID, "sync.reissued")
+			r.cfg.Metrics.changed("reissued", r.dry != nil)
+		}
 		if r.unassigned != nil {
 			delete(r.unassigned, c.OrderID)
 		}

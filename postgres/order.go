@@ -43,7 +43,7 @@ func (n *nullOrder) order() (*certorder.Order, error) {
 	}
 	return &certorder.Order{ID: *n.id, MemberID: *n.memberID, Status: *n.status,
 		Certificate: certorder.Certificate{CommonName: *n.commonName, ValidTill: *n.validTill},
-		RenewedBy: n.renewedBy, Doc: n.doc, CertEnd: *n.certEnd}, nil
+		RenewedBy:   n.renewedBy, Doc: n.doc, CertEnd: *n.certEnd}, nil
 }
 
 // lifecycleColumns are what Order.Lifecycle needs beyond orderColumns,

@@ -40,7 +40,7 @@ func (n *nullOrder) order() (*certorder.Order, error) {
 	}
 	return &certorder.Order{ID: n.id.Int64, MemberID: n.memberID.Int64, Status: n.status.String,
 		Certificate: certorder.Certificate{CommonName: n.commonName.String, ValidTill: n.validTill.String},
-		RenewedBy: n.renewedBy, Doc: n.doc, CertEnd: int(n.certEnd.Int64)}, nil
+		RenewedBy:   n.renewedBy, Doc: n.doc, CertEnd: int(n.certEnd.Int64)}, nil
 }
 
 // lifecycleColumns are what Order.Lifecycle needs beyond orderColumns,

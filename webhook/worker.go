@@ -46,16 +46,16 @@ type Worker struct {
 
 // WorkerConfig is what a Worker needs.
 type WorkerConfig struct {
-	Store        certorder.WebhookOutbox
-	Client       *http.Client     // NewHTTPClient's; nil: NewHTTPClient(Options{})
-	Now          func() time.Time // nil: time.Now
-	Logger       *slog.Logger     // nil: none
-	Metrics      prometheus.Registerer
-	Thresholds   []int         // order.expiring thresholds in days; nil: DefaultThresholds
+	Store      certorder.WebhookOutbox
+	Client     *http.Client     // NewHTTPClient's; nil: NewHTTPClient(Options{})
+	Now        func() time.Time // nil: time.Now
+	Logger     *slog.Logger     // nil: none
+	Metrics    prometheus.Registerer
+	Thresholds []int // order.expiring thresholds in days; nil: DefaultThresholds
 	// PlanThresholds are order.plan_ending's; nil: DefaultPlanThresholds.
 	PlanThresholds []int
 	// Windows name the next step in the events' data; zero: certorder.DefaultWindows.
-	Windows certorder.Windows
+	Windows      certorder.Windows
 	Poll         time.Duration // how often to look for work; 0: 1s
 	Concurrency  int           // deliveries at once; 0: DefaultConcurrency
 	PerEndpoint  int           // deliveries at once to one endpoint; 0: DefaultPerEndpoint
@@ -66,14 +66,14 @@ type WorkerConfig struct {
 
 // Defaults of WorkerConfig.
 var (
-	DefaultThresholds   = []int{30, 7, 1}
+	DefaultThresholds = []int{30, 7, 1}
 	// DefaultPlanThresholds are CertCentral's own renewal notices' first
 	// four (send_minus_90, 60, 30 and 7).
 	DefaultPlanThresholds = []int{90, 60, 30, 7}
-	DefaultDisableAfter = 72 * time.Hour
-	DefaultConcurrency  = 32
-	DefaultPerEndpoint  = 2
-	DefaultPerMember    = 4
+	DefaultDisableAfter   = 72 * time.Hour
+	DefaultConcurrency    = 32
+	DefaultPerEndpoint    = 2
+	DefaultPerMember      = 4
 )
 
 const (

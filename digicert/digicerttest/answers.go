@@ -72,7 +72,7 @@ type (
 			Name string `json:"name"`
 		} `json:"ca_cert,omitempty"`
 		CertValidity struct {
-			Years int `json:"years"`
+			Days int `json:"days"`
 		} `json:"cert_validity"`
 	}
 	productJSON struct {
@@ -194,7 +194,7 @@ func (s *Server) info(o *order) infoJSON {
 	c.ServerPlatform.CSRURL = "https://www.digicert.com/csr-creation.htm"
 	c.SignatureHash = "sha256"
 	c.KeySize = 2048
-	c.CertValidity.Years = 1
+	c.CertValidity.Days = MaxCertificateDays(s.now())
 	if o.issuedYet() {
 		c.Thumbprint = o.thumbprint
 		c.SerialNumber = o.sern
@@ -240,7 +240,7 @@ func (s *Server) info(o *order) infoJSON {
 	j.ProductNameID = o.product.NameID
 	j.ValidityYears = o.validityYears
 	j.OrderValidFrom = date(o.created)
-	j.OrderValidTill = date(o.created.AddDate(o.validityYears, 0, 0))
+	j.OrderValidTill = date(o.planEnd())
 	j.PurchasedDNSNames = len(o.dnsNames)
 	j.PurchasedWildcardNames = o.wildcards
 	if o.apiKeyName != "" {

@@ -151,11 +151,40 @@ func (s *Server) Issue(id int64, at time.Time) error {
 	return nil
 }
 
+// MaxCertificateDays is the longest a public TLS certificate issued at
+// the given time may live, in days: 397 before 24 February 2026, when
+// DigiCert moved to 199 days ahead of the CA/Browser Forum's ballot SC-081,
+// whose later steps are 100 days from 15 March 2027 and 47 from 15 March
+// 2029.
+func MaxCertificateDays(at time.Time) int {
+	switch at = at.UTC(); {
+	case at.Before(time.Date(2026, 2, 24, 0, 0, 0, 0, time.UTC)):
+		return 397
+	case at.Before(time.Date(2027, 3, 15, 0, 0, 0, 0, time.UTC)):
+		return 199
+	case at.Before(time.Date(2029, 3, 15, 0, 0, 0, 0, time.UTC)):
+		return 100
+	}
+	return 47
+}
+
+// planEnd is the end of an order's plan (order_valid_till): validity
+// years after it was placed ("Multi-year plans": one to six years).
+func (o *order) planEnd() time.Time {
+	return o.created.Truncate(24*time.Hour).AddDate(o.validityYears, 0, 0)
+}
+
+// issue issues the order's certificate (its first, or a reissue's) at
+// time at: valid from that day for MaxCertificateDays, never past the
+// plan's end.
 func (s *Server) issue(o *order, at time.Time) {
 	at = at.UTC().Truncate(time.Second)
 	o.issued = at
 	o.validFrom = at.Truncate(24 * time.Hour)
-	o.validTill = o.validFrom.AddDate(1, 0, 0)
+	o.validTill = o.validFrom.AddDate(0, 0, MaxCertificateDays(at))
+	if end := o.planEnd(); o.validTill.After(end) {
+		o.validTill = end
+	}
 	sum := sha256.Sum256(fmt.Appendf(nil, "%d/%d/%d", o.id, o.certID, at.Unix()))
 	o.thumbprint = hex.EncodeToString(sum[:20])
 	o.sern = hex.EncodeToString(sum[20:32])
@@ -163,6 +192,32 @@ func (s *Server) issue(o *order, at time.Time) {
 	s.byCertKey[o.sern] = o.id
 	o.status = "issued"
 	o.statusChanged = at
+}
+
+// Reissue starts a reissue of an issued order's certificate at time at,
+// as the Services API's "Reissue certificate" does (a multi-year plan's
+// certificates are reissued within the plan): the order keeps its number
+// and gets a new certificate ID, its status is reissue_pending (a status
+// change), and the new certificate has no serial, thumbprint or dates
+// until Issue issues it.
+func (s *Server) Reissue(id int64, at time.Time) (certID int64, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.orders[id]
+	switch {
+	case !ok:
+		return 0, fmt.Errorf("digicerttest: no order %d", id)
+	case !o.issuedYet():
+		return 0, fmt.Errorf("digicerttest: order %d has no certificate to reissue", id)
+	case !at.Before(o.planEnd()):
+		return 0, fmt.Errorf("digicerttest: order %d's plan ended on %s: renew it instead", id, date(o.planEnd()))
+	}
+	o.certID = s.nextCert
+	s.nextCert++
+	o.issued, o.validFrom, o.validTill, o.thumbprint, o.sern = time.Time{}, time.Time{}, time.Time{}, "", ""
+	o.status = "reissue_pending"
+	o.statusChanged = at.UTC().Truncate(time.Second)
+	return o.certID, nil
 }
 
 // SetStatus changes an order's status at time at (recorded as a status

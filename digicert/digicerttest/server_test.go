@@ -129,8 +129,8 @@ func TestOrderLifecycle(t *testing.T) {
 	}
 	_, doc = s.get(t, "order/certificate/"+itoa(id), nil, key)
 	cert = doc["certificate"].(map[string]any)
-	if doc["status"] != "issued" || cert["date_issued"] != "2026-06-01T11:50:00+00:00" || cert["valid_till"] != "2027-06-01" ||
-		cert["days_remaining"] != float64(365) || doc["container"].(map[string]any)["name"] != "Science" {
+	if doc["status"] != "issued" || cert["date_issued"] != "2026-06-01T11:50:00+00:00" || cert["valid_till"] != "2026-12-17" ||
+		cert["days_remaining"] != float64(199) || doc["order_valid_till"] != "2027-06-01" || doc["container"].(map[string]any)["name"] != "Science" {
 		t.Errorf("issued order: %v", doc)
 	}
 	// Order info by thumbprint and by serial number, as documented.
@@ -346,3 +346,79 @@ func TestSlowAnswers(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// A multi-year plan holds several certificates: each issued for at most
+// the day's maximum (199 days now) and never past the plan's end; a
+// reissue keeps the order number, gives a new certificate ID and is
+// reissue_pending (a status change) until issued, with a new serial.
+func TestReissueInMultiYearPlan(t *testing.T) {
+	s := newSim(t, digicerttest.Options{NoLimits: true})
+	id, err := s.AddOrder(digicerttest.OrderSpec{ValidityYears: 3, CommonName: "plan.example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Issue(id, now); err != nil {
+		t.Fatal(err)
+	}
+	info := func() (map[string]any, map[string]any) {
+		t.Helper()
+		_, doc := s.get(t, "order/certificate/"+itoa(id), nil, key)
+		return doc, doc["certificate"].(map[string]any)
+	}
+	doc, first := info()
+	if doc["order_valid_till"] != "2029-06-01" || first["valid_till"] != "2026-12-17" || doc["validity_years"] != float64(3) {
+		t.Fatalf("first certificate of a 3-year plan: plan to %v, certificate to %v", doc["order_valid_till"], first["valid_till"])
+	}
+	s.clock.Advance(150 * 24 * time.Hour) // 2026-10-29
+	certID, err := s.Reissue(id, s.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, pending := info()
+	if doc["id"] != float64(id) || doc["status"] != "reissue_pending" || pending["id"] != float64(certID) || certID == int64(first["id"].(float64)) ||
+		pending["serial_number"] != nil || pending["valid_till"] != nil {
+		t.Fatalf("reissue pending: %v / %v", doc["status"], pending)
+	}
+	_, changes := s.get(t, "order/certificate/status-changes", url.Values{"minutes": {"5"}}, key)
+	if !strings.Contains(fmtJSON(t, changes), `"status":"reissue_pending"`) {
+		t.Errorf("the reissue is no status change: %v", changes)
+	}
+	if err := s.Issue(id, s.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	doc, second := info()
+	if doc["status"] != "issued" || second["id"] != float64(certID) || second["serial_number"] == first["serial_number"] ||
+		second["thumbprint"] == first["thumbprint"] || second["valid_from"] != "2026-10-29" || second["valid_till"] != "2027-05-16" {
+		t.Fatalf("reissued: %v", second)
+	}
+	// Near the plan's end the certificate ends with the plan; after it, no reissue.
+	s.clock.Advance(900 * 24 * time.Hour) // 2029-04-17: 47-day certificates
+	if _, err := s.Reissue(id, s.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Issue(id, s.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, last := info(); last["valid_till"] != "2029-06-01" {
+		t.Errorf("last certificate of the plan ends %v, want the plan's end 2029-06-01", last["valid_till"])
+	}
+	s.clock.Advance(60 * 24 * time.Hour)
+	if _, err := s.Reissue(id, s.clock.Now()); err == nil {
+		t.Error("a reissue after the plan's end was accepted")
+	}
+	for at, want := range map[string]int{"2026-02-23": 397, "2026-02-24": 199, "2027-03-14": 199, "2027-03-15": 100, "2029-03-15": 47} {
+		day, _ := time.Parse(time.DateOnly, at)
+		if got := digicerttest.MaxCertificateDays(day); got != want {
+			t.Errorf("MaxCertificateDays(%s) = %d, want %d", at, got, want)
+		}
+	}
+}
+
+func fmtJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -226,7 +226,7 @@ func TestRecordShapes(t *testing.T) {
 		doc := []byte(`{"OrderId":1,"certificate":{}` + string(bytes.Repeat([]byte{' '}, n)) + `}`)
 		o := &certorder.Order{ID: int64(n + 1), MemberID: 3, Member: "alice",
 			Certificate: certorder.Certificate{ValidTill: "2030-01-01", CommonName: string(binary.AppendUvarint(nil, uint64(n)))},
-			Status: "issued", Doc: doc, CertEnd: bytes.IndexByte(doc, '}') + 1}
+			Status:      "issued", Doc: doc, CertEnd: bytes.IndexByte(doc, '}') + 1}
 		c.FillOrder(1, 3, int64(n+1), o)
 		if _, got, _, ok := c.Find(1, cred.KeyID, int64(n+1)); !ok || !sameOrder(got, o) {
 			t.Fatalf("shape %d: %+v, %v", n, got, ok)
