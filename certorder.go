@@ -257,6 +257,20 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
+// LifecycleReader reads what every stored order's next step depends on,
+// for the metrics of next steps.
+type LifecycleReader interface {
+	// Lifecycles returns the lifecycles of up to limit orders numbered
+	// above afterID, in order (keyset paging over every member's orders).
+	Lifecycles(ctx context.Context, afterID int64, limit int) ([]OrderLifecycle, error)
+}
+
+// OrderLifecycle is one order's Lifecycle.
+type OrderLifecycle struct {
+	ID int64
+	Lifecycle
+}
+
 // Store is every role, implemented by each backend.
 type Store interface {
 	CredentialStore
@@ -268,6 +282,7 @@ type Store interface {
 	WebhookStore
 	SyncStore
 	BackupStore
+	LifecycleReader
 	Pinger
 
 	// Restore loads an export (see internal/export) into an empty

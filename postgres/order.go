@@ -153,6 +153,20 @@ func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*cert
 	return os, s.wrap("list orders", err)
 }
 
+// Lifecycles reads a page of every member's orders' lifecycles.
+func (s *Store) Lifecycles(ctx context.Context, afterID int64, limit int) ([]certorder.OrderLifecycle, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT o.id, o.status, o.valid_till, COALESCE(o.renewed_by, 0), `+lifecycleColumns+`
+		FROM orders o`+lifecycleJoin+` WHERE o.id > $1 ORDER BY o.id LIMIT $2`, afterID, limit)
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.OrderLifecycle, error) {
+		var o certorder.Order
+		var l lifecycle
+		err := row.Scan(append([]any{&o.ID, &o.Status, &o.Certificate.ValidTill, &o.RenewedBy}, l.dest()...)...)
+		l.fill(&o)
+		return certorder.OrderLifecycle{ID: o.ID, Lifecycle: o.Lifecycle()}, err
+	})
+	return out, s.wrap("lifecycles", err)
+}
+
 // CountOrders counts a member's orders.
 func (s *Store) CountOrders(ctx context.Context, q certorder.OrderQuery) (int, error) {
 	where, args := orderFilter(q)

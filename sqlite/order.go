@@ -151,6 +151,27 @@ func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*cert
 	return os, s.wrap("list orders", rows.Err())
 }
 
+// Lifecycles reads a page of every member's orders' lifecycles.
+func (s *Store) Lifecycles(ctx context.Context, afterID int64, limit int) ([]certorder.OrderLifecycle, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT o.id, o.status, o.valid_till, COALESCE(o.renewed_by, 0), `+lifecycleColumns+`
+		FROM orders o`+lifecycleJoin+` WHERE o.id > ? ORDER BY o.id LIMIT ?`, afterID, limit)
+	if err != nil {
+		return nil, s.wrap("lifecycles", err)
+	}
+	defer rows.Close()
+	var out []certorder.OrderLifecycle
+	for rows.Next() {
+		var o certorder.Order
+		var l lifecycle
+		if err := rows.Scan(append([]any{&o.ID, &o.Status, &o.Certificate.ValidTill, &o.RenewedBy}, l.dest()...)...); err != nil {
+			return nil, s.wrap("lifecycles", err)
+		}
+		l.fill(&o)
+		out = append(out, certorder.OrderLifecycle{ID: o.ID, Lifecycle: o.Lifecycle()})
+	}
+	return out, s.wrap("lifecycles", rows.Err())
+}
+
 // CountOrders counts a member's orders.
 func (s *Store) CountOrders(ctx context.Context, q certorder.OrderQuery) (int, error) {
 	where, args := orderFilter(q)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"regexp"
 	"slices"
@@ -71,6 +72,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	defer h.Close()
 	webhook.NewWorker(webhook.WorkerConfig{Store: store, Metrics: reg})
 	ccsync.NewMetrics(reg)
+	defer startNextSteps(context.Background(), store, reg, certorder.DefaultWindows, slog.New(slog.DiscardHandler))()
 	families, err := reg.Registerer.(*prometheus.Registry).Gather()
 	if err != nil {
 		t.Fatal(err)

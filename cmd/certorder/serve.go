@@ -121,6 +121,7 @@ func (e *env) serve(ctx context.Context, args []string) error {
 	if c.webhooks {
 		defer e.startWebhooks(ctx, c, logger, store, reg)() // stops before the store closes
 	}
+	defer startNextSteps(ctx, store, reg, c.windows, logger)()
 	if c.syncEvery > 0 {
 		stop, err := e.startSync(ctx, c, logger, store, reg, upstream)
 		if err != nil {
