@@ -60,7 +60,7 @@ func TestEventRefusesBadPayload(t *testing.T) {
 
 func TestEventTypes(t *testing.T) {
 	t.Parallel()
-	want := []string{"order.renewed", "order.status_changed", "order.expiring"}
+	want := []string{"order.renewed", "order.status_changed", "order.reissued", "order.expiring", "order.plan_ending"}
 	if got := webhook.EventTypes(); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("EventTypes = %v, want %v", got, want)
 	}
