@@ -44,14 +44,17 @@ func (e *env) seedDemo(ctx context.Context, store certorder.Store, base, endpoin
 	if err := store.AddKey(ctx, demoMember, key); err != nil {
 		return err
 	}
-	if _, err := store.ImportOrders(ctx, demoMember, importfile.Decode(bytes.NewReader(demoOrders(time.Now())))); err != nil {
-		return err
+	for _, file := range demoOrders(time.Now()) {
+		if _, err := store.ImportOrders(ctx, demoMember, importfile.Decode(bytes.NewReader(file))); err != nil {
+			return err
+		}
 	}
 
 	body := func(action, extra string) string {
 		return fmt.Sprintf(`{"AccessName":"%s","AccessKey":"%s","action":"%s"%s}`, demoMember, text, action, extra)
 	}
-	fmt.Fprintf(e.stdout, `Demo data is in %s: member %q with orders 10001, 10002, 10003 (a renewal chain) and 10004.
+	fmt.Fprintf(e.stdout, `Demo data is in %s: member %q with orders 10001, 10002, 10003 (a renewal chain; 10003 a
+three-year plan with a reissued certificate) and 10004 (a certificate due for reissue).
 
 AccessName: %s
 AccessKey:  %s
@@ -71,12 +74,21 @@ The member web page is at %s (sign in with the credentials above).
 	return nil
 }
 
-// demoOrders is an import file of four orders with dates relative to now,
-// so that the demo shows expired, expiring and current certificates.
-func demoOrders(now time.Time) []byte {
+// demoOrders are the import files of the demo's orders with dates
+// relative to now, so that the demo shows expired, expiring and current
+// certificates, one-year and multi-year plans, and a certificate history:
+// the first file holds order 10003 with its first 199-day certificate of a
+// three-year plan, the second every order, 10003 reissued five days ago.
+func demoOrders(now time.Time) [][]byte {
 	day := func(d int) string { return now.AddDate(0, 0, d).UTC().Format(certorder.DateLayout) }
 	stamp := func(d int) string { return now.AddDate(0, 0, d).UTC().Format("2006-01-02T15:04:05+00:00") }
-	order := func(id int, cn, status, certStatus string, from, till int, renewal, quirks, wildcards string) string {
+	// A plan of years from planFrom; the certificate certID valid from
+	// certFrom to certTill (days from now).
+	type plan struct {
+		from, years int
+	}
+	order := func(id, certID int, cn, status, certStatus string, p plan, certFrom, certTill int, renewal, quirks, wildcards string) string {
+		planTill := now.AddDate(0, 0, p.from).AddDate(p.years, 0, 0).UTC().Format(certorder.DateLayout)
 		return fmt.Sprintf(`{
   "OrderId": %d,
   "certificate": {
@@ -84,35 +96,40 @@ func demoOrders(now time.Time) []byte {
     "common_name": "%s", "dns_names": ["%s", "www.%s"],
     "status": "%s", "date_created": "%s", "date_issued": "%s",
     "valid_from": "%s", "valid_till": "%s",
-    "cert_validity": {"years": 1},
+    "cert_validity": {"days": %d},
     "csr": "-----BEGIN CERTIFICATE REQUEST-----\nMIIBdemo\n-----END CERTIFICATE REQUEST-----",
     "is_rsassa_pss": false, "signature_hash": "sha256", "key_size": 2048,
     "ca_cert": {"id": "A1B2C3", "name": "DigiCert Global G2 TLS RSA SHA256 2020 CA1"},
     %s
   },
   "status": "%s",%s
-  "date_created": "%s", "date_issued": "%s", "validity_years": 1,
+  "date_created": "%s", "date_issued": "%s", "validity_years": %d,
   "order_valid_from": "%s", "order_valid_till": "%s",
   "product": {"name_id": "ssl_basic", "name": "Basic OV", "type": "ssl_certificate", "csr_required": true},
   "purchased_dns_names": 1, "purchased_wildcard_names": %s,
   "api_key": {"name": "acme-automation", "key_type": "acme"}
-}`, id, 500000+id, id*7919, id*104729, cn, cn, cn, certStatus, stamp(from-1), stamp(from), day(from), day(till),
-			quirks, status, renewal, stamp(from-1), stamp(from), day(from), day(till), wildcards)
+}`, id, certID, certID*7919, certID*104729, cn, cn, cn, certStatus, stamp(certFrom-1), stamp(certFrom), day(certFrom), day(certTill),
+			certTill-certFrom, quirks, status, renewal, stamp(p.from-1), stamp(certFrom), p.years, day(p.from), planTill, wildcards)
+	}
+	quirks := func(receipt int) string {
+		return fmt.Sprintf(`"user_id": "7001", "receipt_id": %d, "purchased_dns_names": 1, "purchased_wildcard_names": 0`, receipt)
 	}
 	orders := []string{
-		order(10001, "shop.example.com", "issued", "expired", -385, -20,
-			` "is_renewed": true, "was_renewed_by_order_id": 10002,`,
-			`"user_id": "7001", "receipt_id": 880001, "purchased_dns_names": 1, "purchased_wildcard_names": 0`, "0"),
-		order(10002, "shop.example.com", "issued", "issued", -355, 10,
-			` "is_renewed": true, "was_renewed_by_order_id": 10003,`,
-			`"user_id": "7001", "receipt_id": 880002, "purchased_dns_names": 1, "purchased_wildcard_names": 0`, "0"),
-		order(10003, "shop.example.com", "issued", "issued", -5, 360, "",
-			`"user_id": "7001", "receipt_id": 880003, "purchased_dns_names": 1, "purchased_wildcard_names": 0`, "0"),
+		// One-year plans of the 397-day era: 10001 expired, renewed by
+		// 10002, which ends in 10 days and was renewed by 10003.
+		order(10001, 510001, "shop.example.com", "issued", "expired", plan{-385, 1}, -385, -20,
+			` "is_renewed": true, "was_renewed_by_order_id": 10002,`, quirks(880001), "0"),
+		order(10002, 510002, "shop.example.com", "issued", "issued", plan{-355, 1}, -355, 10,
+			` "is_renewed": true, "was_renewed_by_order_id": 10003,`, quirks(880002), "0"),
+		// A three-year plan, reissued.
+		order(10003, 530003, "shop.example.com", "issued", "issued", plan{-200, 3}, -5, 194, "", quirks(880003), "0"),
 		// The types the spec says may vary: user_id a number, receipt_id and
 		// the purchased counts strings of digits, the order's wildcard count
-		// null, profile_option present.
-		order(10004, "mail.example.org", "issued", "issued", -100, 265, "",
+		// null, profile_option present. A two-year plan whose certificate
+		// is due for reissue.
+		order(10004, 510004, "mail.example.org", "issued", "issued", plan{-180, 2}, -180, 19, "",
 			`"profile_option": "some_ssl_profile", "user_id": 7002, "receipt_id": "880004", "purchased_dns_names": "2", "purchased_wildcard_names": "0"`, "null"),
 	}
-	return []byte("[" + strings.Join(orders, ",\n") + "]\n")
+	first := order(10003, 520003, "shop.example.com", "issued", "issued", plan{-200, 3}, -200, -1, "", quirks(880003), "0")
+	return [][]byte{[]byte(first), []byte("[" + strings.Join(orders, ",\n") + "]\n")}
 }
