@@ -19,7 +19,9 @@ import (
 const (
 	WebhookOrderRenewed       = "order.renewed"
 	WebhookOrderStatusChanged = "order.status_changed"
+	WebhookOrderReissued      = "order.reissued"
 	WebhookOrderExpiring      = "order.expiring"
+	WebhookOrderPlanEnding    = "order.plan_ending"
 	WebhookTest               = "webhook.test" // "send a test event" on the web page
 )
 
@@ -74,8 +76,56 @@ func (e *WebhookEvent) StatusChanged() (orderID int64, status, previous string, 
 	return *d.OrderID, d.Status, d.PreviousStatus, true
 }
 
-// Expiring reads an order.expiring event: order orderID, not renewed, ends
-// on validTill (a date, midnight UTC), daysRemaining days after the event.
+// ReissuedCertificate is a certificate an order.reissued event names: the
+// new one (with ValidFrom) or the one it replaced. Dates are YYYY-MM-DD.
+type ReissuedCertificate struct {
+	ID           int64  `json:"id"`
+	SerialNumber string `json:"serial_number"`
+	Thumbprint   string `json:"thumbprint"`
+	ValidFrom    string `json:"valid_from"`
+	ValidTill    string `json:"valid_till"`
+}
+
+// Reissued reads an order.reissued event: order orderID, same number, has
+// a new certificate cert in place of previous (the ACME directory URL
+// stays the same: install the new certificate).
+func (e *WebhookEvent) Reissued() (orderID int64, cert, previous ReissuedCertificate, ok bool) {
+	var d struct {
+		OrderID  *int64              `json:"order_id"`
+		Cert     ReissuedCertificate `json:"certificate"`
+		Previous ReissuedCertificate `json:"previous_certificate"`
+	}
+	if !e.decode(WebhookOrderReissued, &d) || d.OrderID == nil || d.Cert.SerialNumber == "" {
+		return 0, cert, previous, false
+	}
+	return *d.OrderID, d.Cert, d.Previous, true
+}
+
+// PlanEnding reads an order.plan_ending event: order orderID's plan (the
+// contract) ends on planTill (a date, midnight UTC), daysRemaining days
+// after the event, and no renewal exists; nextStep is the order's next
+// step then (renew, or reissue while its certificate ends first).
+func (e *WebhookEvent) PlanEnding() (orderID int64, planTill time.Time, daysRemaining int, nextStep string, ok bool) {
+	var d struct {
+		OrderID       *int64 `json:"order_id"`
+		PlanTill      string `json:"order_valid_till"`
+		DaysRemaining int    `json:"days_remaining"`
+		NextStep      string `json:"next_step"`
+	}
+	if !e.decode(WebhookOrderPlanEnding, &d) || d.OrderID == nil {
+		return 0, time.Time{}, 0, "", false
+	}
+	t, err := time.Parse(time.DateOnly, d.PlanTill)
+	if err != nil {
+		return 0, time.Time{}, 0, "", false
+	}
+	return *d.OrderID, t, d.DaysRemaining, d.NextStep, true
+}
+
+// Expiring reads an order.expiring event: order orderID, without an issued
+// renewal, has a certificate that ends on validTill (a date, midnight UTC),
+// daysRemaining days after the event. The event's data also names the
+// plan's end (order_valid_till) and the next step (next_step).
 func (e *WebhookEvent) Expiring() (orderID int64, validTill time.Time, daysRemaining int, ok bool) {
 	var d struct {
 		OrderID       *int64 `json:"order_id"`

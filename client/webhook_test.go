@@ -111,6 +111,20 @@ func TestVerifyWebhookHelpers(t *testing.T) {
 	if _, _, _, ok := ev.Expiring(); ok {
 		t.Error("Expiring() reads a valid_till that is not a date")
 	}
+	ev = verify(`{"type":"order.reissued","timestamp":"2026-11-21T10:00:00Z","data":{"order_id":10003,` +
+		`"certificate":{"id":530003,"serial_number":"0A2","thumbprint":"B2","valid_from":"2026-11-21","valid_till":"2027-06-08"},` +
+		`"previous_certificate":{"id":520003,"serial_number":"0A1","thumbprint":"B1","valid_till":"2026-11-26"}}}`)
+	if id, cert, prev, ok := ev.Reissued(); !ok || id != 10003 || cert != (client.ReissuedCertificate{530003, "0A2", "B2", "2026-11-21", "2027-06-08"}) ||
+		prev != (client.ReissuedCertificate{ID: 520003, SerialNumber: "0A1", Thumbprint: "B1", ValidTill: "2026-11-26"}) {
+		t.Errorf("Reissued() = %d, %+v, %+v, %v", id, cert, prev, ok)
+	}
+	ev = verify(`{"type":"order.plan_ending","timestamp":"2026-11-21T10:00:00Z","data":{"order_id":10004,"order_valid_till":"2027-02-19","days_remaining":90,"valid_till":"2027-02-19","next_step":"renew"}}`)
+	if id, till, days, step, ok := ev.PlanEnding(); !ok || id != 10004 || !till.Equal(time.Date(2027, 2, 19, 0, 0, 0, 0, time.UTC)) || days != 90 || step != "renew" {
+		t.Errorf("PlanEnding() = %d, %v, %d, %q, %v", id, till, days, step, ok)
+	}
+	if _, _, _, ok := ev.Reissued(); ok {
+		t.Error("Reissued() reads an order.plan_ending event")
+	}
 	ev = verify(`{"type":"order.renewed","timestamp":"2026-11-21T10:00:00Z","data":{"order_id":10001}}`)
 	if _, _, ok := ev.Renewed(); ok {
 		t.Error("Renewed() reads an event without renewed_order_id")

@@ -49,7 +49,9 @@ type eventChoice struct {
 var eventKeys = map[string]string{
 	webhook.TypeOrderRenewed:       "webhooks.event.order_renewed",
 	webhook.TypeOrderStatusChanged: "webhooks.event.order_status_changed",
+	webhook.TypeOrderReissued:      "webhooks.event.order_reissued",
 	webhook.TypeOrderExpiring:      "webhooks.event.order_expiring",
+	webhook.TypeOrderPlanEnding:    "webhooks.event.order_plan_ending",
 }
 
 // endpointRow is an endpoint as the pages show it; never its secret.
