@@ -280,6 +280,7 @@ type Store interface {
 	AuditStore
 	SessionStore
 	WebhookStore
+	NoticeStore
 	SyncStore
 	BackupStore
 	LifecycleReader

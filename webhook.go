@@ -24,6 +24,7 @@ type Endpoint struct {
 	MemberID        int64
 	Member          string
 	URL             string
+	Format          string    // FormatStandard or FormatSlack; "" reads as FormatStandard
 	EventTypes      []string  // the order events it wants; empty: all of them
 	Secret          string    // whsec_...: shown once at creation, kept to sign
 	PreviousSecret  string    // during a rotation, also signed with until PreviousExpires
@@ -33,6 +34,25 @@ type Endpoint struct {
 	CreatedAt       time.Time
 	LastSuccess     time.Time // the last delivery it accepted
 	FailingSince    time.Time // the first failure since its last success; zero when not failing
+}
+
+// The formats of an endpoint's messages.
+const (
+	// FormatStandard is the signed Standard Webhooks payload.
+	FormatStandard = "standard"
+	// FormatSlack is Slack's incoming-webhook JSON, {"text": ...}, one
+	// readable line (package notice), which Mattermost and Rocket.Chat
+	// take too.
+	FormatSlack = "slack"
+)
+
+// EndpointFormat is the format f names, FormatStandard for "" (an endpoint
+// stored before formats, or made without one).
+func EndpointFormat(f string) string {
+	if f == "" {
+		return FormatStandard
+	}
+	return f
 }
 
 // Wants reports whether the endpoint takes events of type typ.
@@ -237,9 +257,10 @@ type EndpointAdmin interface {
 type WebhookOutbox interface {
 	// FanOut takes up to limit events not yet fanned out and, in one
 	// transaction, queues a delivery to every enabled endpoint of the
-	// event's member that wants its type, with the message build makes.
-	// Instances sharing the store never take the same event.
-	FanOut(ctx context.Context, limit int, build func(Event) (msgID string, body []byte, err error)) (int, error)
+	// event's member that wants its type, with the message build makes in
+	// the endpoint's format. Instances sharing the store never take the
+	// same event.
+	FanOut(ctx context.Context, limit int, build func(ev Event, format string) (msgID string, body []byte, err error)) (int, error)
 	// ClaimDeliveries takes up to c.Limit pending deliveries due at c.At,
 	// with their endpoints, and holds them for c.Lease: another instance
 	// takes them only once the lease is over (a crashed worker's are
@@ -250,7 +271,8 @@ type WebhookOutbox interface {
 	// EndingOrders lists the orders whose certificate's end (typ
 	// order.expiring) or plan's end (order.plan_ending) is between from
 	// and to (YYYY-MM-DD, inclusive), of members with an enabled endpoint
-	// wanting typ, renewed or not (the worker decides by Windows.Next).
+	// or an active notice address wanting typ, renewed or not (the worker
+	// decides by Windows.Next).
 	EndingOrders(ctx context.Context, typ, from, to string) ([]EndingOrder, error)
 	// RecordEnding records an event of type typ for the order and marks
 	// the thresholds as told for the order's current end (End), in one

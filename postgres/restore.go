@@ -64,9 +64,17 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record,
 			},
 			Endpoint: func(e *certorder.Endpoint, memberID int64) error {
 				_, err := tx.Exec(ctx, `INSERT INTO webhook_endpoints (member_id, url, event_types, secret, previous_secret,
-					previous_expires, enabled, disabled_reason, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, COALESCE($9, now()))`,
+					previous_expires, enabled, disabled_reason, created_at, format)
+					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, COALESCE($9, now()), $10)`,
 					memberID, e.URL, strings.Join(e.EventTypes, ","), e.Secret, e.PreviousSecret, nullTime(e.PreviousExpires),
-					e.Enabled, e.DisabledReason, nullTime(e.CreatedAt))
+					e.Enabled, e.DisabledReason, nullTime(e.CreatedAt), certorder.EndpointFormat(e.Format))
+				return err
+			},
+			Notice: func(a *certorder.NoticeAddress, memberID int64) error {
+				_, err := tx.Exec(ctx, `INSERT INTO notice_addresses (member_id, address, lang, event_types, secret,
+					created_at, confirmed_at, unsubscribed_at) VALUES ($1, $2, $3, $4, $5, COALESCE($6, now()), $7, $8)`,
+					memberID, a.Address, a.Lang, strings.Join(a.EventTypes, ","), a.Secret,
+					nullTime(a.CreatedAt), nullTime(a.ConfirmedAt), nullTime(a.UnsubscribedAt))
 				return err
 			},
 			Order: func(o *certorder.Order, memberID int64, certs []certorder.Certificate) error {

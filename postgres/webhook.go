@@ -12,14 +12,14 @@ import (
 	"github.com/certorder/certorder"
 )
 
-const endpointColumns = `e.id, e.member_id, m.name, e.url, e.event_types, e.secret, e.previous_secret,
+const endpointColumns = `e.id, e.member_id, m.name, e.url, e.format, e.event_types, e.secret, e.previous_secret,
 	e.previous_expires, e.enabled, e.disabled_reason, e.created_at, e.last_success, e.failing_since`
 
 func scanEndpoint(row pgx.Row) (certorder.Endpoint, error) {
 	var e certorder.Endpoint
 	var types string
 	var prevExpires, success, failing *time.Time
-	err := row.Scan(&e.ID, &e.MemberID, &e.Member, &e.URL, &types, &e.Secret, &e.PreviousSecret,
+	err := row.Scan(&e.ID, &e.MemberID, &e.Member, &e.URL, &e.Format, &types, &e.Secret, &e.PreviousSecret,
 		&prevExpires, &e.Enabled, &e.DisabledReason, &e.CreatedAt, &success, &failing)
 	if types != "" {
 		e.EventTypes = strings.Split(types, ",")
@@ -51,10 +51,10 @@ func (s *Store) AddEndpoint(ctx context.Context, member string, e certorder.Endp
 // insertEndpoint stores e, of e.MemberID, as a new enabled endpoint, and
 // fills in its ID and creation time.
 func insertEndpoint(ctx context.Context, tx pgx.Tx, e *certorder.Endpoint) error {
-	e.Enabled = true
-	return tx.QueryRow(ctx, `INSERT INTO webhook_endpoints (member_id, url, event_types, secret, enabled, created_at)
-		VALUES ($1, $2, $3, $4, true, now()) RETURNING id, created_at`,
-		e.MemberID, e.URL, strings.Join(e.EventTypes, ","), e.Secret).Scan(&e.ID, &e.CreatedAt)
+	e.Enabled, e.Format = true, certorder.EndpointFormat(e.Format)
+	return tx.QueryRow(ctx, `INSERT INTO webhook_endpoints (member_id, url, format, event_types, secret, enabled, created_at)
+		VALUES ($1, $2, $3, $4, $5, true, now()) RETURNING id, created_at`,
+		e.MemberID, e.URL, e.Format, strings.Join(e.EventTypes, ","), e.Secret).Scan(&e.ID, &e.CreatedAt)
 }
 
 // AddMemberEndpoint stores a new endpoint of the member, within max.
@@ -130,7 +130,7 @@ const insertDelivery = `INSERT INTO webhook_deliveries (endpoint_id, event_type,
 
 // FanOut queues the deliveries of events not yet fanned out. FOR UPDATE
 // SKIP LOCKED lets instances share the work without taking one event twice.
-func (s *Store) FanOut(ctx context.Context, limit int, build func(certorder.Event) (string, []byte, error)) (int, error) {
+func (s *Store) FanOut(ctx context.Context, limit int, build func(certorder.Event, string) (string, []byte, error)) (int, error) {
 	n := 0
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		rows, _ := tx.Query(ctx, `SELECT id, member_id, type, data, at FROM webhook_events
@@ -146,18 +146,21 @@ func (s *Store) FanOut(ctx context.Context, limit int, build func(certorder.Even
 			return err
 		}
 		for _, ev := range events {
-			rows, _ := tx.Query(ctx, `SELECT id FROM webhook_endpoints WHERE member_id = $1 AND enabled
+			rows, _ := tx.Query(ctx, `SELECT id, format FROM webhook_endpoints WHERE member_id = $1 AND enabled
 				AND (event_types = '' OR $2 = ANY(string_to_array(event_types, ',')))`, ev.MemberID, ev.Type)
-			targets, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+			targets, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct {
+				ID     int64
+				Format string
+			}])
 			if err != nil {
 				return err
 			}
-			for _, id := range targets {
-				msgID, body, err := build(ev)
+			for _, ep := range targets {
+				msgID, body, err := build(ev, ep.Format)
 				if err != nil {
 					return err
 				}
-				if _, err := tx.Exec(ctx, insertDelivery, id, ev.Type, msgID, body); err != nil {
+				if _, err := tx.Exec(ctx, insertDelivery, ep.ID, ev.Type, msgID, body); err != nil {
 					return err
 				}
 			}
@@ -268,8 +271,11 @@ func (s *Store) EndingOrders(ctx context.Context, typ, from, to string) ([]certo
 		lifecycleColumns+`, COALESCE((SELECT string_agg(threshold::text, ',') FROM order_notices n
 			WHERE n.order_id = o.id AND n.type = $1 AND n.ends = o.`+col+`), '')
 		FROM orders o`+lifecycleJoin+` WHERE o.`+col+` BETWEEN $2 AND $3
-		AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.member_id = o.member_id AND e.enabled
+		AND (EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.member_id = o.member_id AND e.enabled
 			AND (e.event_types = '' OR $1 = ANY(string_to_array(e.event_types, ','))))
+		OR EXISTS (SELECT 1 FROM notice_addresses a WHERE a.member_id = o.member_id
+			AND a.confirmed_at IS NOT NULL AND a.unsubscribed_at IS NULL
+			AND (a.event_types = '' OR $1 = ANY(string_to_array(a.event_types, ',')))))
 		ORDER BY o.id`, typ, from, to)
 	os, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.EndingOrder, error) {
 		var o certorder.EndingOrder

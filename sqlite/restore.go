@@ -73,10 +73,17 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record,
 			},
 			Endpoint: func(e *certorder.Endpoint, memberID int64) error {
 				expires := sql.NullString{String: formatTime(e.PreviousExpires), Valid: !e.PreviousExpires.IsZero()}
-				_, err := tx.ExecContext(ctx, `INSERT INTO webhook_endpoints (member_id, url, event_types, secret, previous_secret,
-					previous_expires, enabled, disabled_reason, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-					memberID, e.URL, strings.Join(e.EventTypes, ","), e.Secret, e.PreviousSecret, expires, e.Enabled,
-					e.DisabledReason, stampOrNow(e.CreatedAt))
+				_, err := tx.ExecContext(ctx, `INSERT INTO webhook_endpoints (member_id, url, format, event_types, secret, previous_secret,
+					previous_expires, enabled, disabled_reason, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+					memberID, e.URL, certorder.EndpointFormat(e.Format), strings.Join(e.EventTypes, ","), e.Secret, e.PreviousSecret,
+					expires, e.Enabled, e.DisabledReason, stampOrNow(e.CreatedAt))
+				return err
+			},
+			Notice: func(a *certorder.NoticeAddress, memberID int64) error {
+				_, err := tx.ExecContext(ctx, `INSERT INTO notice_addresses (member_id, address, lang, event_types, secret,
+					created_at, confirmed_at, unsubscribed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+					memberID, a.Address, a.Lang, strings.Join(a.EventTypes, ","), a.Secret, stampOrNow(a.CreatedAt),
+					nullTime(a.ConfirmedAt), nullTime(a.UnsubscribedAt))
 				return err
 			},
 			Order: func(o *certorder.Order, memberID int64, certs []certorder.Certificate) error {

@@ -13,14 +13,14 @@ import (
 	"github.com/certorder/certorder"
 )
 
-const endpointColumns = `e.id, e.member_id, m.name, e.url, e.event_types, e.secret, e.previous_secret,
+const endpointColumns = `e.id, e.member_id, m.name, e.url, e.format, e.event_types, e.secret, e.previous_secret,
 	e.previous_expires, e.enabled, e.disabled_reason, e.created_at, e.last_success, e.failing_since`
 
 func scanEndpoint(row interface{ Scan(...any) error }) (certorder.Endpoint, error) {
 	var e certorder.Endpoint
 	var types string
 	var prevExpires, created, success, failing sql.NullString
-	err := row.Scan(&e.ID, &e.MemberID, &e.Member, &e.URL, &types, &e.Secret, &e.PreviousSecret,
+	err := row.Scan(&e.ID, &e.MemberID, &e.Member, &e.URL, &e.Format, &types, &e.Secret, &e.PreviousSecret,
 		&prevExpires, &e.Enabled, &e.DisabledReason, &created, &success, &failing)
 	if types != "" {
 		e.EventTypes = strings.Split(types, ",")
@@ -47,8 +47,9 @@ func (s *Store) AddEndpoint(ctx context.Context, member string, e certorder.Endp
 // insertEndpoint stores e, of e.MemberID, as a new enabled endpoint.
 func insertEndpoint(ctx context.Context, tx *sql.Tx, e certorder.Endpoint) (certorder.Endpoint, error) {
 	e.CreatedAt, e.Enabled = time.Now().UTC().Truncate(time.Microsecond), true
-	res, err := tx.ExecContext(ctx, `INSERT INTO webhook_endpoints (member_id, url, event_types, secret, enabled, created_at)
-		VALUES (?, ?, ?, ?, 1, ?)`, e.MemberID, e.URL, strings.Join(e.EventTypes, ","), e.Secret, formatTime(e.CreatedAt))
+	e.Format = certorder.EndpointFormat(e.Format)
+	res, err := tx.ExecContext(ctx, `INSERT INTO webhook_endpoints (member_id, url, format, event_types, secret, enabled, created_at)
+		VALUES (?, ?, ?, ?, ?, 1, ?)`, e.MemberID, e.URL, e.Format, strings.Join(e.EventTypes, ","), e.Secret, formatTime(e.CreatedAt))
 	if err != nil {
 		return e, err
 	}
@@ -143,7 +144,7 @@ const insertDelivery = `INSERT INTO webhook_deliveries (endpoint_id, event_type,
 
 // FanOut queues the deliveries of events not yet fanned out. SQLite has one
 // writer, so the transaction alone keeps two workers from taking one event.
-func (s *Store) FanOut(ctx context.Context, limit int, build func(certorder.Event) (string, []byte, error)) (int, error) {
+func (s *Store) FanOut(ctx context.Context, limit int, build func(certorder.Event, string) (string, []byte, error)) (int, error) {
 	n := 0
 	err := inTx(ctx, s.write, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT id, member_id, type, data, at FROM webhook_events
@@ -168,29 +169,29 @@ func (s *Store) FanOut(ctx context.Context, limit int, build func(certorder.Even
 		}
 		stamp := now()
 		for _, ev := range events {
-			eps, err := tx.QueryContext(ctx, `SELECT id, event_types FROM webhook_endpoints WHERE member_id = ? AND enabled`, ev.MemberID)
+			eps, err := tx.QueryContext(ctx, `SELECT id, format, event_types FROM webhook_endpoints WHERE member_id = ? AND enabled`, ev.MemberID)
 			if err != nil {
 				return err
 			}
-			var targets []int64
+			var targets []certorder.Endpoint
 			for eps.Next() {
-				var id int64
+				var ep certorder.Endpoint
 				var types string
-				if err := eps.Scan(&id, &types); err != nil {
+				if err := eps.Scan(&ep.ID, &ep.Format, &types); err != nil {
 					eps.Close()
 					return err
 				}
 				if types == "" || slices.Contains(strings.Split(types, ","), ev.Type) {
-					targets = append(targets, id)
+					targets = append(targets, ep)
 				}
 			}
 			eps.Close()
-			for _, id := range targets {
-				msgID, body, err := build(ev)
+			for _, ep := range targets {
+				msgID, body, err := build(ev, ep.Format)
 				if err != nil {
 					return err
 				}
-				if _, err := tx.ExecContext(ctx, insertDelivery, id, ev.Type, msgID, body, stamp, stamp); err != nil {
+				if _, err := tx.ExecContext(ctx, insertDelivery, ep.ID, ev.Type, msgID, body, stamp, stamp); err != nil {
 					return err
 				}
 			}
@@ -313,8 +314,11 @@ func (s *Store) EndingOrders(ctx context.Context, typ, from, to string) ([]certo
 		lifecycleColumns+`, COALESCE((SELECT group_concat(threshold) FROM order_notices n
 			WHERE n.order_id = o.id AND n.type = ? AND n.ends = o.`+col+`), '')
 		FROM orders o`+lifecycleJoin+` WHERE o.`+col+` BETWEEN ? AND ?
-		AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.member_id = o.member_id AND e.enabled
-			AND (e.event_types = '' OR ',' || e.event_types || ',' LIKE '%,' || ? || ',%'))
+		AND (EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.member_id = o.member_id AND e.enabled
+			AND (e.event_types = '' OR ',' || e.event_types || ',' LIKE '%,' || ?4 || ',%'))
+		OR EXISTS (SELECT 1 FROM notice_addresses a WHERE a.member_id = o.member_id
+			AND a.confirmed_at IS NOT NULL AND a.unsubscribed_at IS NULL
+			AND (a.event_types = '' OR ',' || a.event_types || ',' LIKE '%,' || ?4 || ',%')))
 		ORDER BY o.id`, typ, from, to, typ)
 	if err != nil {
 		return nil, s.wrap("ending orders", err)

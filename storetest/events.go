@@ -24,7 +24,7 @@ func withStatus(doc, status string) string {
 func outbox(t *testing.T, s certorder.Store, since time.Time) []string {
 	t.Helper()
 	var got []string
-	n, err := s.FanOut(context.Background(), 10000, func(ev certorder.Event) (string, []byte, error) {
+	n, err := s.FanOut(context.Background(), 10000, func(ev certorder.Event, _ string) (string, []byte, error) {
 		if ev.At.Before(since.Add(-time.Second)) || ev.At.After(time.Now().Add(time.Second)) {
 			t.Errorf("event %s %s at %v, not within the test", ev.Type, ev.Data, ev.At)
 		}

@@ -78,6 +78,8 @@ func Run(t *testing.T, open func(t *testing.T) certorder.Store) {
 	t.Run("SyncState", func(t *testing.T) { t.Parallel(); testSyncState(t, newStore(t)) })
 	t.Run("SyncLock", func(t *testing.T) { t.Parallel(); testSyncLock(t, newStore(t)) })
 	t.Run("MemberWebhooks", func(t *testing.T) { t.Parallel(); testMemberWebhooks(t, newStore(t)) })
+	t.Run("NoticeAddresses", func(t *testing.T) { t.Parallel(); testNoticeAddresses(t, open) })
+	t.Run("NoticeOutbox", func(t *testing.T) { t.Parallel(); testNoticeOutbox(t, open) })
 	t.Run("Ping", func(t *testing.T) {
 		t.Parallel()
 		if err := newStore(t).Ping(context.Background()); err != nil {

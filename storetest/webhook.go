@@ -21,9 +21,14 @@ func fanOut(t *testing.T, s certorder.Store) map[int64][]string {
 	t.Helper()
 	got := map[int64][]string{}
 	n := 0
-	_, err := s.FanOut(context.Background(), 100, func(ev certorder.Event) (string, []byte, error) {
+	_, err := s.FanOut(context.Background(), 100, func(ev certorder.Event, format string) (string, []byte, error) {
 		n++
-		return fmt.Sprintf("msg_%d_%d", ev.ID, n), []byte(ev.Type + " " + string(ev.Data)), nil
+		if format != certorder.FormatStandard { // the endpoint's format, named
+			format += ":" + ev.Type
+		} else {
+			format = ev.Type
+		}
+		return fmt.Sprintf("msg_%d_%d", ev.ID, n), []byte(format + " " + string(ev.Data)), nil
 	})
 	must(t, err)
 	ds, err := s.ClaimDeliveries(context.Background(), certorder.Claim{At: time.Now().Add(time.Second), Lease: time.Minute, Limit: 100})
@@ -48,7 +53,7 @@ func testWebhooks(t *testing.T, open func(t *testing.T) certorder.Store) {
 	all, err := s.AddEndpoint(ctx, "alice", certorder.Endpoint{URL: "https://a.example/hook", Secret: "whsec_a"})
 	must(t, err)
 	renewals, err := s.AddEndpoint(ctx, "alice", certorder.Endpoint{URL: "https://a.example/renewals", Secret: "whsec_b",
-		EventTypes: []string{"order.renewed"}})
+		EventTypes: []string{"order.renewed"}, Format: certorder.FormatSlack})
 	must(t, err)
 	bobs, err := s.AddEndpoint(ctx, "bob", certorder.Endpoint{URL: "https://b.example/hook", Secret: "whsec_c"})
 	must(t, err)
@@ -60,7 +65,7 @@ func testWebhooks(t *testing.T, open func(t *testing.T) certorder.Store) {
 	eps, err := s.Endpoints(ctx, "alice")
 	must(t, err)
 	if len(eps) != 2 || eps[1].URL != "https://a.example/renewals" || !slices.Equal(eps[1].EventTypes, []string{"order.renewed"}) ||
-		eps[0].Secret != "whsec_a" || eps[0].Member != "alice" {
+		eps[1].Format != certorder.FormatSlack || eps[0].Format != certorder.FormatStandard || eps[0].Secret != "whsec_a" || eps[0].Member != "alice" {
 		t.Fatalf("Endpoints = %+v", eps)
 	}
 
@@ -81,7 +86,7 @@ func testWebhooks(t *testing.T, open func(t *testing.T) certorder.Store) {
 	got := fanOut(t, s)
 	wantAll := []string{`order.renewed {"order_id":1,"renewed_order_id":2}`,
 		`order.status_changed {"order_id":2,"status":"revoked","previous_status":"issued"}`}
-	if !equalJSONLines(got[all.ID], wantAll) || !equalJSONLines(got[renewals.ID], wantAll[:1]) || len(got[bobs.ID]) != 0 {
+	if !equalJSONLines(got[all.ID], wantAll) || !equalJSONLines(got[renewals.ID], []string{"slack:" + wantAll[0]}) || len(got[bobs.ID]) != 0 {
 		t.Fatalf("deliveries: %v", got)
 	}
 	if again := fanOut(t, s); len(again) != 0 {

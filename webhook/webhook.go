@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/certorder/certorder"
@@ -43,7 +44,7 @@ const (
 // EventTypes returns the event types an endpoint can subscribe to, in a
 // stable order; an endpoint with no explicit choice gets all of them.
 func EventTypes() []string {
-	return []string{TypeOrderRenewed, TypeOrderStatusChanged, TypeOrderReissued, TypeOrderExpiring, TypeOrderPlanEnding}
+	return slices.Clone(certorder.OrderEventTypes)
 }
 
 // KnownEventType reports whether t is one of EventTypes (for checking an

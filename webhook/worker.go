@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/notice"
 )
 
 // Worker delivers the store's webhook events in the background: it fans
@@ -55,7 +56,13 @@ type WorkerConfig struct {
 	// PlanThresholds are order.plan_ending's; nil: DefaultPlanThresholds.
 	PlanThresholds []int
 	// Windows name the next step in the events' data; zero: certorder.DefaultWindows.
-	Windows      certorder.Windows
+	Windows certorder.Windows
+	// Orders reads an event's order for a chat room's line (FormatSlack
+	// endpoints); nil: the line without the order's common name.
+	Orders certorder.OrderReader
+	// Texts say an event in a chat room's line (its PublicURL the base of
+	// the order's link).
+	Texts        notice.Texts
 	Poll         time.Duration // how often to look for work; 0: 1s
 	Concurrency  int           // deliveries at once; 0: DefaultConcurrency
 	PerEndpoint  int           // deliveries at once to one endpoint; 0: DefaultPerEndpoint
@@ -189,7 +196,9 @@ func (w *Worker) tick(ctx context.Context) error {
 	now := w.cfg.Now()
 	var errs []error
 	for {
-		n, err := w.cfg.Store.FanOut(ctx, batch, build)
+		n, err := w.cfg.Store.FanOut(ctx, batch, func(ev certorder.Event, format string) (string, []byte, error) {
+			return w.build(ctx, ev, format)
+		})
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -219,8 +228,22 @@ func (w *Worker) tick(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// build makes the message of an event: its ID and its body, once.
-func build(ev certorder.Event) (string, []byte, error) {
+// build makes the message of an event in an endpoint's format: its ID and
+// its body, once. A chat room's line says the order as it is now.
+func (w *Worker) build(ctx context.Context, ev certorder.Event, format string) (string, []byte, error) {
+	if format == certorder.FormatSlack {
+		told := notice.Told{Event: ev, Now: w.cfg.Now()}
+		if w.cfg.Orders != nil {
+			o, err := w.cfg.Orders.FindOrder(ctx, notice.OrderID(ev))
+			if err != nil && !errors.Is(err, certorder.ErrNotFound) {
+				return "", nil, err
+			}
+			if o != nil && o.MemberID == ev.MemberID {
+				told.Order = o
+			}
+		}
+		return NewMessageID(), ChatBody(w.cfg.Texts.ChatLine(told)), nil
+	}
 	body, err := json.Marshal(Event{Type: ev.Type, Timestamp: ev.At, Data: ev.Data})
 	return NewMessageID(), body, err
 }

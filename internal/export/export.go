@@ -22,7 +22,7 @@ import (
 
 // line is one JSON line of an export file.
 type line struct {
-	Type      string     `json:"type"` // member, key, link or order
+	Type      string     `json:"type"` // member, key, link, order, endpoint or notice
 	Name      string     `json:"name,omitempty"`
 	Member    string     `json:"member,omitempty"`
 	Container int64      `json:"container,omitempty"`
@@ -48,6 +48,14 @@ type line struct {
 	PreviousExpires *time.Time `json:"previous_expires,omitempty"`
 	EndpointOff     bool       `json:"endpoint_disabled,omitempty"`
 	DisabledReason  string     `json:"disabled_reason,omitempty"`
+	Format          string     `json:"format,omitempty"` // absent: standard
+
+	// A notice address (EventTypes and Secret above): its address,
+	// language and state; its messages are not exported.
+	Address        string     `json:"address,omitempty"`
+	Lang           string     `json:"lang,omitempty"`
+	ConfirmedAt    *time.Time `json:"confirmed_at,omitempty"`
+	UnsubscribedAt *time.Time `json:"unsubscribed_at,omitempty"`
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -66,6 +74,7 @@ type Exporter interface {
 	ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*certorder.Order, error)
 	Certificates(ctx context.Context, ids []int64) (map[int64][]certorder.CertificateEntry, error)
 	Endpoints(ctx context.Context, member string) ([]certorder.Endpoint, error)
+	NoticeAddresses(ctx context.Context, memberID int64) ([]certorder.NoticeAddress, error)
 }
 
 // batch is how many orders Export reads at a time: its memory is
@@ -153,9 +162,24 @@ func Write(ctx context.Context, s Exporter, w io.Writer) error {
 			return err
 		}
 		for _, e := range eps {
+			format := e.Format
+			if format == certorder.FormatStandard {
+				format = "" // as written before formats
+			}
 			if err := enc.Encode(line{Type: "endpoint", Member: m.Name, URL: e.URL, EventTypes: e.EventTypes,
 				Secret: e.Secret, PreviousSecret: e.PreviousSecret, PreviousExpires: timePtr(e.PreviousExpires),
-				EndpointOff: !e.Enabled, DisabledReason: e.DisabledReason, CreatedAt: timePtr(e.CreatedAt)}); err != nil {
+				EndpointOff: !e.Enabled, DisabledReason: e.DisabledReason, CreatedAt: timePtr(e.CreatedAt), Format: format}); err != nil {
+				return err
+			}
+		}
+		addrs, err := s.NoticeAddresses(ctx, m.ID)
+		if err != nil {
+			return err
+		}
+		for _, a := range addrs {
+			if err := enc.Encode(line{Type: "notice", Member: m.Name, Address: a.Address, Lang: a.Lang, EventTypes: a.EventTypes,
+				Secret: a.Secret, CreatedAt: timePtr(a.CreatedAt), ConfirmedAt: timePtr(a.ConfirmedAt),
+				UnsubscribedAt: timePtr(a.UnsubscribedAt)}); err != nil {
 				return err
 			}
 		}
@@ -252,7 +276,14 @@ func decodeLine(b []byte) (certorder.Record, error) {
 		}
 		return certorder.Record{Endpoint: &certorder.Endpoint{Member: l.Member, URL: l.URL, EventTypes: l.EventTypes, Secret: l.Secret,
 			PreviousSecret: l.PreviousSecret, PreviousExpires: deref(l.PreviousExpires), Enabled: !l.EndpointOff,
-			DisabledReason: l.DisabledReason, CreatedAt: deref(l.CreatedAt)}}, nil
+			DisabledReason: l.DisabledReason, CreatedAt: deref(l.CreatedAt), Format: certorder.EndpointFormat(l.Format)}}, nil
+	case "notice":
+		if l.Member == "" || l.Address == "" || l.Lang == "" || l.Secret == "" {
+			return certorder.Record{}, errors.New("a notice address needs member, address, lang and secret")
+		}
+		return certorder.Record{Notice: &certorder.NoticeAddress{Member: l.Member, Address: l.Address, Lang: l.Lang,
+			EventTypes: l.EventTypes, Secret: l.Secret, CreatedAt: deref(l.CreatedAt), ConfirmedAt: deref(l.ConfirmedAt),
+			UnsubscribedAt: deref(l.UnsubscribedAt)}}, nil
 	case "order":
 		return orderRecord(l.Member, l.OrderID, l.RenewedBy, l.Certificates, l.Doc)
 	}
@@ -355,6 +386,9 @@ type Restorer struct {
 	Order func(o *certorder.Order, memberID int64, history []certorder.Certificate) error
 	// Endpoint stores a webhook endpoint; nil refuses exports holding one.
 	Endpoint func(e *certorder.Endpoint, memberID int64) error
+	// Notice stores a notice address as exported (confirmed or not, and
+	// unsubscribed or not).
+	Notice func(a *certorder.NoticeAddress, memberID int64) error
 }
 
 // Run restores records in order; a key, a link or an order must come
@@ -395,6 +429,14 @@ func (r Restorer) Run(records iter.Seq2[certorder.Record, error]) error {
 			id, err := owner(rec.Link.Member)
 			if err == nil {
 				err = r.Link(rec.Link, id)
+			}
+			if err != nil {
+				return err
+			}
+		case rec.Notice != nil:
+			id, err := owner(rec.Notice.Member)
+			if err == nil {
+				err = r.Notice(rec.Notice, id)
 			}
 			if err != nil {
 				return err

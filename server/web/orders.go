@@ -13,6 +13,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/client"
+	"github.com/certorder/certorder/notice"
 	"github.com/certorder/certorder/wire"
 )
 
@@ -75,29 +76,8 @@ func expiryText(cat *catalogue, e Expiry, days int) string {
 // nextStepText says an order's next step in words, with its date: what
 // the member does next, and by when.
 func nextStepText(cat *catalogue, n certorder.NextStep) string {
-	switch n.Step {
-	case certorder.StepReissue:
-		return cat.S("next.reissue", cat.Day(n.Due))
-	case certorder.StepRenew:
-		return cat.S("next.renew", cat.Day(n.Due))
-	case certorder.StepIssueRenewal:
-		return cat.S("next.issue_renewal", n.Renewal, cat.Day(n.Due))
-	case certorder.StepRenewed:
-		return cat.S("next.renewed", n.Renewal)
-	case certorder.StepEnded:
-		return cat.S("next.ended")
-	}
-	switch {
-	case n.Missing == "certificate.valid_till":
-		return cat.S("next.awaiting_issuance")
-	case n.Renewal != 0:
-		return cat.S("next.renewal_pending", n.Renewal)
-	case n.Missing == "order_valid_till" && n.Due != "":
-		return cat.S("next.plan_unknown_due", cat.Day(n.Due))
-	case n.Missing == "order_valid_till":
-		return cat.S("next.plan_unknown")
-	}
-	return cat.S("next.none")
+	key, args := notice.StepPhrase(n, cat.Day)
+	return cat.S(key, args...)
 }
 
 // step is an order's next step as the pages show it.

@@ -1,0 +1,135 @@
+package notice
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	htmltemplate "html/template"
+	"net/url"
+	"strings"
+	"text/template"
+
+	"github.com/certorder/certorder"
+)
+
+// Message is a notice as an e-mail: what package mailer sends.
+type Message struct {
+	To        string
+	Subject   string
+	Text      string // the text/plain part
+	HTML      string // the text/html part
+	MessageID string // without angle brackets; the same on every attempt
+	// Unsubscribe is the https link of List-Unsubscribe (RFC 8058's
+	// one-click, POSTed to); "" for a confirmation, which subscribes to nothing.
+	Unsubscribe string
+}
+
+// body is what both templates write.
+type body struct {
+	Lang   string
+	Intro  []string // paragraphs
+	Link   string   // a link on a line of its own (the confirmation's)
+	Items  []item   // the events: one, or a digest's
+	Footer []line   // the why and the links
+}
+
+// line is a sentence, and a link after it if URL is set.
+type line struct{ Text, URL string }
+
+// item is one event in a message.
+type item struct {
+	Line   string
+	What   string
+	Fields [][2]string
+	Open   string // "Open the order: URL"
+	URL    string
+}
+
+//go:embed message.txt
+var textSource string
+
+//go:embed message.html
+var htmlSource string
+
+var (
+	textTemplate = template.Must(template.New("text").Parse(textSource))
+	htmlTemplate = htmltemplate.Must(htmltemplate.New("html").Parse(htmlSource))
+)
+
+// Compose makes the e-mail of notice n, its events' orders as they are now
+// in e's Order (the same for every Told of a digest), in the address's
+// language. A notice of an event has the event's line as its subject.
+func (t Texts) Compose(n certorder.Notice, told []Told) (Message, error) {
+	a := n.Address
+	lang := a.Lang
+	m := Message{To: a.Address, MessageID: t.MessageID(n)}
+	b := body{Lang: lang}
+	switch n.Kind {
+	case certorder.NoticeConfirm:
+		m.Subject = s(lang, "confirm.subject")
+		b.Intro = []string{s(lang, "confirm.text", a.Member, a.Address), s(lang, "confirm.action", int(ConfirmFor.Hours()))}
+		b.Link = t.ConfirmURL(a)
+		b.Footer = []line{{Text: s(lang, "confirm.ignore")}}
+	case certorder.NoticeEvent, certorder.NoticeDigest:
+		if len(told) == 0 {
+			return Message{}, fmt.Errorf("notice %d: no event to tell", n.ID)
+		}
+		for _, e := range told {
+			b.Items = append(b.Items, t.item(lang, e))
+		}
+		m.Subject = b.Items[0].Line
+		if n.Kind == certorder.NoticeDigest {
+			m.Subject = s(lang, "digest.subject", len(told), a.Member, n.Day)
+			b.Intro = []string{s(lang, "digest.intro", certorder.NoticeDailyEvents, a.Member, n.Day, certorder.NoticeDailyEvents)}
+		}
+		m.Unsubscribe = t.UnsubscribeURL(a)
+		b.Footer = []line{{Text: s(lang, "footer.why", a.Address, a.Member)},
+			{Text: s(lang, "footer.unsubscribe"), URL: m.Unsubscribe}, {Text: s(lang, "footer.manage"), URL: t.NoticesURL()}}
+	default:
+		return Message{}, fmt.Errorf("notice %d: unknown kind %q", n.ID, n.Kind)
+	}
+	var text, html bytes.Buffer
+	if err := textTemplate.Execute(&text, b); err != nil {
+		return Message{}, err
+	}
+	if err := htmlTemplate.Execute(&html, b); err != nil {
+		return Message{}, err
+	}
+	m.Text, m.HTML = text.String(), html.String()
+	return m, nil
+}
+
+// item is one event as a message tells it.
+func (t Texts) item(lang string, e Told) item {
+	var d eventData
+	json.Unmarshal(e.Event.Data, &d)
+	it := item{Line: t.Line(lang, e), What: what(lang, e.Event, d), URL: t.OrderURL(d.OrderID)}
+	it.Open = s(lang, "open", it.URL)
+	stated := func(v string) string {
+		if v == "" {
+			return s(lang, "not_stated")
+		}
+		return v
+	}
+	if o := e.Order; o != nil {
+		it.Fields = [][2]string{
+			{s(lang, "field.common_name"), stated(o.Certificate.CommonName)},
+			{s(lang, "field.certificate_ends"), stated(o.Certificate.ValidTill)},
+			{s(lang, "field.plan_ends"), stated(o.PlanTill)},
+		}
+	}
+	it.Fields = append(it.Fields, [2]string{s(lang, "field.next_step"), t.step(lang, e, d)})
+	return it
+}
+
+// MessageID is the Message-ID of notice n, without angle brackets: the
+// same on every attempt, unique to the notice (its ID and the microsecond
+// it was queued), at the public URL's host.
+func (t Texts) MessageID(n certorder.Notice) string {
+	host := "certorder.invalid"
+	if u, err := url.Parse(t.PublicURL); err == nil && u.Hostname() != "" {
+		host = strings.ToLower(u.Hostname())
+	}
+	return fmt.Sprintf("certorder.%s.%d.%d@%s", n.Kind, n.ID, n.CreatedAt.UnixMicro(), host)
+}
