@@ -262,7 +262,9 @@ func testNoticeOutbox(t *testing.T, open func(t *testing.T) certorder.Store) {
 		t.Fatalf("after a success: %+v %v", a, err)
 	}
 	later := claim(midnight.Add(time.Hour))
-	if !slices.ContainsFunc(later, func(n certorder.Notice) bool { return n.ID == retry.ID && n.Attempts == 1 && n.LastError == "451 try later" }) {
+	if !slices.ContainsFunc(later, func(n certorder.Notice) bool {
+		return n.ID == retry.ID && n.Attempts == 1 && n.LastError == "451 try later"
+	}) {
 		t.Fatalf("the retry was not due again: %+v", later)
 	}
 	must(t, s.PruneNotices(ctx, at.Add(time.Minute)))
