@@ -32,8 +32,8 @@ var (
 	ErrExpired   = fmt.Errorf("%w: the link has expired", certorder.ErrInvalid)
 )
 
-// NewAddress checks a new address (a bare addr-spec, name@domain, the
-// domain kept in lower case), its language (en, ja; "" is en) and event
+// NewAddress checks a new address (a bare addr-spec, name@domain, kept in
+// lower case: mail systems take any case, and one address is one), its language (en, ja; "" is en) and event
 // types (each an order event; blanks skipped, repeats kept once; none
 // means all), and gives it a fresh secret: the address as the store's
 // AddNoticeAddress takes it. The operator's command and the member's web
@@ -46,7 +46,7 @@ func NewAddress(address, lang string, types []string) (certorder.NoticeAddress, 
 		!strings.Contains(address[at:], ".") || strings.ContainsAny(address, " \t\r\n<>\"") {
 		return certorder.NoticeAddress{}, fmt.Errorf("%w: %q (want name@example.com)", ErrAddress, certorder.Cut(address, 100))
 	}
-	address = address[:at] + strings.ToLower(address[at:])
+	address = strings.ToLower(address)
 	if lang == "" {
 		lang = Languages[0]
 	}

@@ -76,8 +76,8 @@ func TestCompose(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.ID, a.Member, a.CreatedAt, a.ConfirmedAt = 3, "acme-corp", now, now
-	if a.Address != "Ops@example.com" {
-		t.Errorf("address = %q: the domain in lower case, the local part as given", a.Address)
+	if a.Address != "ops@example.com" {
+		t.Errorf("address = %q, want it in lower case", a.Address)
 	}
 	one := notice.Told{Event: event("order.plan_ending", `{"order_id":10001,"order_valid_till":"2027-03-01"}`),
 		Order: order(10001, "2027-02-20", "2027-03-01", 0, certorder.RenewalNone), Now: now}

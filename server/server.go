@@ -41,6 +41,9 @@ type Config struct {
 	// PrivateWebhooks lets members add webhook endpoints on plain http
 	// and private addresses on the web page (serve --webhook-allow-private).
 	PrivateWebhooks bool
+	// Notices lets members add e-mail addresses for notices on the web
+	// page (serve --smtp-addr).
+	Notices bool
 	// ACMEURLTemplate is shown on each order's page with the chain's
 	// newest order in {orderId} (serve --acme-url-template); "" shows nothing.
 	ACMEURLTemplate string
@@ -147,7 +150,7 @@ func New(store Store, cfg Config) (*Server, error) {
 	if cfg.Web {
 		wc := web.Config{SignIn: s.signIn, Secure: s.secure, Now: cfg.Now, Logger: cfg.Logger, StoreTimeout: cfg.StoreTimeout,
 			ClientIP:           func(r *http.Request) string { return clientIP(r, cfg.Limits.TrustedProxies) },
-			SelfServiceKeysOff: cfg.SelfServiceKeysOff, PrivateWebhooks: cfg.PrivateWebhooks,
+			SelfServiceKeysOff: cfg.SelfServiceKeysOff, PrivateWebhooks: cfg.PrivateWebhooks, Notices: cfg.Notices,
 			ACMEURLTemplate: cfg.ACMEURLTemplate, Windows: cfg.Windows}
 		if s.audit != nil {
 			wc.Audit = s.audit.record // sign-ins and key changes, beside the API's calls

@@ -144,9 +144,12 @@ func OrderExpiring(ts time.Time, d ExpiringData) Event {
 	return newEvent(TypeOrderExpiring, ts, d)
 }
 
+// TestMessage is what a test event says; a chat room's test message too.
+const TestMessage = "This is a test event from certorder."
+
 // TestEvent is the webhook.test event a member sends from the web page to try an endpoint.
 func TestEvent(ts time.Time) Event {
-	return newEvent(TypeTest, ts, TestData{"This is a test event from certorder."})
+	return newEvent(TypeTest, ts, TestData{TestMessage})
 }
 
 func newEvent(typ string, ts time.Time, data any) Event {

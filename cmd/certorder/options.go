@@ -4,11 +4,13 @@ import (
 	"flag"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/credcache"
+	"github.com/certorder/certorder/mailer"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/server/web"
 	"github.com/certorder/certorder/webhook"
@@ -28,6 +30,8 @@ type serveConfig struct {
 	cacheMB, maxConnsPerIP                                              int
 	syncEvery                                                           time.Duration
 	upstream                                                            upstreamConfig
+	notices                                                             noticeConfig
+	smtp                                                                *mailer.Config // nil: no notices
 	gogc, goMemLimit, journalStream                                     string // other programs' variables, read only to know they are set
 }
 
@@ -113,7 +117,7 @@ func (c *serveConfig) options() []option {
 		{"", "GOGC", "the Go runtime's; unset, serve collects at 400", stringVar(&c.gogc, "")},
 		{"", "GOMEMLIMIT", "the Go runtime's; unset, serve limits memory to the cache and its headroom", stringVar(&c.goMemLimit, "")},
 		{"", "JOURNAL_STREAM", "systemd's; set, serve leaves out its plain lines for a terminal", stringVar(&c.journalStream, "")},
-	}, append(windowOptions(&c.windows), c.upstream.options()...)...)
+	}, slices.Concat(windowOptions(&c.windows), c.upstream.options(), c.notices.options())...)
 }
 
 // dbOption is --db, CERTORDER_DB: the store, for serve, sync and admin.
@@ -236,6 +240,10 @@ func (e *env) parseServe(args []string) (*serveConfig, *slog.Logger, error) {
 	}
 	if c.syncEvery < 0 {
 		return nil, nil, usageError("serve: --sync-every must not be negative")
+	}
+	var err error
+	if c.smtp, err = c.notices.check(e, c.web); err != nil {
+		return nil, nil, err
 	}
 	switch c.logFormat {
 	case "text":

@@ -20,6 +20,7 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/ccsync"
 	"github.com/certorder/certorder/digicert"
+	"github.com/certorder/certorder/notice"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/stores"
 	"github.com/certorder/certorder/webhook"
@@ -108,6 +109,7 @@ func (e *env) serve(ctx context.Context, args []string) error {
 		Web:                c.web,
 		SelfServiceKeysOff: !c.memberKeys,
 		PrivateWebhooks:    c.webhookAllowPrivate,
+		Notices:            c.smtp != nil,
 		ACMEURLTemplate:    c.acmeURLTemplate,
 		Windows:            c.windows,
 		Limits:             c.limits,
@@ -120,6 +122,9 @@ func (e *env) serve(ctx context.Context, args []string) error {
 	defer handler.Close() // after the server below has shut down: writes the last audit entries
 	if c.webhooks {
 		defer e.startWebhooks(ctx, c, logger, store, reg)() // stops before the store closes
+	}
+	if c.smtp != nil {
+		defer startNotices(ctx, c, logger, store, reg)() // stops before the store closes
 	}
 	defer startNextSteps(ctx, store, reg, c.windows, logger)()
 	if c.syncEvery > 0 {
@@ -170,7 +175,7 @@ func (e *env) startWebhooks(ctx context.Context, c *serveConfig, logger *slog.Lo
 		Client:     webhook.NewHTTPClient(webhook.Options{AllowPrivate: c.webhookAllowPrivate, Timeout: c.webhookTimeout}),
 		Lease:      c.webhookTimeout + 5*time.Second, // longer than any attempt
 		Thresholds: certorder.ParseThresholds(c.webhookExpiring), PlanThresholds: certorder.ParseThresholds(c.webhookPlanEnding),
-		Windows: c.windows})
+		Windows: c.windows, Orders: store, Texts: notice.Texts{PublicURL: c.notices.publicURL, Windows: c.windows}})
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() { defer close(done); w.Run(ctx) }()

@@ -17,6 +17,7 @@ import (
 
 func (e *env) webhookAdd(fs *flag.FlagSet) adminFunc {
 	events := fs.String("events", "", "comma-separated event types ("+strings.Join(webhook.EventTypes(), ", ")+"); default all")
+	format := fs.String("format", certorder.FormatStandard, "standard (the signed Standard Webhooks payload) or slack (a readable line as Slack's incoming-webhook JSON, for Slack, Mattermost, Rocket.Chat)")
 	var allowPrivate bool
 	opts := []option{{"allow-private", "CERTORDER_WEBHOOK_ALLOW_PRIVATE",
 		"allow http and private, loopback or link-local addresses, as serve --webhook-allow-private", boolVar(&allowPrivate, false)}}
@@ -29,12 +30,16 @@ func (e *env) webhookAdd(fs *flag.FlagSet) adminFunc {
 		if err != nil {
 			return usageError("webhook add: %v", err)
 		}
+		if *format != certorder.FormatStandard && *format != certorder.FormatSlack {
+			return usageError("webhook add: --format is standard or slack, not %q", *format)
+		}
+		ep.Format = *format
 		if ep, err = store.AddEndpoint(ctx, args[0], ep); err != nil {
 			return err
 		}
 		auditAdmin(ctx, store, ep.Member, "webhook_add")
-		fmt.Fprintf(e.stdout, "endpoint %d added for member %s (%s). Its signing secret is shown this once:\n%s\n",
-			ep.ID, ep.Member, eventsText(ep.EventTypes), ep.Secret)
+		fmt.Fprintf(e.stdout, "endpoint %d added for member %s (%s, %s format). Its signing secret is shown this once:\n%s\n",
+			ep.ID, ep.Member, eventsText(ep.EventTypes), ep.Format, ep.Secret)
 		return nil
 	}
 }
@@ -52,7 +57,7 @@ func (e *env) webhookList(ctx context.Context, store certorder.Store, args []str
 		return err
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tURL\tEVENTS\tSTATE\tLAST SUCCESS")
+	fmt.Fprintln(tw, "ID\tURL\tFORMAT\tEVENTS\tSTATE\tLAST SUCCESS")
 	for _, ep := range eps {
 		state := "enabled"
 		if !ep.Enabled {
@@ -64,7 +69,8 @@ func (e *env) webhookList(ctx context.Context, store certorder.Store, args []str
 		if !ep.LastSuccess.IsZero() {
 			last = ep.LastSuccess.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", ep.ID, printable(ep.URL), eventsText(ep.EventTypes), state, last)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", ep.ID, printable(ep.URL), certorder.EndpointFormat(ep.Format),
+			eventsText(ep.EventTypes), state, last)
 	}
 	return tw.Flush()
 }

@@ -53,6 +53,7 @@ type Store interface {
 	KeysLastUsed(ctx context.Context, keyIDs []string) (map[string]time.Time, error)
 
 	certorder.MemberWebhookStore
+	certorder.MemberNoticeStore
 }
 
 // Config is what New needs besides the store.
@@ -75,6 +76,11 @@ type Config struct {
 	// loopback, private or link-local addresses, as the deliveries do
 	// (serve --webhook-allow-private).
 	PrivateWebhooks bool
+	// Notices lets members add e-mail addresses for notices (serve
+	// --smtp-addr): the confirmation is e-mailed. Without it the page lists
+	// the addresses the operator added, and the links of earlier messages
+	// (confirm, unsubscribe) still work.
+	Notices bool
 	// ACMEURLTemplate, when set, is an ACME directory URL with {orderId}
 	// where the order number goes (serve --acme-url-template): each
 	// order's page shows it for the newest order of the chain, with a copy
@@ -115,7 +121,7 @@ type handler struct {
 
 // pageNames are the templates besides the layout.
 var pageNames = []string{"signin", "orders", "order", "timeline", "keys", "keycreated", "keyrevoke",
-	"webhooks", "webhookcreated", "webhook", "webhookdelete", "notfound", "error"}
+	"webhooks", "webhookcreated", "webhook", "webhookdelete", "notices", "notice", "noticelink", "notfound", "error"}
 
 // New returns the web page's handler, meant to be mounted at "/".
 func New(store Store, cfg Config) (http.Handler, error) {
@@ -191,6 +197,16 @@ func New(store Store, cfg Config) (http.Handler, error) {
 	mux.Handle("GET /webhooks/{id}/delete", timed(h.withSession(h.deleteWebhookPage)))
 	mux.Handle("POST /webhooks/{id}/delete", timed(h.withSession(h.deleteWebhook)))
 	mux.Handle("POST /webhooks/{id}/deliveries/{delivery}/redeliver", timed(h.withSession(h.redeliver)))
+	mux.Handle("GET /notices", timed(h.withSession(h.notices)))
+	mux.Handle("POST /notices", timed(h.withSession(h.addNotice)))
+	mux.Handle("GET /notices/{id}", timed(h.withSession(h.noticeAddress)))
+	mux.Handle("POST /notices/{id}", timed(h.withSession(h.saveNotice)))
+	mux.Handle("POST /notices/{id}/delete", timed(h.withSession(h.deleteNotice)))
+	// The links of a message: no session; the link's signature is the authority.
+	mux.Handle("GET /notices/confirm", timed(h.confirmPage))
+	mux.Handle("POST /notices/confirm", timed(h.confirm))
+	mux.Handle("GET /notices/unsubscribe", timed(h.unsubscribePage))
+	mux.Handle("POST /notices/unsubscribe", timed(h.unsubscribe))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { h.notFound(w, r, nil) })
 
 	// Forms carry tokens; on top of them, a browser's cross-origin POST
@@ -260,7 +276,7 @@ type view struct {
 	Lang      string
 	Member    string // empty when signed out
 	CSRF      string
-	Section   string // the header's current section: orders, timeline, keys, webhooks
+	Section   string // the header's current section: orders, timeline, keys, webhooks, notices
 	Languages []langLink
 	Data      any
 }

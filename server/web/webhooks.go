@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -58,6 +57,7 @@ var eventKeys = map[string]string{
 type endpointRow struct {
 	ID          int64
 	URL         string
+	Format      string // in words
 	Events      []string // empty: all events
 	Enabled     bool
 	State       string // in words: enabled, failing since ..., disabled and why
@@ -68,7 +68,7 @@ type endpointRow struct {
 
 // endpointRowOf says an endpoint's state in the request's language.
 func endpointRowOf(cat *catalogue, ep certorder.Endpoint) endpointRow {
-	row := endpointRow{ID: ep.ID, URL: ep.URL, Events: ep.EventTypes, Enabled: ep.Enabled,
+	row := endpointRow{ID: ep.ID, URL: ep.URL, Format: cat.S(formatKeys[certorder.EndpointFormat(ep.Format)].name), Events: ep.EventTypes, Enabled: ep.Enabled,
 		LastSuccess: ep.LastSuccess, Created: ep.CreatedAt}
 	switch {
 	case ep.Enabled && ep.FailingSince.IsZero():
@@ -104,6 +104,7 @@ func disabledText(cat *catalogue, reason string) string {
 type webhooksData struct {
 	Endpoints []endpointRow
 	Events    []eventChoice
+	Format    choiceField
 	URL       string // the URL sent, when the form is shown again
 	Error     string
 	Notice    string
@@ -112,7 +113,7 @@ type webhooksData struct {
 }
 
 // webhooksPage shows the member's endpoints and the add form.
-func (h *handler) webhooksPage(w http.ResponseWriter, r *http.Request, s *certorder.Session, status int, data webhooksData, chosen []string) {
+func (h *handler) webhooksPage(w http.ResponseWriter, r *http.Request, s *certorder.Session, status int, data webhooksData, chosen []string, format string) {
 	cat := h.cat(r)
 	eps, err := h.store.Endpoints(r.Context(), s.Member)
 	if err != nil {
@@ -122,9 +123,7 @@ func (h *handler) webhooksPage(w http.ResponseWriter, r *http.Request, s *certor
 	for _, ep := range eps {
 		data.Endpoints = append(data.Endpoints, endpointRowOf(cat, ep))
 	}
-	for _, t := range webhook.EventTypes() {
-		data.Events = append(data.Events, eventChoice{Name: t, What: cat.S(eventKeys[t]), Checked: slices.Contains(chosen, t)})
-	}
+	data.Events, data.Format = eventChoices(cat, chosen), formatField(cat, format)
 	data.Max, data.AtLimit = MaxEndpoints, len(eps) >= MaxEndpoints
 	h.render(w, r, status, "webhooks", signedIn(view{Title: cat.S("webhooks.title"), Section: "webhooks", Data: data}, s))
 }
@@ -134,7 +133,22 @@ func (h *handler) webhooks(w http.ResponseWriter, r *http.Request, s *certorder.
 	if id, ok := positiveID(r.URL.Query().Get("deleted")); ok {
 		data.Notice = h.cat(r).S("webhooks.notice.deleted", id)
 	}
-	h.webhooksPage(w, r, s, http.StatusOK, data, nil)
+	h.webhooksPage(w, r, s, http.StatusOK, data, nil, "")
+}
+
+// formatKeys say each format: as a choice of the form, and by name.
+var formatKeys = map[string]struct{ choice, name string }{
+	certorder.FormatStandard: {"webhooks.format.standard", "webhooks.format_name.standard"},
+	certorder.FormatSlack:    {"webhooks.format.slack", "webhooks.format_name.slack"},
+}
+
+// formatField is the format of an endpoint's messages.
+func formatField(cat *catalogue, chosen string) choiceField {
+	f := choiceField{Name: "format", Legend: cat.S("webhooks.add.format")}
+	for _, v := range []string{certorder.FormatStandard, certorder.FormatSlack} {
+		f.Choices = append(f.Choices, choice{Value: v, Name: cat.S(formatKeys[v].choice), Checked: v == certorder.EndpointFormat(chosen)})
+	}
+	return f
 }
 
 // positiveID reads an endpoint's or a delivery's ID.
@@ -169,7 +183,7 @@ func (h *handler) addWebhook(w http.ResponseWriter, r *http.Request, s *certorde
 		return
 	}
 	raw := strings.TrimSpace(r.PostFormValue("url"))
-	chosen := r.PostForm["events"]
+	chosen, format := r.PostForm["events"], certorder.EndpointFormat(r.PostFormValue("format"))
 	raw = strings.ToValidUTF8(raw, "\uFFFD") // it is shown again in the form
 	eps, err := h.store.Endpoints(r.Context(), s.Member)
 	if err != nil {
@@ -177,19 +191,24 @@ func (h *handler) addWebhook(w http.ResponseWriter, r *http.Request, s *certorde
 		return
 	}
 	if len(eps) >= MaxEndpoints {
-		h.webhooksPage(w, r, s, http.StatusConflict, webhooksData{URL: raw, Error: cat.S("webhooks.error.limit", MaxEndpoints)}, chosen)
+		h.webhooksPage(w, r, s, http.StatusConflict, webhooksData{URL: raw, Error: cat.S("webhooks.error.limit", MaxEndpoints)}, chosen, format)
 		return
 	}
 	ep, err := webhook.NewEndpoint(raw, chosen, h.cfg.PrivateWebhooks)
 	if err != nil {
-		h.webhooksPage(w, r, s, http.StatusBadRequest, webhooksData{URL: raw, Error: h.urlError(cat, raw, err)}, chosen)
+		h.webhooksPage(w, r, s, http.StatusBadRequest, webhooksData{URL: raw, Error: h.urlError(cat, raw, err)}, chosen, format)
 		return
 	}
+	if format != certorder.FormatStandard && format != certorder.FormatSlack {
+		h.errorPage(w, r, http.StatusBadRequest, "error.form_expired")
+		return
+	}
+	ep.Format = format
 	// The count above spares a refused URL's check; this one, in the
 	// store's transaction, holds against parallel requests.
 	ep, err = h.store.AddMemberEndpoint(r.Context(), s.MemberID, ep, MaxEndpoints)
 	if errors.Is(err, certorder.ErrLimit) {
-		h.webhooksPage(w, r, s, http.StatusConflict, webhooksData{URL: raw, Error: cat.S("webhooks.error.limit", MaxEndpoints)}, chosen)
+		h.webhooksPage(w, r, s, http.StatusConflict, webhooksData{URL: raw, Error: cat.S("webhooks.error.limit", MaxEndpoints)}, chosen, format)
 		return
 	}
 	if err != nil {
@@ -362,6 +381,9 @@ func (h *handler) testWebhook(w http.ResponseWriter, r *http.Request, s *certord
 	if err != nil {
 		h.serverError(w, r, err)
 		return
+	}
+	if ep.Format == certorder.FormatSlack {
+		body = webhook.ChatBody(webhook.TestMessage)
 	}
 	_, err = h.store.QueueMemberDelivery(r.Context(), s.MemberID, ep.ID, webhook.TypeTest, webhook.NewMessageID(), body)
 	if errors.Is(err, certorder.ErrNotFound) { // deleted since
