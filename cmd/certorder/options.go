@@ -32,7 +32,7 @@ type serveConfig struct {
 	upstream                                                            upstreamConfig
 	notices                                                             noticeConfig
 	smtp                                                                *mailer.Config // nil: no notices
-	gogc, goMemLimit, journalStream                                     string // other programs' variables, read only to know they are set
+	gogc, goMemLimit, journalStream                                     string         // other programs' variables, read only to know they are set
 }
 
 // option is one setting: its flag ("" for a variable alone, such as a

@@ -57,7 +57,7 @@ var eventKeys = map[string]string{
 type endpointRow struct {
 	ID          int64
 	URL         string
-	Format      string // in words
+	Format      string   // in words
 	Events      []string // empty: all events
 	Enabled     bool
 	State       string // in words: enabled, failing since ..., disabled and why
