@@ -16,6 +16,7 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/ccsync"
 	"github.com/certorder/certorder/internal/testdb"
+	"github.com/certorder/certorder/mailer"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/stores"
 	"github.com/certorder/certorder/webhook"
@@ -71,6 +72,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	}
 	defer h.Close()
 	webhook.NewWorker(webhook.WorkerConfig{Store: store, Metrics: reg})
+	mailer.NewWorker(mailer.WorkerConfig{Store: store, Metrics: reg})
 	ccsync.NewMetrics(reg)
 	defer startNextSteps(context.Background(), store, reg, certorder.DefaultWindows, slog.New(slog.DiscardHandler))()
 	families, err := reg.Registerer.(*prometheus.Registry).Gather()
