@@ -17,6 +17,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/poll"
+	"github.com/certorder/certorder/internal/smtptest"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/storetest"
 )
@@ -158,8 +159,9 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("import: %v\n%s", err, errOut)
 	}
 	c.ok("admin", "order", "renew", "20005", "20100")
-	endpoint, stdout := startServe(t, c, "--demo", "--webhook-allow-private", // the receiver below is on loopback
-		"--acme-url-template", "http://127.0.0.1:14000/dir?action=renew&orderId={orderId}")
+	mail := smtptest.Start(t, false)
+	endpoint, stdout := startServe(t, c, append([]string{"--demo", "--webhook-allow-private", // the receiver below is on loopback
+		"--acme-url-template", "http://127.0.0.1:14000/dir?action=renew&orderId={orderId}"}, smtpArgs(t, mail)...)...)
 	base := strings.TrimSuffix(endpoint, "api/digicert/")
 	oldKey := regexp.MustCompile(`AccessKey:\s+(\S+)`).FindStringSubmatch(stdout.String())[1]
 	oldID, _ := certorder.KeyID(oldKey)
@@ -409,6 +411,55 @@ func TestBrowser(t *testing.T) {
 	}
 	if overflowHooks {
 		t.Error("the endpoint's page scrolls sideways on a phone")
+	}
+
+	// E-mail notices: an address added on the page is used only once the
+	// link e-mailed to it (through the SMTP server, in the language chosen)
+	// is opened and confirmed.
+	var noticesText, confirmedText string
+	err = chromedp.Run(ctx,
+		chromedp.Click(`nav.sections a[href="/notices"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`form.create-notice`, chromedp.ByQuery),
+		check("notices, none yet"),
+		chromedp.SendKeys(`#address`, "ops@demo.example", chromedp.ByQuery),
+		chromedp.Click(`#lang-1`, chromedp.ByQuery), // 日本語
+		chromedp.Click(`form.create-notice button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`table.notices`, chromedp.ByQuery),
+		chromedp.Text(`main`, &noticesText, chromedp.ByQuery),
+		check("notices, awaiting confirmation"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(noticesText, "A confirmation link was sent to ops@demo.example") || !strings.Contains(noticesText, "Awaiting confirmation") {
+		t.Fatalf("the notices page after adding:\n%s", noticesText)
+	}
+	confirmation, err := smtptest.Parse(mail.Wait(1, 20*time.Second)[0].Raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := regexp.MustCompile(`https://certorder\.test(/notices/confirm\?t=\S+)`).FindStringSubmatch(confirmation.Text)
+	if confirmation.Subject != "certorder 通知の宛先の確認" || link == nil {
+		t.Fatalf("the confirmation: %q\n%s", confirmation.Subject, confirmation.Text)
+	}
+	err = chromedp.Run(ctx,
+		chromedp.Navigate(strings.TrimSuffix(base, "/")+link[1]),
+		chromedp.WaitVisible(`form[action="/notices/confirm"]`, chromedp.ByQuery),
+		check("notice confirmation"), shot("notice-confirm.png"),
+		chromedp.Click(`form[action="/notices/confirm"] button`, chromedp.ByQuery),
+		chromedp.WaitVisible(`p.ok`, chromedp.ByQuery),
+		chromedp.Text(`p.ok`, &confirmedText, chromedp.ByQuery),
+		check("notice confirmed"),
+		chromedp.Navigate(base+"notices"),
+		chromedp.WaitVisible(`table.notices`, chromedp.ByQuery),
+		chromedp.Text(`table.notices`, &noticesText, chromedp.ByQuery),
+		check("notices"), shot("notices.png"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(confirmedText, "Confirmed: ops@demo.example") || !strings.Contains(noticesText, "Active") || !strings.Contains(noticesText, "日本語") {
+		t.Errorf("after confirming: %q\n%s", confirmedText, noticesText)
 	}
 
 	// The timeline, at desktop and phone widths: no sideways scrolling on a phone.
