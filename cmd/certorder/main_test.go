@@ -143,6 +143,13 @@ func testAdminCommands(t *testing.T, dsn string) {
 	if strings.Contains(list, "host4") {
 		t.Fatal("the failed import left order 4 behind")
 	}
+	if renewed := c.ok("admin", "order", "list", "alice", "--next-step", "renewed"); !regexp.MustCompile(`(?m)^1\s`).MatchString(renewed) ||
+		!regexp.MustCompile(`(?m)^2\s`).MatchString(renewed) || regexp.MustCompile(`(?m)^3\s`).MatchString(renewed) {
+		t.Errorf("order list --next-step renewed:\n%s", renewed)
+	}
+	if msg := c.fails(exitUsage, "admin", "order", "list", "alice", "--next-step", "soon"); !strings.Contains(msg, "reissue, renew, issue_renewal, renewed, ended, none") {
+		t.Errorf("an unknown step: %s", msg)
+	}
 	// order show prints the OrderInfo answer alone, for jq.
 	show := c.ok("admin", "order", "show", "1")
 	var answer map[string]any
