@@ -33,7 +33,7 @@ type Store struct {
 	pool   *pgxpool.Pool
 	cfg    *pgxpool.Config
 	closed atomic.Bool
-	cache  atomic.Pointer[cache] // nil until StartCache
+	cache  atomic.Pointer[cache] // nil until CacheSource
 }
 
 // The advisory locks, in PostgreSQL's two-key form: the first key names the

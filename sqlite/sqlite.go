@@ -58,7 +58,7 @@ type Store struct {
 	sessions *sql.DB // the web sessions' file, one connection
 	path     string  // the database file, beside which the sync's lock file lies
 	closed   atomic.Bool
-	cache    atomic.Pointer[cache] // nil until StartCache
+	cache    atomic.Pointer[cache] // nil until CacheSource
 
 	findOrder, findCredential, findCredentialOrder *sql.Stmt
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/ccsync"
 	"github.com/certorder/certorder/digicert"
+	"github.com/certorder/certorder/internal/credcache"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/stores"
 	"github.com/certorder/certorder/webhook"
@@ -75,30 +76,30 @@ func (e *env) serve(ctx context.Context, args []string) error {
 		return fmt.Errorf("serve: opening the store %s: %w", redactDSN(c.db), err)
 	}
 	defer store.Close()
-	cacheOn := false
-	if cached, ok := store.(certorder.CredentialCache); ok && c.cacheMB > 0 {
+	// The cache in front of the store's credential reads, kept exact by
+	// the store (credcache.Sourcer); off with --cache-mb 0, and correct
+	// without it, only slower.
+	var src credcache.Source
+	if sourcer, ok := store.(credcache.Sourcer); ok && c.cacheMB > 0 {
 		host, _ := os.Hostname()
-		err := cached.StartCache(ctx, certorder.CacheConfig{Bytes: c.cacheMB << 20, Logger: logger,
+		src, err = sourcer.CacheSource(ctx, credcache.SourceConfig{Logger: logger,
 			Instance: fmt.Sprintf("%s pid %d %s", host, os.Getpid(), c.addr)})
 		if err != nil {
-			// Correct without it, only slower.
 			logger.Warn("cache: not started; every request reads the store", "err", err)
 		}
-		cacheOn = err == nil
 	}
+	creds := credcache.NewStore(store, src, c.cacheMB<<20, c.storeTimeout)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "certorder_cache_enabled",
 		Help: "1 when the cache of credentials and orders is on; 0 when it is off (--cache-mb 0) or could not start (PostgreSQL: no working LISTEN)."},
 		func() float64 {
-			if cacheOn {
+			if creds.Enabled() {
 				return 1
 			}
 			return 0
 		}))
-	if cached, ok := store.(certorder.CredentialCache); ok {
-		registerCacheMetrics(reg, cached)
-	}
+	registerCacheMetrics(reg, creds)
 	handler, err := server.New(store, server.Config{
 		CASegment:          c.segment,
 		ErrorsAs200:        c.errorsAs200,
@@ -110,6 +111,7 @@ func (e *env) serve(ctx context.Context, args []string) error {
 		PrivateWebhooks:    c.webhookAllowPrivate,
 		ACMEURLTemplate:    c.acmeURLTemplate,
 		Windows:            c.windows,
+		Credentials:        creds,
 		Limits:             c.limits,
 		AuditRetention:     c.auditRetention,
 		Metrics:            reg,
@@ -283,10 +285,10 @@ func (e *env) listen(ctx context.Context, c *serveConfig, logger *slog.Logger, s
 }
 
 // registerCacheMetrics exposes the cache's counters.
-func registerCacheMetrics(reg prometheus.Registerer, c certorder.CredentialCache) {
+func registerCacheMetrics(reg prometheus.Registerer, c *credcache.Store) {
 	stat := func(i int) func() float64 {
 		return func() float64 {
-			entries, hits, misses := c.CacheStats()
+			entries, hits, misses := c.Stats()
 			return float64([]int64{entries, hits, misses}[i])
 		}
 	}
