@@ -22,8 +22,8 @@ type event struct {
 	id      string // request ID, also sent back in X-Request-Id
 	ip      string
 	limit   string // what the per-address limits count by: ip, or for IPv6 its /64 (limitKey)
-	action  string // as sent, cut to 32 bytes
-	name    string // AccessName as sent, cut to 64 bytes
+	action  string // as sent, cut to certorder.AuditMaxAction bytes
+	name    string // AccessName as sent, cut to certorder.AuditMaxMember bytes
 	member  string // the authenticated member
 	keyID   string // the key that authenticated the request
 	orderID int64
@@ -116,7 +116,7 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request, ev *event, body *[
 		putBody(body)
 		return f
 	}
-	ev.action, ev.name = certorder.Cut(req.Action, 32), certorder.Cut(req.AccessName, 64)
+	ev.action, ev.name = certorder.Cut(req.Action, certorder.AuditMaxAction), certorder.Cut(req.AccessName, certorder.AuditMaxMember)
 	if f := s.lockedOut(ev.limit, req.AccessName, now); f != nil {
 		return f
 	}
