@@ -14,6 +14,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/digicert"
+	"github.com/certorder/certorder/internal/printable"
 )
 
 // Line is the run's one-line summary; failed says the run did not finish.
@@ -41,7 +42,7 @@ func (r Report) Line(failed bool) string {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			fmt.Fprintf(&b, "%s %d", st, r.ByStatus[st])
+			fmt.Fprintf(&b, "%s %d", printable.String(st), r.ByStatus[st]) // a record an older certorder wrote holds them raw
 		}
 		b.WriteString(")")
 	}
@@ -54,6 +55,32 @@ func (r Report) Line(failed bool) string {
 		fmt.Fprintf(&b, ", waited %s on the rate limiter", r.LimiterWait.Round(time.Millisecond))
 	}
 	return b.String()
+}
+
+// MaxStatuses bounds the statuses a report counts by name: orders of any
+// further status are counted as OtherStatus. CertCentral knows about a
+// dozen; a hostile listing of thousands would otherwise make the summary,
+// and the run record that keeps it, as long as it likes.
+const MaxStatuses = 20
+
+// OtherStatus counts the orders of the statuses beyond MaxStatuses.
+const OtherStatus = "other"
+
+// MaxError bounds the error a run record keeps (and admin sync status
+// prints).
+const MaxError = 2048
+
+// countStatus counts an order of the status, as it may be shown
+// (printable.String: escaped and bounded), within MaxStatuses.
+func (r *Report) countStatus(status string) {
+	if r.ByStatus == nil {
+		r.ByStatus = map[string]int{}
+	}
+	key := printable.String(status)
+	if _, ok := r.ByStatus[key]; !ok && len(r.ByStatus) >= MaxStatuses {
+		key = OtherStatus
+	}
+	r.ByStatus[key]++
 }
 
 // UnassignedByDivision describes the unassigned orders, one line per

@@ -12,6 +12,7 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/digicert"
 	"github.com/certorder/certorder/internal/orderdoc"
+	"github.com/certorder/certorder/internal/printable"
 )
 
 // run is the state of one run.
@@ -111,7 +112,7 @@ func (r *run) finish(ctx context.Context, runErr error) error {
 	rec := certorder.SyncRun{Started: r.rep.Started, Finished: r.rep.Started.Add(r.rep.Took), Instance: r.cfg.Instance,
 		OK: runErr == nil, Summary: r.rep.SyncSummary, Cursor: r.rep.Started}
 	if runErr != nil {
-		rec.Error = runErr.Error()
+		rec.Error = printable.Cut(runErr.Error(), MaxError)
 	}
 	if err := r.cfg.Store.RecordSyncRun(ctx, rec); err != nil {
 		return errors.Join(runErr, fmt.Errorf("sync: recording the run failed, so the cursor did not move: %w", err))
@@ -266,10 +267,7 @@ func (r *run) fetch(ctx context.Context, id int64) (*certorder.UpstreamOrder, er
 	if err == nil {
 		var parsed *certorder.Order
 		if parsed, err = orderdoc.Parse(doc); err == nil {
-			if r.rep.ByStatus == nil {
-				r.rep.ByStatus = map[string]int{}
-			}
-			r.rep.ByStatus[parsed.Status]++
+			r.rep.countStatus(parsed.Status)
 			return &certorder.UpstreamOrder{Order: parsed, Container: o.Container.ID}, nil
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/client"
 	"github.com/certorder/certorder/internal/importfile"
+	"github.com/certorder/certorder/internal/printable"
 	"github.com/certorder/certorder/wire"
 )
 
@@ -98,9 +99,9 @@ func (e *env) orderList(ctx context.Context, store certorder.Store, args []strin
 		}
 		till, days := "-", "-" // not issued yet: no expiry
 		if o.ValidTill != "" {
-			till, days = printable(o.ValidTill), strconv.Itoa(certorder.DaysRemaining(o.ValidTill, now))
+			till, days = printable.String(o.ValidTill), strconv.Itoa(certorder.DaysRemaining(o.ValidTill, now))
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", o.ID, printable(o.CommonName), printable(o.Status), till, days, renewed)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", o.ID, printable.String(o.CommonName), printable.String(o.Status), till, days, renewed)
 	}
 	return tw.Flush()
 }

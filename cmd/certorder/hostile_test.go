@@ -265,6 +265,37 @@ func TestSyncHostileUpstream(t *testing.T) {
 	}
 }
 
+// Statuses from CertCentral full of terminal escapes, 40 distinct ones of
+// 4 KB each: certorder sync and admin sync status print them escaped, the
+// summary counts 20 of them by name (each cut short) and the rest as
+// "other", and stays short. Before, the summary held them raw: 160 KB with
+// the escapes in it, printed and stored in the run record.
+func TestSyncHostileStatuses(t *testing.T) {
+	t.Parallel()
+	u := newUpstream(t, digicerttest.Options{NoLimits: true})
+	if _, err := u.sim.Generate(40, 1); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range u.sim.OrderIDs() {
+		status := fmt.Sprintf("pending\x1b]0;PWNED\x07\x1b[2J%d%s", i, strings.Repeat("x", 4096))
+		if err := u.sim.SetStatus(id, status, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := syncCLI(t, testdb.SQLite(t), u)
+	summary, out := c.sync()
+	st := c.ok("admin", "sync", "status")
+	for name, text := range map[string]string{"sync": out, "admin sync status": st} {
+		if strings.ContainsAny(text, "\x1b\x07") || len(text) > 16<<10 {
+			t.Errorf("%s printed %d bytes: %.300q", name, len(text), text)
+		}
+	}
+	if !strings.Contains(summary, `"pending\x1b]0;PWNED\a\x1b[2J`) || !strings.Contains(summary, ", other 20)") {
+		t.Errorf("the summary: %.600q", summary)
+	}
+	t.Logf("the summary: %d bytes; admin sync status: %d bytes", len(summary), len(st))
+}
+
 // cursorLine is the line of admin sync status that gives the cursor.
 func cursorLine(status string) string {
 	for _, l := range strings.Split(status, "\n") {

@@ -19,6 +19,7 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/ccsync"
 	"github.com/certorder/certorder/digicert"
+	"github.com/certorder/certorder/internal/printable"
 	"github.com/certorder/certorder/stores"
 )
 
@@ -236,10 +237,10 @@ func (e *env) syncStatus(ctx context.Context, store certorder.Store, _ []string)
 		if !r.OK {
 			outcome = "failed"
 		}
-		fmt.Fprintf(out, "last run: %s, %s, by %s\n  %s\n", r.Started.UTC().Format(time.RFC3339), outcome, r.Instance,
+		fmt.Fprintf(out, "last run: %s, %s, by %s\n  %s\n", r.Started.UTC().Format(time.RFC3339), outcome, printable.String(r.Instance),
 			ccsync.Report{SyncSummary: r.Summary, Took: r.Finished.Sub(r.Started)}.Line(!r.OK))
 		if r.Error != "" {
-			fmt.Fprintf(out, "  error: %s\n", r.Error)
+			fmt.Fprintf(out, "  error: %s\n", printable.Cut(r.Error, ccsync.MaxError))
 		}
 	}
 	links, err := store.ContainerLinks(ctx)
@@ -273,7 +274,7 @@ func (e *env) syncStatus(ctx context.Context, store certorder.Store, _ []string)
 				outcome = "failed"
 			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", r.Started.UTC().Format(time.RFC3339),
-				r.Finished.Sub(r.Started).Round(time.Millisecond), mode, outcome, r.Instance,
+				r.Finished.Sub(r.Started).Round(time.Millisecond), mode, outcome, printable.String(r.Instance),
 				r.Summary.New, r.Summary.Changed, r.Summary.Renewals, r.Summary.Requests)
 		}
 		return tw.Flush()

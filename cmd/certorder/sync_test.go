@@ -293,7 +293,7 @@ func testSyncThroughServe(t *testing.T, dsn string) {
 	}
 
 	audit := c.ok("admin", "audit", "--member", "alice", "--limit", "0")
-	for _, want := range []string{`"sync.added"`, `"sync.renewed"`, `"sync.status"`} {
+	for _, want := range []string{" sync.added ", " sync.renewed ", " sync.status "} {
 		if !strings.Contains(audit, want) {
 			t.Errorf("the audit trail lacks %s", want)
 		}
