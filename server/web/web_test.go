@@ -86,6 +86,28 @@ func TestCSVCell(t *testing.T) {
 	}
 }
 
+// The https-or-loopback rule holds for the template itself, whatever the
+// order number: {orderId} may not stand in the scheme, user or host.
+func TestCheckACMEURLTemplate(t *testing.T) {
+	for tmpl, ok := range map[string]bool{
+		"https://one.digicert.com/mpki/api/v1/acme/v2/directory?action=renew&orderId={orderId}": true,
+		"http://127.0.0.1:14000/dir/{orderId}?orderId={orderId}#{orderId}":                      true,
+		"http://[::1]/d?orderId={orderId}":                                                      true,
+		"https://acme.example/directory?orderId=1":                                              false, // no {orderId}
+		"http://acme.example/directory?orderId={orderId}":                                       false, // http off loopback
+		"http://[::{orderId}]/d?orderId={orderId}":                                              false, // [::1] for order 1, [::1002] for 1002
+		"http://127.0.0.{orderId}/d":                                                            false,
+		"http://localhost:{orderId}/d":                                                          false,
+		"https://{orderId}.acme.example/d":                                                      false,
+		"https://u{orderId}@acme.example/d":                                                     false,
+		"http{orderId}://acme.example/d":                                                        false,
+	} {
+		if err := CheckACMEURLTemplate(tmpl); (err == nil) != ok {
+			t.Errorf("CheckACMEURLTemplate(%q) = %v, want ok %v", tmpl, err, ok)
+		}
+	}
+}
+
 // The language switch goes back only to a path of this site.
 func TestLocalPath(t *testing.T) {
 	for in, want := range map[string]string{
