@@ -21,6 +21,7 @@ import (
 	"github.com/certorder/certorder/digicert/digicerttest"
 	"github.com/certorder/certorder/internal/poll"
 	"github.com/certorder/certorder/internal/testdb"
+	"github.com/certorder/certorder/server"
 )
 
 // importOrders imports orders first..last of member with status, in one call.
@@ -278,11 +279,66 @@ func TestConnsPerIP(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	m := regexp.MustCompile(`(?m)^certorder_connections_refused_total (\d+)`).FindStringSubmatch(string(body))
+	m := regexp.MustCompile(`(?m)^certorder_connections_refused_total\{reason="per_address"\} (\d+)`).FindStringSubmatch(string(body))
 	if m == nil || m[1] != strconv.FormatInt(closed.Load(), 10) {
 		t.Errorf("certorder_connections_refused_total: %v, want %d", m, closed.Load())
 	}
 	t.Logf("%d connections from 127.0.0.2: %d closed by the cap, %d open; 127.0.0.1 served", len(conns), closed.Load(), open.Load())
+}
+
+// With the process limited to 256 descriptors, 8 addresses (127.0.0.2 to
+// 127.0.0.9) each holding 64 idle connections (their per-address cap) do
+// not make accept fail, and a ninth address is answered: the connections
+// are kept within the budget (256 less a reserve of 128), the one idle
+// longest closed to admit a new one. Before the budget, accept failed with
+// EMFILE and the ninth address timed out.
+func TestConnBudget(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	p := startProcess(t, "prlimit", "--nofile=256:256", bin, "serve", "--addr", "127.0.0.1:0", "--db", testdb.SQLite(t),
+		"--webhooks=false", "--metrics-addr", "127.0.0.1:0")
+	addr := strings.TrimPrefix(strings.TrimSuffix(p.endpoint, "/api/digicert/"), "http://")
+	metricsAddr := p.waitFor(p.log, `msg="metrics listening" addr=(\S+)`)
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for host := 2; host <= 9; host++ {
+		dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(host))}, Timeout: 2 * time.Second}
+		for range server.DefaultMaxConnsPerIP {
+			c, err := dialer.Dial("tcp", addr)
+			if err != nil {
+				t.Fatalf("dialling from 127.0.0.%d: %v", host, err)
+			}
+			conns = append(conns, c)
+		}
+	}
+	ninth := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 10)}}).DialContext}}
+	for i := range 3 {
+		resp, err := ninth.Get("http://" + addr + "/healthz")
+		if err != nil {
+			t.Fatalf("127.0.0.10, try %d: %v\n%s", i+1, err, p.log.String())
+		}
+		resp.Body.Close()
+		ninth.CloseIdleConnections()
+	}
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	closed := regexp.MustCompile(`(?m)^certorder_connections_idle_closed_total (\d+)`).FindStringSubmatch(string(body))
+	if closed == nil || closed[1] == "0" {
+		t.Errorf("certorder_connections_idle_closed_total: %v", closed)
+	}
+	if log := p.log.String(); strings.Contains(log, "Accept error") || !strings.Contains(log, "max_conns=128 descriptor_limit=256") {
+		t.Errorf("the log:\n%s", log)
+	}
+	t.Logf("%d idle connections from 8 addresses; 127.0.0.10 answered 3 of 3; idle connections closed: %s", len(conns), closed[1])
 }
 
 // A hostile CertCentral: endless status change pages, then a 100 MB

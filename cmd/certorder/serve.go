@@ -220,7 +220,21 @@ func (e *env) listen(ctx context.Context, c *serveConfig, logger *slog.Logger, s
 	stopReload := reloadOnSIGHUP(logger, certs)
 	defer stopReload()
 
-	ln = server.LimitConnsPerIP(ln, c.maxConnsPerIP, c.limits.TrustedProxies, reg)
+	// The connections stay below the descriptor limit, so that accept
+	// never fails: idle ones make room for new ones.
+	budget, fdLimit := server.DescriptorBudget()
+	total := budget
+	if c.maxConns > 0 {
+		if c.maxConns > budget {
+			logger.Warn("--max-conns is above what the descriptor limit allows; lowered", "max_conns", c.maxConns,
+				"descriptor_limit", fdLimit, "lowered_to", budget)
+		}
+		total = min(c.maxConns, budget)
+	}
+	conns := server.LimitConns(ln, server.ConnLimits{PerIP: c.maxConnsPerIP, Total: total, Exempt: c.limits.TrustedProxies}, reg)
+	srv.ConnState = conns.ConnState
+	ln = conns
+	logger.Info("connections", "max_conns", total, "descriptor_limit", fdLimit, "max_conns_per_ip", c.maxConnsPerIP)
 	base := fmt.Sprintf("%s://%s/", scheme, ln.Addr())
 	endpoint := base + "api/" + c.segment + "/"
 	if c.demo {
