@@ -22,10 +22,14 @@ func (r Report) Line(failed bool) string {
 	var b strings.Builder
 	b.WriteString("sync ")
 	switch {
+	case r.DryRun && r.Incomplete:
+		b.WriteString("dry run stopped at its bound of fetches, nothing written")
 	case r.DryRun && failed:
 		b.WriteString("dry run failed")
 	case r.DryRun:
 		b.WriteString("dry run, nothing written")
+	case r.Incomplete:
+		b.WriteString("incomplete, cursor kept, the next run continues")
 	case failed:
 		b.WriteString("failed, cursor kept")
 	default:
@@ -121,6 +125,8 @@ func (s *Syncer) Every(ctx context.Context, interval time.Duration) {
 		switch {
 		case errors.Is(err, ErrBusy):
 			s.log.Info("sync skipped: another instance is syncing", "instance", s.cfg.Instance)
+		case errors.Is(err, ErrIncomplete):
+			s.log.Info("sync incomplete: stopped at its bound of fetches; the next round continues", "summary", rep.Line(true))
 		case err != nil && ctx.Err() != nil:
 			return
 		case err != nil:
@@ -153,7 +159,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "When the last successful CertCentral sync started (the cursor), by any instance; 0 before the first.",
 		}),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "certorder_sync_runs_total", Help: "Sync rounds of this instance by outcome: ok, failed, or skipped (another instance was syncing).",
+			Name: "certorder_sync_runs_total", Help: "Sync rounds of this instance by outcome: ok, failed, incomplete (stopped at --sync-max-fetches; the next continues), or skipped (another instance was syncing).",
 		}, []string{"outcome"}),
 		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "certorder_sync_orders_changed_total",
@@ -188,9 +194,12 @@ func (m *Metrics) ran(rep Report, after, before digicert.Stats, ok bool) {
 		return
 	}
 	outcome := "failed"
-	if ok {
+	switch {
+	case ok:
 		outcome = "ok"
 		m.lastSuccess.Set(float64(rep.Started.Unix()))
+	case rep.Incomplete:
+		outcome = "incomplete"
 	}
 	m.runs.WithLabelValues(outcome).Inc()
 	for status, n := range after.ByStatus {

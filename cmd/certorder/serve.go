@@ -178,7 +178,8 @@ func (e *env) startWebhooks(ctx context.Context, c *serveConfig, logger *slog.Lo
 // --sync-every, and returns what stops it.
 func (e *env) startSync(ctx context.Context, c *serveConfig, logger *slog.Logger, store certorder.Store,
 	reg *prometheus.Registry, client *digicert.Client) (func(), error) {
-	syncer, err := ccsync.New(ccsync.Config{Store: store, Client: client, Logger: logger, Metrics: ccsync.NewMetrics(reg)})
+	syncer, err := ccsync.New(ccsync.Config{Store: store, Client: client, Logger: logger, Metrics: ccsync.NewMetrics(reg),
+		MaxFetches: c.upstream.maxFetches})
 	if err != nil {
 		return nil, err
 	}
