@@ -79,6 +79,12 @@ func TestCSVCell(t *testing.T) {
 		"a=b":                   "a=b",
 		"-cmd|' /C calc'!A0":    "'-cmd|' /C calc'!A0",
 		"=cmd|' /C calc'!A0 名前": "'=cmd|' /C calc'!A0 名前",
+		// Invisible characters before the formula: skipped by some spreadsheets.
+		"\u200b=1+1":          "'\u200b=1+1",
+		"\ufeff=HYPERLINK(1)": "'\ufeff=HYPERLINK(1)",
+		"\x1c=1+1":            "'\x1c=1+1",
+		"\u2060 @SUM(A1)":     "'\u2060 @SUM(A1)",
+		"\u200bexample":       "\u200bexample",
 	} {
 		if got := csvCell(in); got != want {
 			t.Errorf("csvCell(%q) = %q, want %q", in, got, want)
@@ -119,6 +125,12 @@ func TestLocalPath(t *testing.T) {
 		"https://evil.example/":    "/",
 		"javascript:alert(1)":      "/",
 		"/orders\r\nSet-Cookie: x": "/",
+		"/orders\x00x":             "/",
+		"/orders?q=\x1b[2J":        "/",
+		"/a\x7f":                   "/",
+		"/a b":                     "/",
+		"/orders?q=%1B":            "/orders?q=%1B",   // escaped: as the links write it
+		"/webhooks/1?x=é":          "/webhooks/1?x=é", // http.Redirect escapes what is not ASCII
 	} {
 		if got := localPath(in); got != want {
 			t.Errorf("localPath(%q) = %q, want %q", in, got, want)
