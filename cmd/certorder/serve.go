@@ -245,9 +245,12 @@ func (e *env) listen(ctx context.Context, c *serveConfig, logger *slog.Logger, s
 	}
 	errc := make(chan error, 2)
 	if mln != nil {
-		msrv := &http.Server{Handler: metricsMux(reg, handler, c.pprof), ReadHeaderTimeout: 5 * time.Second}
+		// Within the descriptors' reserve: a few scrapers and probes.
+		mconns := server.LimitConns(mln, server.ConnLimits{PerIP: c.maxConnsPerIP, Total: metricsConns}, nil)
+		msrv := &http.Server{Handler: metricsMux(reg, handler, c.pprof), ReadHeaderTimeout: 5 * time.Second,
+			IdleTimeout: c.idleTimeout, ConnState: mconns.ConnState}
 		defer msrv.Close()
-		go func() { errc <- fmt.Errorf("metrics listener: %w", msrv.Serve(mln)) }()
+		go func() { errc <- fmt.Errorf("metrics listener: %w", msrv.Serve(mconns)) }()
 		logger.Info("metrics listening", "addr", mln.Addr().String())
 	}
 	go func() {
@@ -315,6 +318,10 @@ func registerCacheMetrics(reg prometheus.Registerer, c certorder.CredentialCache
 // memoryHeadroomMB is the Go heap allowed beyond the cache (GOMEMLIMIT's
 // default): the live heap outside the cache is a few MB.
 const memoryHeadroomMB = 48
+
+// metricsConns is the most connections the metrics listener holds (the
+// one idle longest closed to admit a new one).
+const metricsConns = 64
 
 // drainQuiet is how long without a request ends the drain.
 const drainQuiet = 200 * time.Millisecond

@@ -44,7 +44,7 @@ func eventsText(types []string) string {
 	if len(types) == 0 {
 		return "all events"
 	}
-	return strings.Join(types, ", ")
+	return strings.Join(printable.Strings(types), ", ") // as stored: a restore may have brought anything
 }
 
 func (e *env) webhookList(ctx context.Context, store certorder.Store, args []string) error {
