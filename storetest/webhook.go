@@ -236,13 +236,13 @@ func testWebhookClaimOrder(t *testing.T, s certorder.Store) {
 	ctx := context.Background()
 	ids := map[int64]string{} // endpoint -> member
 	var members []int64
-	for _, name := range []string{"old", "older", "newest"} {
+	for _, name := range []string{"first", "second", "third"} {
 		_, err := s.AddMember(ctx, name)
 		must(t, err)
 		ep, err := s.AddEndpoint(ctx, name, certorder.Endpoint{URL: "https://" + name + ".example/hook", Secret: "whsec_" + name})
 		must(t, err)
 		ids[ep.ID], members = name, append(members, ep.MemberID)
-		for i := range 2 { // queued oldest first: old's, then older's, then newest's
+		for i := range 2 { // queued in this order: first's, second's, third's
 			_, err := s.QueueMemberDelivery(ctx, ep.MemberID, ep.ID, "webhook.test", fmt.Sprintf("msg_%s_%d", name, i), []byte(`{}`))
 			must(t, err)
 		}
@@ -262,7 +262,7 @@ func testWebhookClaimOrder(t *testing.T, s certorder.Store) {
 	got = append(got, claim(members[0], members[1]))
 	got = append(got, claim(members[1], members[2], members[0]))
 	got = append(got, claim(members[2], members[0], members[1]))
-	if want := []string{"old", "newest", "older", "newest"}; !slices.Equal(got, want) {
+	if want := []string{"first", "third", "second", "third"}; !slices.Equal(got, want) {
 		t.Fatalf("claimed from %v, want %v", got, want)
 	}
 }
