@@ -106,6 +106,21 @@ type SyncSummary struct {
 	Requests       int64          `json:"requests"`            // HTTP requests to the CA, retries included
 	Retries        int64          `json:"retries"`
 	LimiterWait    time.Duration  `json:"limiter_wait"` // time spent waiting on the client's rate limiter
+	// Incomplete: the run stopped at its bound of Order info fetches; the
+	// cursor stays, and the next run continues.
+	Incomplete bool `json:"incomplete,omitempty"`
+	// Resume is where an incremental run that did not finish left off,
+	// for the next run over the same window.
+	Resume *SyncResume `json:"resume,omitempty"`
+}
+
+// SyncResume says how far an incremental run that did not finish got: of
+// the orders whose status changed since the cursor, those numbered up to
+// After were fetched at Since or later (they were fetched in order). The
+// next run fetches those again only if their status changed since Since.
+type SyncResume struct {
+	After int64     `json:"after"`
+	Since time.Time `json:"since"`
 }
 
 // SyncRun is one run of the sync as the store keeps it.

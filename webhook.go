@@ -155,6 +155,12 @@ type Claim struct {
 	// order of their oldest due delivery, so that no member's backlog
 	// stands before another's.
 	RoundRobin bool
+	// Served puts these members after every other, in this order (the
+	// worker lists the members it has served lately, the busiest and the
+	// most recently served last), so that a member waiting its turn is
+	// taken before members whose deliveries are going out already,
+	// however old their backlog.
+	Served []int64
 	// SkipEndpoints and SkipMembers take nothing of these (they have
 	// enough in flight already).
 	SkipEndpoints, SkipMembers []int64

@@ -210,7 +210,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, c certorder.Claim) ([]certo
 	if c.RoundRobin {
 		perMember = 1
 	}
-	skipE, skipM := int64List(c.SkipEndpoints), int64List(c.SkipMembers)
+	skipE, skipM, served := int64List(c.SkipEndpoints), int64List(c.SkipMembers), int64List(c.Served)
 	perEndpoint := "?6" // round-robin needs only each endpoint's first
 	if c.RoundRobin {
 		perEndpoint = "1"
@@ -218,17 +218,20 @@ func (s *Store) ClaimDeliveries(ctx context.Context, c certorder.Claim) ([]certo
 	var ds []certorder.Delivery
 	err := inTx(ctx, s.write, func(tx *sql.Tx) error {
 		// Each endpoint's oldest due deliveries (an index probe each,
-		// whatever the backlog), numbered within each member.
+		// whatever the backlog), numbered within each member; served is
+		// the member's place in c.Served (0: not listed, first).
 		rows, err := tx.QueryContext(ctx, `UPDATE webhook_deliveries SET next_attempt = ?1
 			WHERE id IN (SELECT id FROM (
-				SELECT x.id, x.next_attempt, row_number() OVER (PARTITION BY x.member_id ORDER BY x.next_attempt, x.id) AS rn
-				FROM (SELECT e.member_id, d.id, d.next_attempt FROM webhook_endpoints e
+				SELECT x.id, x.next_attempt, x.served, row_number() OVER (PARTITION BY x.member_id ORDER BY x.next_attempt, x.id) AS rn
+				FROM (SELECT e.member_id, d.id, d.next_attempt,
+						COALESCE((SELECT s.key + 1 FROM json_each(?7) s WHERE s.value = e.member_id), 0) AS served
+					FROM webhook_endpoints e
 					JOIN webhook_deliveries d ON d.id IN (SELECT d2.id FROM webhook_deliveries d2
 						WHERE d2.endpoint_id = e.id AND d2.state = 'pending' AND d2.next_attempt <= ?2
 						ORDER BY d2.next_attempt, d2.id LIMIT `+perEndpoint+`)
 					WHERE e.id NOT IN (SELECT value FROM json_each(?3)) AND e.member_id NOT IN (SELECT value FROM json_each(?4))) x)
-				WHERE ?5 = 0 OR rn <= ?5 ORDER BY rn, next_attempt, id LIMIT ?6)
-			RETURNING id`, formatTime(c.At.Add(c.Lease)), formatTime(c.At), skipE, skipM, perMember, c.Limit)
+				WHERE ?5 = 0 OR rn <= ?5 ORDER BY rn, served, next_attempt, id LIMIT ?6)
+			RETURNING id`, formatTime(c.At.Add(c.Lease)), formatTime(c.At), skipE, skipM, perMember, c.Limit, served)
 		if err != nil {
 			return err
 		}

@@ -71,6 +71,7 @@ func Run(t *testing.T, open func(t *testing.T) certorder.Store) {
 	t.Run("Audit", func(t *testing.T) { t.Parallel(); testAudit(t, newStore(t)) })
 	t.Run("Sessions", func(t *testing.T) { t.Parallel(); testSessions(t, newStore(t)) })
 	t.Run("Webhooks", func(t *testing.T) { t.Parallel(); testWebhooks(t, open) })
+	t.Run("WebhookClaimOrder", func(t *testing.T) { t.Parallel(); testWebhookClaimOrder(t, newStore(t)) })
 	t.Run("OrderEvents", func(t *testing.T) { t.Parallel(); testOrderEvents(t, open) })
 	t.Run("CertificateHistory", func(t *testing.T) { t.Parallel(); testCertificateHistory(t, open) })
 	t.Run("ContainerLinks", func(t *testing.T) { t.Parallel(); testContainerLinks(t, newStore(t)) })

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/printable"
 	"github.com/certorder/certorder/stores"
 )
 
@@ -266,7 +267,7 @@ func (e *env) keyList(ctx context.Context, store certorder.Store, args []string)
 		if k.Revoked() {
 			status = "revoked " + k.RevokedAt.Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.ID, printable(k.Label), k.CreatedAt.Format(time.RFC3339), status)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.ID, printable.String(k.Label), k.CreatedAt.Format(time.RFC3339), status)
 	}
 	return tw.Flush()
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/client"
 	"github.com/certorder/certorder/internal/importfile"
+	"github.com/certorder/certorder/internal/printable"
 	"github.com/certorder/certorder/wire"
 )
 
@@ -117,12 +118,12 @@ func (e *env) orderList(fs *flag.FlagSet) adminFunc {
 			}
 			till, days, plan := "-", "-", "-" // not issued yet: no expiry
 			if c := o.Certificate; c.ValidTill != "" {
-				till, days = printable(c.ValidTill), strconv.Itoa(certorder.DaysRemaining(c.ValidTill, now))
+				till, days = printable.String(c.ValidTill), strconv.Itoa(certorder.DaysRemaining(c.ValidTill, now))
 			}
 			if o.PlanTill != "" {
-				plan = printable(o.PlanTill)
+				plan = printable.String(o.PlanTill)
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.ID, printable(o.Certificate.CommonName), printable(o.Status),
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.ID, printable.String(o.Certificate.CommonName), printable.String(o.Status),
 				till, days, plan, renewed, stepText(next))
 		}
 		return tw.Flush()

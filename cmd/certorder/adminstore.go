@@ -13,6 +13,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/export"
+	"github.com/certorder/certorder/internal/printable"
 	"github.com/certorder/certorder/postgres"
 	"github.com/certorder/certorder/sqlite"
 	"github.com/certorder/certorder/wire"
@@ -102,10 +103,19 @@ func (e *env) audit(fs *flag.FlagSet) adminFunc {
 			if a.Count > 1 {
 				outcome += fmt.Sprintf(" x%d", a.Count) // refusals counted together
 			}
-			fmt.Fprintf(tw, "%s\t%q\t%q\t%s\t%s\t%s\n", a.Time.UTC().Format(time.RFC3339), a.Member, a.Action, order, outcome, a.ClientIP)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Time.UTC().Format(time.RFC3339), orDash(a.Member), orDash(a.Action), order, outcome, a.ClientIP)
 		}
 		return tw.Flush()
 	}
+}
+
+// orDash is a caller's text as it may be shown (printable.String), or "-"
+// for none.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return printable.String(s)
 }
 
 // parseSince reads a point in time: RFC 3339, YYYY-MM-DD (UTC), or a duration before now.

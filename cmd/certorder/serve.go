@@ -183,7 +183,8 @@ func (e *env) startWebhooks(ctx context.Context, c *serveConfig, logger *slog.Lo
 // --sync-every, and returns what stops it.
 func (e *env) startSync(ctx context.Context, c *serveConfig, logger *slog.Logger, store certorder.Store,
 	reg *prometheus.Registry, client *digicert.Client) (func(), error) {
-	syncer, err := ccsync.New(ccsync.Config{Store: store, Client: client, Logger: logger, Metrics: ccsync.NewMetrics(reg)})
+	syncer, err := ccsync.New(ccsync.Config{Store: store, Client: client, Logger: logger, Metrics: ccsync.NewMetrics(reg),
+		MaxFetches: c.upstream.maxFetches})
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +226,21 @@ func (e *env) listen(ctx context.Context, c *serveConfig, logger *slog.Logger, s
 	stopReload := reloadOnSIGHUP(logger, certs)
 	defer stopReload()
 
-	ln = server.LimitConnsPerIP(ln, c.maxConnsPerIP, c.limits.TrustedProxies, reg)
+	// The connections stay below the descriptor limit, so that accept
+	// never fails: idle ones make room for new ones.
+	budget, fdLimit := server.DescriptorBudget()
+	total := budget
+	if c.maxConns > 0 {
+		if c.maxConns > budget {
+			logger.Warn("--max-conns is above what the descriptor limit allows; lowered", "max_conns", c.maxConns,
+				"descriptor_limit", fdLimit, "lowered_to", budget)
+		}
+		total = min(c.maxConns, budget)
+	}
+	conns := server.LimitConns(ln, server.ConnLimits{PerIP: c.maxConnsPerIP, Total: total, Exempt: c.limits.TrustedProxies}, reg)
+	srv.ConnState = conns.ConnState
+	ln = conns
+	logger.Info("connections", "max_conns", total, "descriptor_limit", fdLimit, "max_conns_per_ip", c.maxConnsPerIP)
 	base := fmt.Sprintf("%s://%s/", scheme, ln.Addr())
 	endpoint := base + "api/" + c.segment + "/"
 	if c.demo {
@@ -235,9 +250,12 @@ func (e *env) listen(ctx context.Context, c *serveConfig, logger *slog.Logger, s
 	}
 	errc := make(chan error, 2)
 	if mln != nil {
-		msrv := &http.Server{Handler: metricsMux(reg, handler, c.pprof), ReadHeaderTimeout: 5 * time.Second}
+		// Within the descriptors' reserve: a few scrapers and probes.
+		mconns := server.LimitConns(mln, server.ConnLimits{PerIP: c.maxConnsPerIP, Total: metricsConns}, nil)
+		msrv := &http.Server{Handler: metricsMux(reg, handler, c.pprof), ReadHeaderTimeout: 5 * time.Second,
+			IdleTimeout: c.idleTimeout, ConnState: mconns.ConnState}
 		defer msrv.Close()
-		go func() { errc <- fmt.Errorf("metrics listener: %w", msrv.Serve(mln)) }()
+		go func() { errc <- fmt.Errorf("metrics listener: %w", msrv.Serve(mconns)) }()
 		logger.Info("metrics listening", "addr", mln.Addr().String())
 	}
 	go func() {
@@ -305,6 +323,10 @@ func registerCacheMetrics(reg prometheus.Registerer, c *credcache.Store) {
 // memoryHeadroomMB is the Go heap allowed beyond the cache (GOMEMLIMIT's
 // default): the live heap outside the cache is a few MB.
 const memoryHeadroomMB = 48
+
+// metricsConns is the most connections the metrics listener holds (the
+// one idle longest closed to admit a new one).
+const metricsConns = 64
 
 // drainQuiet is how long without a request ends the drain.
 const drainQuiet = 200 * time.Millisecond

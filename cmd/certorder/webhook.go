@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/printable"
 	"github.com/certorder/certorder/webhook"
 )
 
@@ -43,7 +44,7 @@ func eventsText(types []string) string {
 	if len(types) == 0 {
 		return "all events"
 	}
-	return strings.Join(types, ", ")
+	return strings.Join(printable.Strings(types), ", ") // as stored: a restore may have brought anything
 }
 
 func (e *env) webhookList(ctx context.Context, store certorder.Store, args []string) error {
@@ -56,7 +57,7 @@ func (e *env) webhookList(ctx context.Context, store certorder.Store, args []str
 	for _, ep := range eps {
 		state := "enabled"
 		if !ep.Enabled {
-			state = "disabled: " + printable(ep.DisabledReason)
+			state = "disabled: " + printable.String(ep.DisabledReason)
 		} else if !ep.FailingSince.IsZero() {
 			state = "failing since " + ep.FailingSince.UTC().Format(time.RFC3339)
 		}
@@ -64,7 +65,7 @@ func (e *env) webhookList(ctx context.Context, store certorder.Store, args []str
 		if !ep.LastSuccess.IsZero() {
 			last = ep.LastSuccess.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", ep.ID, printable(ep.URL), eventsText(ep.EventTypes), state, last)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", ep.ID, printable.String(ep.URL), eventsText(ep.EventTypes), state, last)
 	}
 	return tw.Flush()
 }
