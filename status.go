@@ -18,7 +18,6 @@ import (
 
 // Statuses named by the rules.
 const (
-	StatusPending  = "pending"
 	StatusIssued   = "issued"
 	StatusRevoked  = "revoked"
 	StatusExpired  = "expired"

@@ -3,7 +3,6 @@ package certorder
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,11 +32,6 @@ type Endpoint struct {
 	CreatedAt       time.Time
 	LastSuccess     time.Time // the last delivery it accepted
 	FailingSince    time.Time // the first failure since its last success; zero when not failing
-}
-
-// Wants reports whether the endpoint takes events of type typ.
-func (e Endpoint) Wants(typ string) bool {
-	return len(e.EventTypes) == 0 || slices.Contains(e.EventTypes, typ)
 }
 
 // Event is one entry of the outbox: a change to an order of a member.
