@@ -197,7 +197,7 @@ func (d *directoryURL) String() string {
 func certbotServer(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", fmt.Errorf("reading the certbot renewal file: %v", err)
+		return "", fmt.Errorf("reading the certbot renewal file: %w", err)
 	}
 	defer f.Close()
 	section := ""
@@ -222,7 +222,7 @@ func certbotServer(path string) (string, error) {
 		return v, nil
 	}
 	if err := sc.Err(); err != nil {
-		return "", fmt.Errorf("reading %s: %v", path, err)
+		return "", fmt.Errorf("reading %s: %w", path, err)
 	}
 	return "", fmt.Errorf("%s has no server line in [renewalparams]: is it a certbot renewal file?", path)
 }
