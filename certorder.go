@@ -207,12 +207,10 @@ type InstanceAwaiter interface {
 }
 
 // BackupStore is a store that copies itself, while in use, to a new file
-// (admin backup).
+// (admin backup): SQLite's. PostgreSQL leaves backups to pg_dump.
 type BackupStore interface {
 	// Backup copies the store to dst, which must not exist, and with
-	// withAudit its audit trail beside it. A store that leaves backups to
-	// its database's own tools (PostgreSQL) returns an error wrapping
-	// errors.ErrUnsupported that says what to run.
+	// withAudit its audit trail beside it.
 	Backup(ctx context.Context, dst string, withAudit bool) error
 }
 
@@ -245,7 +243,6 @@ type Store interface {
 	SessionStore
 	WebhookStore
 	SyncStore
-	BackupStore
 	LifecycleReader
 	Pinger
 

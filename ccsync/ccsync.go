@@ -24,11 +24,13 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/digicert"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // Store is what a sync needs of a store.
 type Store interface {
 	certorder.SyncStore
+	storekit.SyncTxRunner
 	Members(ctx context.Context) ([]certorder.Member, error)
 	AppendAudit(ctx context.Context, entries []certorder.AuditEntry) error
 }

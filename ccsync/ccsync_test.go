@@ -20,6 +20,7 @@ import (
 	"github.com/certorder/certorder/digicert/digicerttest"
 	"github.com/certorder/certorder/internal/export"
 	"github.com/certorder/certorder/internal/printable"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/stores"
 )
@@ -35,7 +36,7 @@ type env struct {
 	t      testing.TB
 	clock  *digicerttest.Clock
 	sim    *digicerttest.Server
-	store  certorder.Store
+	store  storekit.Store
 	client *digicert.Client
 	syncer *ccsync.Syncer
 	log    *bytes.Buffer
@@ -145,7 +146,7 @@ func expectedOwners(orders []upstreamOrder, links map[int64]string) map[int64]st
 }
 
 // actualOwners reads who owns each order in the store ("" unassigned; absent: not held).
-func actualOwners(t testing.TB, s certorder.Store, orders []upstreamOrder) map[int64]string {
+func actualOwners(t testing.TB, s storekit.Store, orders []upstreamOrder) map[int64]string {
 	t.Helper()
 	ctx := context.Background()
 	ids := make([]int64, len(orders))

@@ -13,6 +13,7 @@ import (
 	"github.com/certorder/certorder/digicert"
 	"github.com/certorder/certorder/internal/orderdoc"
 	"github.com/certorder/certorder/internal/printable"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // run is the state of one run.
@@ -20,8 +21,8 @@ type run struct {
 	*Syncer
 	opts    Options
 	lock    certorder.SyncLock
-	dry     *DryRun                // nil unless a dry run
-	txs     certorder.SyncTxRunner // the store, or dry in front of it
+	dry     *DryRun               // nil unless a dry run
+	txs     storekit.SyncTxRunner // the store, or dry in front of it
 	members map[int64]string
 	before  digicert.Stats
 	rep     Report

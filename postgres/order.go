@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // orderColumns are the columns every order read scans, with nullOrder.
@@ -288,7 +289,7 @@ func (t *orderTx) save(ctx context.Context, memberID int64, o *certorder.Order, 
 }
 
 // ImportOrders stores orders for a member, all or none, in batches
-// (certorder.ImportInBatches: the rules of CheckImport, three statements a
+// (storekit.ImportInBatches: the rules of CheckImport, three statements a
 // thousand orders).
 func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq2[*certorder.Order, error]) (int, error) {
 	n := 0
@@ -301,7 +302,7 @@ func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq
 		if err != nil {
 			return err
 		}
-		n, err = certorder.ImportInBatches(ctx, mid, orders, ot)
+		n, err = storekit.ImportInBatches(ctx, mid, orders, ot)
 		return err
 	})
 	if err != nil {
@@ -310,7 +311,7 @@ func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq
 	return n, nil
 }
 
-var _ certorder.BatchWriter = (*orderTx)(nil)
+var _ storekit.BatchWriter = (*orderTx)(nil)
 
 // Links reads the owner, renewal and status of those of ids that are stored.
 func (t *orderTx) Links(ctx context.Context, ids []int64) (map[int64]certorder.OrderLink, error) {
@@ -359,7 +360,7 @@ var saveOrdersOIDs = []uint32{pgtype.Int8ArrayOID, pgtype.Int8OID, pgtype.Int4OI
 // back to 256 bytes after every statement, and growing it again to the
 // 1.3 MB of a thousand documents took 5.7 ms a batch against 0.3 ms
 // (about 1.1 s of CPU for 200,000 orders, of the client's 11).
-func (t *orderTx) SaveOrders(ctx context.Context, memberID int64, orders []certorder.CheckedOrder) error {
+func (t *orderTx) SaveOrders(ctx context.Context, memberID int64, orders []storekit.CheckedOrder) error {
 	n := len(orders)
 	ids, renewed := make([]int64, n), make([]int64, n)
 	names, statuses, validTill, search := make([]string, n), make([]string, n), make([]string, n), make([]string, n)

@@ -21,12 +21,13 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/migrations"
 	"github.com/certorder/certorder/internal/storeerr"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-var _ certorder.Store = (*Store)(nil)
+var _ storekit.Store = (*Store)(nil)
 
 // Store is a certorder.Store on PostgreSQL.
 type Store struct {

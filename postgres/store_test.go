@@ -13,6 +13,7 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/credcache"
 	"github.com/certorder/certorder/internal/poll"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/postgres"
 	"github.com/certorder/certorder/storetest"
@@ -20,7 +21,7 @@ import (
 
 func TestStore(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, func(t *testing.T) certorder.Store {
+	storetest.Run(t, func(t *testing.T) storekit.Store {
 		s, err := postgres.Open(context.Background(), testdb.Postgres(t))
 		if err != nil {
 			t.Fatal(err)
@@ -122,13 +123,13 @@ func TestLegacyAudit(t *testing.T) {
 
 func TestCache(t *testing.T) {
 	t.Parallel()
-	for name, check := range map[string]func(*testing.T, certorder.Store, certorder.Store){
+	for name, check := range map[string]func(*testing.T, storekit.Store, storekit.Store){
 		"plain": storetest.Cache, "filled": storetest.CacheFilled,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			dsn := testdb.Postgres(t)
-			open := func() certorder.Store {
+			open := func() storekit.Store {
 				s, err := postgres.Open(context.Background(), dsn)
 				if err != nil {
 					t.Fatal(err)

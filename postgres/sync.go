@@ -12,6 +12,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/orderdoc"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // LinkContainer ties a member to a division.
@@ -81,7 +82,7 @@ func (s *Store) KnownOrders(ctx context.Context, ids []int64) (map[int64]certord
 }
 
 // InSyncTx runs fn in one transaction (see certorder.SyncStore).
-func (s *Store) InSyncTx(ctx context.Context, fn func(certorder.SyncTx) error) error {
+func (s *Store) InSyncTx(ctx context.Context, fn func(storekit.SyncTx) error) error {
 	return s.wrap("sync transaction", s.inTx(ctx, func(tx pgx.Tx) error {
 		ot, err := newOrderTx(ctx, tx)
 		if err != nil {
@@ -91,7 +92,7 @@ func (s *Store) InSyncTx(ctx context.Context, fn func(certorder.SyncTx) error) e
 	}))
 }
 
-// syncTx is certorder.SyncTx on a transaction.
+// syncTx is storekit.SyncTx on a transaction.
 type syncTx struct {
 	*orderTx
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // orderColumns are the columns every order read scans, with nullOrder.
@@ -313,7 +314,7 @@ func (t *orderTx) save(ctx context.Context, memberID int64, o *certorder.Order, 
 }
 
 // ImportOrders stores orders for a member, all or none, in batches
-// (certorder.ImportInBatches: the rules of CheckImport, a few statements a
+// (storekit.ImportInBatches: the rules of CheckImport, a few statements a
 // thousand orders).
 func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq2[*certorder.Order, error]) (int, error) {
 	n := 0
@@ -327,7 +328,7 @@ func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq
 			return err
 		}
 		defer ot.close()
-		n, err = certorder.ImportInBatches(ctx, mid, orders, ot)
+		n, err = storekit.ImportInBatches(ctx, mid, orders, ot)
 		return err
 	})
 	if err != nil {
@@ -336,7 +337,7 @@ func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq
 	return n, nil
 }
 
-var _ certorder.BatchWriter = (*orderTx)(nil)
+var _ storekit.BatchWriter = (*orderTx)(nil)
 
 // Links reads the owner, renewal and status of those of ids that are stored. It
 // and RenewedFromOthers take the ids as one JSON array (json_each) in a
@@ -396,7 +397,7 @@ func (t *orderTx) RenewedFromOthers(ctx context.Context, ids []int64, memberID i
 
 // SaveOrders writes checked orders, a multi-row upsert per
 // upsertBatchRows of them.
-func (t *orderTx) SaveOrders(ctx context.Context, memberID int64, orders []certorder.CheckedOrder) error {
+func (t *orderTx) SaveOrders(ctx context.Context, memberID int64, orders []storekit.CheckedOrder) error {
 	for chunk := range slices.Chunk(orders, upsertBatchRows) {
 		stmt := t.upsertBatch
 		if len(chunk) != upsertBatchRows {

@@ -23,6 +23,7 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/migrations"
 	"github.com/certorder/certorder/internal/storeerr"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 //go:embed migrations/*.sql
@@ -48,7 +49,7 @@ var sessionMigrationFiles embed.FS
 // SessionsPath is the file of the web sessions of the store at path.
 func SessionsPath(path string) string { return path + "-sessions" }
 
-var _ certorder.Store = (*Store)(nil)
+var _ storekit.Store = (*Store)(nil)
 
 // Store is a certorder.Store on one SQLite file.
 type Store struct {

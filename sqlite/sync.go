@@ -11,6 +11,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/orderdoc"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // LinkContainer ties a member to a division.
@@ -104,7 +105,7 @@ func (s *Store) KnownOrders(ctx context.Context, ids []int64) (map[int64]certord
 }
 
 // InSyncTx runs fn in one write transaction (see certorder.SyncStore).
-func (s *Store) InSyncTx(ctx context.Context, fn func(certorder.SyncTx) error) error {
+func (s *Store) InSyncTx(ctx context.Context, fn func(storekit.SyncTx) error) error {
 	return s.wrap("sync transaction", inTx(ctx, s.write, func(tx *sql.Tx) error {
 		ot, err := newOrderTx(ctx, tx)
 		if err != nil {
@@ -115,7 +116,7 @@ func (s *Store) InSyncTx(ctx context.Context, fn func(certorder.SyncTx) error) e
 	}))
 }
 
-// syncTx is certorder.SyncTx on a transaction. The batches are small (a
+// syncTx is storekit.SyncTx on a transaction. The batches are small (a
 // page of orders), so its statements are prepared by database/sql as they
 // come.
 type syncTx struct {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/credcache"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // Cache checks the cache of credentials and orders in front of a store,
@@ -18,16 +19,16 @@ import (
 // change admin commits is seen by the cache's next look-up, once
 // AwaitInstances has returned where the store has it; server's own
 // changes too; and what the cache answers is what the store reads.
-func Cache(t *testing.T, server, admin certorder.Store) { cacheChecks(t, server, admin, 0) }
+func Cache(t *testing.T, server, admin storekit.Store) { cacheChecks(t, server, admin, 0) }
 
 // CacheFilled is Cache with the cache holding thousands of orders first:
 // what it answers is byte for byte what the store holds, and every change
 // is seen on the next look-up all the same.
-func CacheFilled(t *testing.T, server, admin certorder.Store) {
+func CacheFilled(t *testing.T, server, admin storekit.Store) {
 	cacheChecks(t, server, admin, 3000)
 }
 
-func cacheChecks(t *testing.T, server, admin certorder.Store, fill int) {
+func cacheChecks(t *testing.T, server, admin storekit.Store, fill int) {
 	ctx := context.Background()
 	sourcer, ok := server.(credcache.Sourcer)
 	if !ok {

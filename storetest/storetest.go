@@ -1,4 +1,4 @@
-// Package storetest is the one test suite every certorder.Store must pass.
+// Package storetest is the one test suite every storekit.Store must pass.
 // A backend's test calls Run with a function that opens a fresh, empty store.
 package storetest
 
@@ -13,6 +13,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/importfile"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // OrderJSON is an import document for order id; renewedBy 0 means not renewed.
@@ -47,8 +48,8 @@ func Orders(t testing.TB, docs ...string) iter.Seq2[*certorder.Order, error] {
 
 // Run runs the suite, its tests in parallel. open must return a new, empty
 // store, another on every call; the suite closes it.
-func Run(t *testing.T, open func(t *testing.T) certorder.Store) {
-	newStore := func(t *testing.T) certorder.Store {
+func Run(t *testing.T, open func(t *testing.T) storekit.Store) {
+	newStore := func(t *testing.T) storekit.Store {
 		s := open(t)
 		t.Cleanup(func() { s.Close() })
 		return s
@@ -103,7 +104,7 @@ func must(t *testing.T, err error) {
 
 // A closed store and an expired deadline are ErrUnavailable (503), never
 // an internal error.
-func testUnavailable(t *testing.T, open func(t *testing.T) certorder.Store) {
+func testUnavailable(t *testing.T, open func(t *testing.T) storekit.Store) {
 	ctx := context.Background()
 	s := open(t)
 	_, err := s.AddMember(ctx, "alice")

@@ -13,11 +13,12 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/ccsync"
 	"github.com/certorder/certorder/internal/export"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // events fans out what is pending and returns, per endpoint, the deliveries
 // queued: "type data" of each.
-func fanOut(t *testing.T, s certorder.Store) map[int64][]string {
+func fanOut(t *testing.T, s storekit.Store) map[int64][]string {
 	t.Helper()
 	got := map[int64][]string{}
 	n := 0
@@ -37,7 +38,7 @@ func fanOut(t *testing.T, s certorder.Store) map[int64][]string {
 // The outbox: renewals and status changes recorded by import and renew
 // become events, in the same transaction, for the order's member only;
 // restore emits nothing; deliveries are claimed once, leased, finished.
-func testWebhooks(t *testing.T, open func(t *testing.T) certorder.Store) {
+func testWebhooks(t *testing.T, open func(t *testing.T) storekit.Store) {
 	ctx := context.Background()
 	s := open(t)
 	defer s.Close()
@@ -233,7 +234,7 @@ func equalJSONLines(got, want []string) bool {
 // A round-robin claim takes one delivery per member, the members not in
 // Claim.Served first (by their oldest due delivery), then those listed, in
 // the list's order, however old their deliveries.
-func testWebhookClaimOrder(t *testing.T, s certorder.Store) {
+func testWebhookClaimOrder(t *testing.T, s storekit.Store) {
 	ctx := context.Background()
 	ids := map[int64]string{} // endpoint -> member
 	var members []int64

@@ -23,7 +23,7 @@ import (
 
 func (e *env) orderImport(fs *flag.FlagSet) adminFunc {
 	member := fs.String("member", "", "the member the orders belong to (required)")
-	return func(ctx context.Context, store certorder.Store, args []string) error {
+	return role(func(ctx context.Context, store certorder.OrderStore, args []string) error {
 		if *member == "" {
 			return usageError("order import: --member is required")
 		}
@@ -38,7 +38,7 @@ func (e *env) orderImport(fs *flag.FlagSet) adminFunc {
 		}
 		fmt.Fprintf(e.stdout, "imported %d order(s) for member %s\n", n, *member)
 		return nil
-	}
+	})
 }
 
 // withStatus refuses an order without a status: OrderInfo answers with
@@ -65,7 +65,7 @@ func orderIDArg(s string) (int64, error) {
 	return id, nil
 }
 
-func (e *env) orderRenew(ctx context.Context, store certorder.Store, args []string) error {
+func (e *env) orderRenew(ctx context.Context, store certorder.OrderStore, args []string) error {
 	oldID, err := orderIDArg(args[0])
 	if err != nil {
 		return err
@@ -86,7 +86,7 @@ func (e *env) orderList(fs *flag.FlagSet) adminFunc {
 	opts := windowOptions(&w)
 	defineOptions(fs, opts)
 	only := fs.String("next-step", "", "list only the orders whose next step is this: "+stepNames())
-	return func(ctx context.Context, store certorder.Store, args []string) error {
+	return role(func(ctx context.Context, store orderLister, args []string) error {
 		if err := e.applyEnv(fs, opts); err != nil {
 			return err
 		}
@@ -127,7 +127,13 @@ func (e *env) orderList(fs *flag.FlagSet) adminFunc {
 				till, days, plan, renewed, stepText(next))
 		}
 		return tw.Flush()
-	}
+	})
+}
+
+// orderLister is what admin order list reads.
+type orderLister interface {
+	certorder.MemberStore
+	certorder.OrderReader
 }
 
 // stepNames lists the steps for a usage line.
@@ -143,7 +149,7 @@ func stepNames() string {
 // the member's summary (as `certorder info` does) with the owner first.
 func (e *env) orderShow(fs *flag.FlagSet) adminFunc {
 	summary := fs.Bool("summary", false, "print a readable summary with the owning member instead of the JSON")
-	return func(ctx context.Context, store certorder.Store, args []string) error {
+	return role(func(ctx context.Context, store certorder.OrderReader, args []string) error {
 		id, err := orderIDArg(args[0])
 		if err != nil {
 			return err
@@ -168,5 +174,5 @@ func (e *env) orderShow(fs *flag.FlagSet) adminFunc {
 		}
 		fmt.Fprintln(e.stdout, strings.TrimSpace(out.String()))
 		return nil
-	}
+	})
 }

@@ -166,7 +166,7 @@ func checkDBDir(db string) error {
 // startWebhooks delivers members' webhook events in the background until
 // the function it returns is called (after the listeners have stopped:
 // deliveries go on while the API drains).
-func (e *env) startWebhooks(ctx context.Context, c *serveConfig, logger *slog.Logger, store certorder.Store,
+func (e *env) startWebhooks(ctx context.Context, c *serveConfig, logger *slog.Logger, store certorder.WebhookOutbox,
 	reg *prometheus.Registry) func() {
 	w := webhook.NewWorker(webhook.WorkerConfig{Store: store, Logger: logger, Metrics: reg,
 		Client:     webhook.NewHTTPClient(webhook.Options{AllowPrivate: c.webhookAllowPrivate, Timeout: c.webhookTimeout}),
@@ -181,7 +181,7 @@ func (e *env) startWebhooks(ctx context.Context, c *serveConfig, logger *slog.Lo
 
 // startSync runs the CertCentral sync in the background every
 // --sync-every, and returns what stops it.
-func (e *env) startSync(ctx context.Context, c *serveConfig, logger *slog.Logger, store certorder.Store,
+func (e *env) startSync(ctx context.Context, c *serveConfig, logger *slog.Logger, store ccsync.Store,
 	reg *prometheus.Registry, client *digicert.Client) (func(), error) {
 	syncer, err := ccsync.New(ccsync.Config{Store: store, Client: client, Logger: logger, Metrics: ccsync.NewMetrics(reg),
 		MaxFetches: c.upstream.maxFetches})
@@ -200,7 +200,7 @@ func (e *env) startSync(ctx context.Context, c *serveConfig, logger *slog.Logger
 
 // listen serves the API (and the metrics listener) until ctx ends, then
 // shuts down gracefully.
-func (e *env) listen(ctx context.Context, c *serveConfig, logger *slog.Logger, store certorder.Store,
+func (e *env) listen(ctx context.Context, c *serveConfig, logger *slog.Logger, store demoStore,
 	handler *server.Server, reg *prometheus.Registry, ln, mln net.Listener) error {
 	srv := &http.Server{
 		Handler:           handler,

@@ -197,7 +197,7 @@ func (p *progressLine) clear() {
 func (e *env) memberLink(link bool) func(fs *flag.FlagSet) adminFunc {
 	return func(fs *flag.FlagSet) adminFunc {
 		container := fs.Int64("container", 0, "the CertCentral division (container) ID (required)")
-		return func(ctx context.Context, store certorder.Store, args []string) error {
+		return role(func(ctx context.Context, store certorder.SyncStore, args []string) error {
 			if *container <= 0 {
 				return usageError("--container ID is required: the division's CertCentral container ID")
 			}
@@ -213,12 +213,17 @@ func (e *env) memberLink(link bool) func(fs *flag.FlagSet) adminFunc {
 			}
 			fmt.Fprintf(e.stdout, "member %s linked to division %d; the next sync gives it the division's orders\n", args[0], *container)
 			return nil
-		}
+		})
 	}
 }
 
 // linksByMember lists each member's divisions, for admin member list.
-func linksByMember(ctx context.Context, store certorder.Store) (map[int64][]string, error) {
+// linkReader reads the members' division links.
+type linkReader interface {
+	ContainerLinks(ctx context.Context) ([]certorder.ContainerLink, error)
+}
+
+func linksByMember(ctx context.Context, store linkReader) (map[int64][]string, error) {
 	links, err := store.ContainerLinks(ctx)
 	if err != nil {
 		return nil, err
@@ -232,7 +237,7 @@ func linksByMember(ctx context.Context, store certorder.Store) (map[int64][]stri
 
 // syncStatus is admin sync status: the cursor, the last run, the links,
 // the unassigned orders and the recent runs.
-func (e *env) syncStatus(ctx context.Context, store certorder.Store, _ []string) error {
+func (e *env) syncStatus(ctx context.Context, store certorder.SyncStore, _ []string) error {
 	st, err := store.SyncState(ctx, 10)
 	if err != nil {
 		return err

@@ -16,13 +16,19 @@ import (
 
 // The operator's webhook commands: admin webhook add|list|remove|rotate.
 
+// endpointAdder is what admin webhook add writes to.
+type endpointAdder interface {
+	certorder.EndpointAdmin
+	certorder.AuditStore
+}
+
 func (e *env) webhookAdd(fs *flag.FlagSet) adminFunc {
 	events := fs.String("events", "", "comma-separated event types ("+strings.Join(webhook.EventTypes(), ", ")+"); default all")
 	var allowPrivate bool
 	opts := []option{{"allow-private", "CERTORDER_WEBHOOK_ALLOW_PRIVATE",
 		"allow http and private, loopback or link-local addresses, as serve --webhook-allow-private", boolVar(&allowPrivate, false)}}
 	defineOptions(fs, opts)
-	return func(ctx context.Context, store certorder.Store, args []string) error {
+	return role(func(ctx context.Context, store endpointAdder, args []string) error {
 		if err := e.applyEnv(fs, opts); err != nil {
 			return err
 		}
@@ -37,7 +43,7 @@ func (e *env) webhookAdd(fs *flag.FlagSet) adminFunc {
 		fmt.Fprintf(e.stdout, "endpoint %d added for member %s (%s). Its signing secret is shown this once:\n%s\n",
 			ep.ID, ep.Member, eventsText(ep.EventTypes), ep.Secret)
 		return nil
-	}
+	})
 }
 
 func eventsText(types []string) string {
@@ -47,7 +53,7 @@ func eventsText(types []string) string {
 	return strings.Join(printable.Strings(types), ", ") // as stored: a restore may have brought anything
 }
 
-func (e *env) webhookList(ctx context.Context, store certorder.Store, args []string) error {
+func (e *env) webhookList(ctx context.Context, store certorder.MemberWebhookStore, args []string) error {
 	eps, err := store.Endpoints(ctx, args[0])
 	if err != nil {
 		return err
@@ -79,7 +85,7 @@ func endpointArg(ctx context.Context, store certorder.EndpointAdmin, s string) (
 	return store.FindEndpoint(ctx, id)
 }
 
-func (e *env) webhookRemove(ctx context.Context, store certorder.Store, args []string) error {
+func (e *env) webhookRemove(ctx context.Context, store endpointAdder, args []string) error {
 	ep, err := endpointArg(ctx, store, args[0])
 	if err != nil {
 		return err
@@ -96,7 +102,7 @@ func (e *env) webhookRemove(ctx context.Context, store certorder.Store, args []s
 // rotationOverlap is how long a rotated-out secret still signs.
 const rotationOverlap = 24 * time.Hour
 
-func (e *env) webhookRotate(ctx context.Context, store certorder.Store, args []string) error {
+func (e *env) webhookRotate(ctx context.Context, store endpointAdder, args []string) error {
 	ep, err := endpointArg(ctx, store, args[0])
 	if err != nil {
 		return err
