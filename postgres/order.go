@@ -47,33 +47,13 @@ func (n *nullOrder) order() (*certorder.Order, error) {
 		RenewedBy:   n.renewedBy, Doc: n.doc, CertEnd: *n.certEnd}, nil
 }
 
-// lifecycleColumns are what Order.Lifecycle needs beyond orderColumns,
-// read by FindOrder and ListOrders (not by the API's reads, whose answer
-// does not need them), with lifecycleJoin.
-const (
-	lifecycleColumns = `o.valid_from, o.plan_till, COALESCE(rn.status, ''), COALESCE(rn.valid_till, '')`
-	lifecycleJoin    = ` LEFT JOIN orders rn ON rn.id = o.renewed_by`
-)
-
-// lifecycle scans lifecycleColumns into the order o will be.
-type lifecycle struct{ validFrom, planTill, renewalStatus, renewalTill string }
-
-func (l *lifecycle) dest() []any {
-	return []any{&l.validFrom, &l.planTill, &l.renewalStatus, &l.renewalTill}
-}
-
-func (l *lifecycle) fill(o *certorder.Order) {
-	o.Certificate.ValidFrom, o.PlanTill = l.validFrom, l.planTill
-	o.Renewal = certorder.RenewalStateOf(o.RenewedBy, l.renewalStatus, l.renewalTill)
-}
-
 // FindOrder returns one order.
 func (s *Store) FindOrder(ctx context.Context, id int64) (*certorder.Order, error) {
 	var n nullOrder
-	var l lifecycle
+	var l storekit.Lifecycle
 	var member string
-	err := s.pool.QueryRow(ctx, `SELECT `+orderColumns+`, `+lifecycleColumns+`, m.name FROM orders o
-		JOIN members m ON m.id = o.member_id`+lifecycleJoin+` WHERE o.id = $1`, id).Scan(append(append(n.dest(), l.dest()...), &member)...)
+	err := s.pool.QueryRow(ctx, `SELECT `+orderColumns+`, `+storekit.LifecycleColumns+`, m.name FROM orders o
+		JOIN members m ON m.id = o.member_id`+storekit.LifecycleJoin+` WHERE o.id = $1`, id).Scan(append(append(n.dest(), l.Dest()...), &member)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: order %d", certorder.ErrNotFound, id)
 	}
@@ -83,7 +63,7 @@ func (s *Store) FindOrder(ctx context.Context, id int64) (*certorder.Order, erro
 	o, err := n.order()
 	if o != nil {
 		o.Member = member
-		l.fill(o)
+		l.Fill(o)
 	}
 	return o, s.wrap("find order", err)
 }
@@ -134,19 +114,19 @@ func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*cert
 	}
 	n := len(args)
 	// Renews is read for the page's rows only, not for those the offset skips.
-	rows, _ := s.pool.Query(ctx, `SELECT `+orderColumns+`, `+lifecycleColumns+`, `+renewsColumn+` FROM (SELECT * FROM orders o WHERE `+where+
-		` ORDER BY `+orderSorts[q.Sort]+` LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2)+`) o`+lifecycleJoin+` ORDER BY `+orderSorts[q.Sort],
+	rows, _ := s.pool.Query(ctx, `SELECT `+orderColumns+`, `+storekit.LifecycleColumns+`, `+renewsColumn+` FROM (SELECT * FROM orders o WHERE `+where+
+		` ORDER BY `+orderSorts[q.Sort]+` LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2)+`) o`+storekit.LifecycleJoin+` ORDER BY `+orderSorts[q.Sort],
 		append(args, limit, max(q.Offset, 0))...)
 	os, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*certorder.Order, error) {
 		var n nullOrder
-		var l lifecycle
+		var l storekit.Lifecycle
 		var renews int64
-		if err := row.Scan(append(append(n.dest(), l.dest()...), &renews)...); err != nil {
+		if err := row.Scan(append(append(n.dest(), l.Dest()...), &renews)...); err != nil {
 			return nil, err
 		}
 		o, err := n.order()
 		if o != nil {
-			l.fill(o)
+			l.Fill(o)
 			o.Renews = renews
 		}
 		return o, err
@@ -156,13 +136,13 @@ func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*cert
 
 // Lifecycles reads a page of every member's orders' lifecycles.
 func (s *Store) Lifecycles(ctx context.Context, afterID int64, limit int) ([]certorder.OrderLifecycle, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT o.id, o.status, o.valid_till, COALESCE(o.renewed_by, 0), `+lifecycleColumns+`
-		FROM orders o`+lifecycleJoin+` WHERE o.id > $1 ORDER BY o.id LIMIT $2`, afterID, limit)
+	rows, _ := s.pool.Query(ctx, `SELECT o.id, o.status, o.valid_till, COALESCE(o.renewed_by, 0), `+storekit.LifecycleColumns+`
+		FROM orders o`+storekit.LifecycleJoin+` WHERE o.id > $1 ORDER BY o.id LIMIT $2`, afterID, limit)
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.OrderLifecycle, error) {
 		var o certorder.Order
-		var l lifecycle
-		err := row.Scan(append([]any{&o.ID, &o.Status, &o.Certificate.ValidTill, &o.RenewedBy}, l.dest()...)...)
-		l.fill(&o)
+		var l storekit.Lifecycle
+		err := row.Scan(append([]any{&o.ID, &o.Status, &o.Certificate.ValidTill, &o.RenewedBy}, l.Dest()...)...)
+		l.Fill(&o)
 		return certorder.OrderLifecycle{ID: o.ID, Lifecycle: o.Lifecycle()}, err
 	})
 	return out, s.wrap("lifecycles", err)

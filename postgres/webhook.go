@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 const endpointColumns = `e.id, e.member_id, m.name, e.url, e.event_types, e.secret, e.previous_secret,
@@ -256,36 +257,20 @@ func (s *Store) FinishAttempt(ctx context.Context, a certorder.Attempt) error {
 	}))
 }
 
-// endColumns are the column of each end an EndingOrders event counts to.
-var endColumns = map[string]string{
-	certorder.EventOrderExpiring:   "valid_till",
-	certorder.EventOrderPlanEnding: "plan_till",
-}
-
 // EndingOrders lists orders whose certificate or plan ends in a window, of
 // members with an endpoint for the event.
 func (s *Store) EndingOrders(ctx context.Context, typ, from, to string) ([]certorder.EndingOrder, error) {
-	col, ok := endColumns[typ]
-	if !ok {
-		return nil, fmt.Errorf("%w: %q is not an event of an end", certorder.ErrInvalid, typ)
+	col, err := storekit.EndColumn(typ)
+	if err != nil {
+		return nil, err
 	}
-	rows, _ := s.pool.Query(ctx, `SELECT o.id, o.member_id, o.status, o.valid_till, COALESCE(o.renewed_by, 0), `+
-		lifecycleColumns+`, COALESCE((SELECT string_agg(threshold::text, ',') FROM order_notices n
+	rows, _ := s.pool.Query(ctx, `SELECT `+storekit.EndingColumns+`, COALESCE((SELECT string_agg(threshold::text, ',') FROM order_notices n
 			WHERE n.order_id = o.id AND n.type = $1 AND n.ends = o.`+col+`), '')
-		FROM orders o`+lifecycleJoin+` WHERE o.`+col+` BETWEEN $2 AND $3
+		FROM orders o`+storekit.LifecycleJoin+` WHERE o.`+col+` BETWEEN $2 AND $3
 		AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.member_id = o.member_id AND e.enabled
 			AND (e.event_types = '' OR $1 = ANY(string_to_array(e.event_types, ','))))
 		ORDER BY o.id`, typ, from, to)
-	os, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.EndingOrder, error) {
-		var o certorder.EndingOrder
-		var l lifecycle
-		var notified string
-		err := row.Scan(append(append([]any{&o.ID, &o.MemberID, &o.Status, &o.Certificate.ValidTill, &o.RenewedBy},
-			l.dest()...), &notified)...)
-		l.fill(&o.Order)
-		o.Notified = certorder.ParseThresholds(notified)
-		return o, err
-	})
+	os, err := storekit.Collect(rows, storekit.ScanEnding)
 	return os, s.wrap("ending orders", err)
 }
 

@@ -44,32 +44,12 @@ func (n *nullOrder) order() (*certorder.Order, error) {
 		RenewedBy:   n.renewedBy, Doc: n.doc, CertEnd: int(n.certEnd.Int64)}, nil
 }
 
-// lifecycleColumns are what Order.Lifecycle needs beyond orderColumns,
-// read by FindOrder and ListOrders (not by the API's reads, whose answer
-// does not need them), with lifecycleJoin.
-const (
-	lifecycleColumns = `o.valid_from, o.plan_till, COALESCE(rn.status, ''), COALESCE(rn.valid_till, '')`
-	lifecycleJoin    = ` LEFT JOIN orders rn ON rn.id = o.renewed_by`
-)
-
-// lifecycle scans lifecycleColumns into the order o will be.
-type lifecycle struct{ validFrom, planTill, renewalStatus, renewalTill string }
-
-func (l *lifecycle) dest() []any {
-	return []any{&l.validFrom, &l.planTill, &l.renewalStatus, &l.renewalTill}
-}
-
-func (l *lifecycle) fill(o *certorder.Order) {
-	o.Certificate.ValidFrom, o.PlanTill = l.validFrom, l.planTill
-	o.Renewal = certorder.RenewalStateOf(o.RenewedBy, l.renewalStatus, l.renewalTill)
-}
-
 // FindOrder returns one order.
 func (s *Store) FindOrder(ctx context.Context, id int64) (*certorder.Order, error) {
 	var n nullOrder
-	var l lifecycle
+	var l storekit.Lifecycle
 	var member string
-	err := s.findOrder.QueryRowContext(ctx, id).Scan(append(append(n.dest(), l.dest()...), &member)...)
+	err := s.findOrder.QueryRowContext(ctx, id).Scan(append(append(n.dest(), l.Dest()...), &member)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: order %d", certorder.ErrNotFound, id)
 	}
@@ -79,7 +59,7 @@ func (s *Store) FindOrder(ctx context.Context, id int64) (*certorder.Order, erro
 	o, err := n.order()
 	if o != nil {
 		o.Member = member
-		l.fill(o)
+		l.Fill(o)
 	}
 	return o, s.wrap("find order", err)
 }
@@ -127,8 +107,8 @@ func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*cert
 		limit = -1 // SQLite: no limit
 	}
 	// Renews is read for the page's rows only, not for those the offset skips.
-	rows, err := s.read.QueryContext(ctx, `SELECT `+orderColumns+`, `+lifecycleColumns+`, `+renewsColumn+` FROM (SELECT * FROM orders o WHERE `+where+
-		` ORDER BY `+orderSorts[q.Sort]+` LIMIT ? OFFSET ?) o`+lifecycleJoin+` ORDER BY `+orderSorts[q.Sort], append(args, limit, max(q.Offset, 0))...)
+	rows, err := s.read.QueryContext(ctx, `SELECT `+orderColumns+`, `+storekit.LifecycleColumns+`, `+renewsColumn+` FROM (SELECT * FROM orders o WHERE `+where+
+		` ORDER BY `+orderSorts[q.Sort]+` LIMIT ? OFFSET ?) o`+storekit.LifecycleJoin+` ORDER BY `+orderSorts[q.Sort], append(args, limit, max(q.Offset, 0))...)
 	if err != nil {
 		return nil, s.wrap("list orders", err)
 	}
@@ -136,16 +116,16 @@ func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*cert
 	var os []*certorder.Order
 	for rows.Next() {
 		var n nullOrder
-		var l lifecycle
+		var l storekit.Lifecycle
 		var renews int64
-		if err := rows.Scan(append(append(n.dest(), l.dest()...), &renews)...); err != nil {
+		if err := rows.Scan(append(append(n.dest(), l.Dest()...), &renews)...); err != nil {
 			return nil, s.wrap("list orders", err)
 		}
 		o, err := n.order()
 		if err != nil {
 			return nil, s.wrap("list orders", err)
 		}
-		l.fill(o)
+		l.Fill(o)
 		o.Renews = renews
 		os = append(os, o)
 	}
@@ -154,8 +134,8 @@ func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*cert
 
 // Lifecycles reads a page of every member's orders' lifecycles.
 func (s *Store) Lifecycles(ctx context.Context, afterID int64, limit int) ([]certorder.OrderLifecycle, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT o.id, o.status, o.valid_till, COALESCE(o.renewed_by, 0), `+lifecycleColumns+`
-		FROM orders o`+lifecycleJoin+` WHERE o.id > ? ORDER BY o.id LIMIT ?`, afterID, limit)
+	rows, err := s.read.QueryContext(ctx, `SELECT o.id, o.status, o.valid_till, COALESCE(o.renewed_by, 0), `+storekit.LifecycleColumns+`
+		FROM orders o`+storekit.LifecycleJoin+` WHERE o.id > ? ORDER BY o.id LIMIT ?`, afterID, limit)
 	if err != nil {
 		return nil, s.wrap("lifecycles", err)
 	}
@@ -163,11 +143,11 @@ func (s *Store) Lifecycles(ctx context.Context, afterID int64, limit int) ([]cer
 	var out []certorder.OrderLifecycle
 	for rows.Next() {
 		var o certorder.Order
-		var l lifecycle
-		if err := rows.Scan(append([]any{&o.ID, &o.Status, &o.Certificate.ValidTill, &o.RenewedBy}, l.dest()...)...); err != nil {
+		var l storekit.Lifecycle
+		if err := rows.Scan(append([]any{&o.ID, &o.Status, &o.Certificate.ValidTill, &o.RenewedBy}, l.Dest()...)...); err != nil {
 			return nil, s.wrap("lifecycles", err)
 		}
-		l.fill(&o)
+		l.Fill(&o)
 		out = append(out, certorder.OrderLifecycle{ID: o.ID, Lifecycle: o.Lifecycle()})
 	}
 	return out, s.wrap("lifecycles", rows.Err())

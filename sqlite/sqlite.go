@@ -122,8 +122,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 // prepare prepares the statements of the hot path.
 func (s *Store) prepare(ctx context.Context) (err error) {
-	if s.findOrder, err = s.read.PrepareContext(ctx, `SELECT `+orderColumns+`, `+lifecycleColumns+`, m.name
-		FROM orders o JOIN members m ON m.id = o.member_id`+lifecycleJoin+` WHERE o.id = ?`); err != nil {
+	if s.findOrder, err = s.read.PrepareContext(ctx, `SELECT `+orderColumns+`, `+storekit.LifecycleColumns+`, m.name
+		FROM orders o JOIN members m ON m.id = o.member_id`+storekit.LifecycleJoin+` WHERE o.id = ?`); err != nil {
 		return err
 	}
 	// The order is joined only if it is the key's member's: another

@@ -10,7 +10,6 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/certorder/certorder"
-	"github.com/certorder/certorder/internal/orderdoc"
 	"github.com/certorder/certorder/internal/storekit"
 )
 
@@ -153,28 +152,8 @@ func (t *syncTx) ContainerMember(ctx context.Context, container int64) (int64, e
 	return member, err
 }
 
-// unassignedColumns are the columns scanUnassigned reads.
-const unassignedColumns = `id, container_id, COALESCE(renewed_by, 0), doc, doc_format`
-
-func scanUnassigned(row interface{ Scan(...any) error }) (*certorder.UpstreamOrder, error) {
-	var id, container, renewedBy, format int64
-	var doc []byte
-	if err := row.Scan(&id, &container, &renewedBy, &doc, &format); err != nil {
-		return nil, err
-	}
-	if format != certorder.DocFormat {
-		return nil, fmt.Errorf("unassigned order %d is stored in document format %d; this binary reads %d", id, format, certorder.DocFormat)
-	}
-	o, err := orderdoc.Parse(doc)
-	if err != nil {
-		return nil, fmt.Errorf("unassigned order %d: %w", id, err)
-	}
-	o.RenewedBy = renewedBy
-	return &certorder.UpstreamOrder{Order: o, Container: container}, nil
-}
-
 func (t *syncTx) UnassignedOrder(ctx context.Context, id int64) (*certorder.UpstreamOrder, error) {
-	u, err := scanUnassigned(t.tx.QueryRowContext(ctx, `SELECT `+unassignedColumns+` FROM unassigned_orders WHERE id = ?`, id))
+	u, err := storekit.ScanUnassigned(t.tx.QueryRowContext(ctx, `SELECT `+storekit.UnassignedColumns+` FROM unassigned_orders WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: unassigned order %d", certorder.ErrNotFound, id)
 	}
@@ -212,7 +191,7 @@ func (s *Store) UnassignedOrders(ctx context.Context, adoptable bool, afterID in
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT `+unassignedColumns+` FROM unassigned_orders u WHERE `+where+
+	rows, err := s.read.QueryContext(ctx, `SELECT `+storekit.UnassignedColumns+` FROM unassigned_orders u WHERE `+where+
 		` ORDER BY u.id LIMIT ?`, afterID, limit)
 	if err != nil {
 		return nil, s.wrap("unassigned orders", err)
@@ -220,7 +199,7 @@ func (s *Store) UnassignedOrders(ctx context.Context, adoptable bool, afterID in
 	defer rows.Close()
 	var out []certorder.UpstreamOrder
 	for rows.Next() {
-		u, err := scanUnassigned(rows)
+		u, err := storekit.ScanUnassigned(rows)
 		if err != nil {
 			return nil, s.wrap("unassigned orders", err)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 const endpointColumns = `e.id, e.member_id, m.name, e.url, e.event_types, e.secret, e.previous_secret,
@@ -299,23 +300,16 @@ func (s *Store) FinishAttempt(ctx context.Context, a certorder.Attempt) error {
 	}))
 }
 
-// endColumns are the column of each end an EndingOrders event counts to.
-var endColumns = map[string]string{
-	certorder.EventOrderExpiring:   "valid_till",
-	certorder.EventOrderPlanEnding: "plan_till",
-}
-
 // EndingOrders lists orders whose certificate or plan ends in a window, of
 // members with an endpoint for the event.
 func (s *Store) EndingOrders(ctx context.Context, typ, from, to string) ([]certorder.EndingOrder, error) {
-	col, ok := endColumns[typ]
-	if !ok {
-		return nil, fmt.Errorf("%w: %q is not an event of an end", certorder.ErrInvalid, typ)
+	col, err := storekit.EndColumn(typ)
+	if err != nil {
+		return nil, err
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT o.id, o.member_id, o.status, o.valid_till, COALESCE(o.renewed_by, 0), `+
-		lifecycleColumns+`, COALESCE((SELECT group_concat(threshold) FROM order_notices n
+	rows, err := s.read.QueryContext(ctx, `SELECT `+storekit.EndingColumns+`, COALESCE((SELECT group_concat(threshold) FROM order_notices n
 			WHERE n.order_id = o.id AND n.type = ? AND n.ends = o.`+col+`), '')
-		FROM orders o`+lifecycleJoin+` WHERE o.`+col+` BETWEEN ? AND ?
+		FROM orders o`+storekit.LifecycleJoin+` WHERE o.`+col+` BETWEEN ? AND ?
 		AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.member_id = o.member_id AND e.enabled
 			AND (e.event_types = '' OR ',' || e.event_types || ',' LIKE '%,' || ? || ',%'))
 		ORDER BY o.id`, typ, from, to, typ)
@@ -323,20 +317,8 @@ func (s *Store) EndingOrders(ctx context.Context, typ, from, to string) ([]certo
 		return nil, s.wrap("ending orders", err)
 	}
 	defer rows.Close()
-	var os []certorder.EndingOrder
-	for rows.Next() {
-		var o certorder.EndingOrder
-		var l lifecycle
-		var notified string
-		if err := rows.Scan(append(append([]any{&o.ID, &o.MemberID, &o.Status, &o.Certificate.ValidTill, &o.RenewedBy},
-			l.dest()...), &notified)...); err != nil {
-			return nil, s.wrap("ending orders", err)
-		}
-		l.fill(&o.Order)
-		o.Notified = certorder.ParseThresholds(notified)
-		os = append(os, o)
-	}
-	return os, s.wrap("ending orders", rows.Err())
+	os, err := storekit.Collect(rows, storekit.ScanEnding)
+	return os, s.wrap("ending orders", err)
 }
 
 // RecordEnding records an event of an end and its thresholds.
