@@ -64,19 +64,6 @@ func (s *Store) FindOrder(ctx context.Context, id int64) (*certorder.Order, erro
 	return o, s.wrap("find order", err)
 }
 
-// orderSorts are the ORDER BY clauses of the sorts.
-var orderSorts = map[certorder.OrderSort]string{
-	certorder.SortByID:         "o.id",
-	certorder.SortByExpiry:     "o.valid_till, o.id",
-	certorder.SortByExpiryDesc: "o.valid_till DESC, o.id",
-}
-
-// hideRenewed leaves out the orders whose renewal is issued: a renewal
-// with a certificate, not canceled or rejected (certorder.RenewalStateOf,
-// certorder.OrderEnded).
-const hideRenewed = `(o.renewed_by IS NULL OR NOT EXISTS (SELECT 1 FROM orders rn WHERE rn.id = o.renewed_by
-	AND rn.valid_till <> '' AND lower(rn.status) NOT IN ('canceled', 'cancelled', 'rejected')))`
-
 // orderFilter is the WHERE clause of an OrderQuery and its arguments.
 func orderFilter(q certorder.OrderQuery) (string, []any) {
 	where := []string{"o.member_id = ?"}
@@ -86,7 +73,7 @@ func orderFilter(q certorder.OrderQuery) (string, []any) {
 		args = append(args, strings.ToLower(q.Search))
 	}
 	if q.HideRenewed {
-		where = append(where, hideRenewed)
+		where = append(where, storekit.HideRenewed)
 	}
 	if q.AfterID != 0 {
 		where = append(where, "o.id > ?")
@@ -108,7 +95,7 @@ func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*cert
 	}
 	// Renews is read for the page's rows only, not for those the offset skips.
 	rows, err := s.read.QueryContext(ctx, `SELECT `+orderColumns+`, `+storekit.LifecycleColumns+`, `+renewsColumn+` FROM (SELECT * FROM orders o WHERE `+where+
-		` ORDER BY `+orderSorts[q.Sort]+` LIMIT ? OFFSET ?) o`+storekit.LifecycleJoin+` ORDER BY `+orderSorts[q.Sort], append(args, limit, max(q.Offset, 0))...)
+		` ORDER BY `+storekit.OrderSorts[q.Sort]+` LIMIT ? OFFSET ?) o`+storekit.LifecycleJoin+` ORDER BY `+storekit.OrderSorts[q.Sort], append(args, limit, max(q.Offset, 0))...)
 	if err != nil {
 		return nil, s.wrap("list orders", err)
 	}

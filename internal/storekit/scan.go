@@ -106,3 +106,18 @@ func ScanUnassigned(row Row) (*certorder.UpstreamOrder, error) {
 	o.RenewedBy = renewedBy
 	return &certorder.UpstreamOrder{Order: o, Container: container}, nil
 }
+
+// OrderSorts are the ORDER BY clauses of the sorts of a list of orders
+// (alias o).
+var OrderSorts = map[certorder.OrderSort]string{
+	certorder.SortByID:         "o.id",
+	certorder.SortByExpiry:     "o.valid_till, o.id",
+	certorder.SortByExpiryDesc: "o.valid_till DESC, o.id",
+}
+
+// HideRenewed is the condition of certorder.OrderQuery.HideRenewed: it
+// leaves out the orders (alias o) whose renewal is issued, a renewal with
+// a certificate, not canceled or rejected (certorder.RenewalStateOf,
+// certorder.OrderEnded).
+const HideRenewed = `(o.renewed_by IS NULL OR NOT EXISTS (SELECT 1 FROM orders rn WHERE rn.id = o.renewed_by
+	AND rn.valid_till <> '' AND lower(rn.status) NOT IN ('canceled', 'cancelled', 'rejected')))`
