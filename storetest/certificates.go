@@ -167,6 +167,18 @@ func testCertificateHistory(t *testing.T, open func(t *testing.T) storekit.Store
 	if got := history(t, third, 1); got != "504/0A04/issued/2028-03-19" {
 		t.Errorf("restored without a history: %s", got)
 	}
+
+	// An upstream that reissues without end cannot grow a history past
+	// MaxCertificates: the newest are kept.
+	for i := range certorder.MaxCertificates + 5 {
+		_, err := src.ImportOrders(ctx, "alice", Orders(t, CertJSON(9, int64(1000+i), fmt.Sprintf("0F%04d", i), "2026-03-01", "2026-09-16", "2029-03-01")))
+		must(t, err)
+	}
+	h, err := src.Certificates(ctx, []int64{9})
+	must(t, err)
+	if n := len(h[9]); n != certorder.MaxCertificates || h[9][0].ID != 1005 || h[9][n-1].ID != int64(1000+certorder.MaxCertificates+4) {
+		t.Errorf("a long history: %d entries, from %d to %d", n, h[9][0].ID, h[9][n-1].ID)
+	}
 }
 
 // upstreamDoc is an upstream order of division 100 from a document.
