@@ -19,7 +19,7 @@ import (
 // the events' orders to say them.
 type Outbox interface {
 	certorder.NoticeOutbox
-	FindOrder(ctx context.Context, id int64) (*certorder.Order, error)
+	notice.OrderFinder
 }
 
 // WorkerConfig is what a Worker needs.

@@ -8,6 +8,7 @@
 package notice
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -91,6 +92,12 @@ func OrderID(ev certorder.Event) int64 {
 	var d eventData
 	json.Unmarshal(ev.Data, &d) // the outbox's data are the events' own JSON
 	return d.OrderID
+}
+
+// OrderFinder reads the order an event is about, to say it as it is now
+// (the webhook worker's chat lines, the mailer's notices).
+type OrderFinder interface {
+	FindOrder(ctx context.Context, id int64) (*certorder.Order, error)
 }
 
 // Told is one event ready to be said: the event, its order as it is now

@@ -11,13 +11,14 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/export"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // Notice addresses: at most max a member, one address once; the member's
 // calls reach the member's own only; a confirmation works once; an
 // unsubscribe sticks. Export and restore keep them, and the endpoints'
 // formats.
-func testNoticeAddresses(t *testing.T, open func(t *testing.T) certorder.Store) {
+func testNoticeAddresses(t *testing.T, open func(t *testing.T) storekit.Store) {
 	ctx := context.Background()
 	s := open(t)
 	defer s.Close()
@@ -132,7 +133,7 @@ func testNoticeAddresses(t *testing.T, open func(t *testing.T) certorder.Store) 
 // one event a day and the rest in the day's digest, due as the day ends;
 // events too old go to no one; a claim holds for its lease; an attempt's
 // outcome is the address's too.
-func testNoticeOutbox(t *testing.T, open func(t *testing.T) certorder.Store) {
+func testNoticeOutbox(t *testing.T, open func(t *testing.T) storekit.Store) {
 	ctx := context.Background()
 	s := open(t)
 	defer s.Close()

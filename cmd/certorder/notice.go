@@ -17,6 +17,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/acmeurl"
+	"github.com/certorder/certorder/internal/printable"
 	"github.com/certorder/certorder/mailer"
 	"github.com/certorder/certorder/notice"
 )
@@ -84,7 +85,7 @@ func (c *noticeConfig) check(e *env, webOn bool) (*mailer.Config, error) {
 
 // startNotices sends members' e-mail notices in the background until the
 // function it returns is called.
-func startNotices(ctx context.Context, c *serveConfig, logger *slog.Logger, store certorder.Store, reg prometheus.Registerer) func() {
+func startNotices(ctx context.Context, c *serveConfig, logger *slog.Logger, store mailer.Outbox, reg prometheus.Registerer) func() {
 	w := mailer.NewWorker(mailer.WorkerConfig{Store: store, SMTP: *c.smtp, Logger: logger, Metrics: reg,
 		Texts: notice.Texts{PublicURL: c.notices.publicURL, Windows: c.windows}})
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -97,10 +98,17 @@ func startNotices(ctx context.Context, c *serveConfig, logger *slog.Logger, stor
 
 // The operator's commands.
 
+// noticeAdmin is what admin notice ... uses.
+type noticeAdmin interface {
+	FindMember(ctx context.Context, name string) (certorder.Member, error)
+	certorder.MemberNoticeStore
+	certorder.AuditStore
+}
+
 func (e *env) noticeAdd(fs *flag.FlagSet) adminFunc {
 	lang := fs.String("lang", "en", "the messages' language: "+strings.Join(notice.Languages, " or "))
 	events := fs.String("events", "", "comma-separated event types ("+strings.Join(certorder.OrderEventTypes, ", ")+"); default all")
-	return func(ctx context.Context, store certorder.Store, args []string) error {
+	return role(func(ctx context.Context, store noticeAdmin, args []string) error {
 		m, err := store.FindMember(ctx, args[0])
 		if err != nil {
 			return err
@@ -125,10 +133,10 @@ func (e *env) noticeAdd(fs *flag.FlagSet) adminFunc {
 		fmt.Fprintf(e.stdout, "address %d added for member %s: %s, in %s, %s; active now\n",
 			a.ID, m.Name, a.Address, a.Lang, eventsText(a.EventTypes))
 		return nil
-	}
+	})
 }
 
-func (e *env) noticeList(ctx context.Context, store certorder.Store, args []string) error {
+func (e *env) noticeList(ctx context.Context, store noticeAdmin, args []string) error {
 	m, err := store.FindMember(ctx, args[0])
 	if err != nil {
 		return err
@@ -145,9 +153,9 @@ func (e *env) noticeList(ctx context.Context, store certorder.Store, args []stri
 			last = a.LastSent.UTC().Format(time.RFC3339)
 		}
 		if a.Failure != "" {
-			failure = a.FailedAt.UTC().Format(time.RFC3339) + " " + printable(a.Failure)
+			failure = a.FailedAt.UTC().Format(time.RFC3339) + " " + printable.String(a.Failure)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, printable(a.Address), a.Lang, eventsText(a.EventTypes),
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, printable.String(a.Address), a.Lang, eventsText(a.EventTypes),
 			addressState(a), last, failure)
 	}
 	return tw.Flush()
@@ -164,7 +172,7 @@ func addressState(a certorder.NoticeAddress) string {
 	return "active"
 }
 
-func (e *env) noticeRemove(ctx context.Context, store certorder.Store, args []string) error {
+func (e *env) noticeRemove(ctx context.Context, store noticeAdmin, args []string) error {
 	id, err := strconv.ParseInt(args[0], 10, 64)
 	if err != nil || id <= 0 {
 		return usageError("%q is not an address ID (see admin notice list)", args[0])
@@ -177,6 +185,6 @@ func (e *env) noticeRemove(ctx context.Context, store certorder.Store, args []st
 		return err
 	}
 	auditAdmin(ctx, store, a.Member, "notice_remove")
-	fmt.Fprintf(e.stdout, "address %d (%s) of member %s removed\n", a.ID, printable(a.Address), a.Member)
+	fmt.Fprintf(e.stdout, "address %d (%s) of member %s removed\n", a.ID, printable.String(a.Address), a.Member)
 	return nil
 }
