@@ -164,7 +164,7 @@ func TestNoticesServe(t *testing.T) {
 		t.Errorf("after unsubscribing:\n%s", list)
 	}
 	renewals(t, c, "acme", [2]int{103, 104})
-	ms = mail.Wait(3, 20*time.Second)
+	mail.Wait(3, 20*time.Second)
 	time.Sleep(1500 * time.Millisecond) // a round of the worker: nothing more may come
 	ms = mail.Messages()
 	if len(ms) != 3 || ms[2].To[0] != "all@acme.example" {
