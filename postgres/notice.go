@@ -49,16 +49,9 @@ func (s *Store) AddNoticeAddress(ctx context.Context, memberID int64, a certorde
 	}
 	a.CreatedAt = a.CreatedAt.UTC().Truncate(time.Microsecond)
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		name, err := lockMember(ctx, tx, memberID)
+		name, err := memberWithin(ctx, tx, "notice_addresses", memberID, max)
 		if err != nil {
 			return err
-		}
-		var n int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM notice_addresses WHERE member_id = $1`, memberID).Scan(&n); err != nil {
-			return err
-		}
-		if n >= max {
-			return fmt.Errorf("%w: %d addresses", certorder.ErrLimit, n)
 		}
 		a.MemberID, a.Member = memberID, name
 		err = tx.QueryRow(ctx, `INSERT INTO notice_addresses (member_id, address, lang, event_types, secret, created_at, confirmed_at)
@@ -137,15 +130,7 @@ func (s *Store) UnsubscribeNoticeAddress(ctx context.Context, id int64, at time.
 // QueueNotices queues the events not yet queued for the addresses that want them.
 func (s *Store) QueueNotices(ctx context.Context, limit int, at time.Time, maxAge time.Duration) (taken, queued int, err error) {
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		rows, _ := tx.Query(ctx, `SELECT id, member_id, type, data, at FROM webhook_events
-			WHERE NOT noticed ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, limit)
-		events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.Event, error) {
-			var e certorder.Event
-			var data string
-			err := row.Scan(&e.ID, &e.MemberID, &e.Type, &data, &e.At)
-			e.Data = []byte(data)
-			return e, err
-		})
+		events, err := outboxEvents(ctx, tx, "noticed", limit)
 		if err != nil {
 			return err
 		}
@@ -175,6 +160,40 @@ func (s *Store) QueueNotices(ctx context.Context, limit int, at time.Time, maxAg
 		return nil
 	})
 	return taken, queued, s.wrap("queue notices", err)
+}
+
+// outboxEvents takes up to limit events of the outbox whose flag
+// (fanned_out: the webhooks'; noticed: the notices') is not set, oldest
+// first; SKIP LOCKED leaves those another instance took to it.
+func outboxEvents(ctx context.Context, tx pgx.Tx, flag string, limit int) ([]certorder.Event, error) {
+	rows, _ := tx.Query(ctx, `SELECT id, member_id, type, data, at FROM webhook_events
+		WHERE NOT `+flag+` ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, limit)
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.Event, error) {
+		var e certorder.Event
+		var data string
+		err := row.Scan(&e.ID, &e.MemberID, &e.Type, &data, &e.At)
+		e.Data = []byte(data)
+		return e, err
+	})
+}
+
+// memberWithin locks member memberID and returns its name, when it holds
+// fewer than max rows of table (its endpoints, its addresses), else
+// ErrLimit: the lock makes the count and the insert that follows one step
+// that parallel calls cannot interleave.
+func memberWithin(ctx context.Context, tx pgx.Tx, table string, memberID int64, max int) (string, error) {
+	name, err := lockMember(ctx, tx, memberID)
+	if err != nil {
+		return "", err
+	}
+	var n int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+table+` WHERE member_id = $1`, memberID).Scan(&n); err != nil {
+		return "", err
+	}
+	if n >= max {
+		return "", fmt.Errorf("%w: %d in %s", certorder.ErrLimit, n, table)
+	}
+	return name, nil
 }
 
 // queueNotice queues one event for an address: a message of its own while

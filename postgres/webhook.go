@@ -61,16 +61,9 @@ func insertEndpoint(ctx context.Context, tx pgx.Tx, e *certorder.Endpoint) error
 // AddMemberEndpoint stores a new endpoint of the member, within max.
 func (s *Store) AddMemberEndpoint(ctx context.Context, memberID int64, e certorder.Endpoint, max int) (certorder.Endpoint, error) {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		name, err := lockMember(ctx, tx, memberID)
+		name, err := memberWithin(ctx, tx, "webhook_endpoints", memberID, max)
 		if err != nil {
 			return err
-		}
-		var n int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM webhook_endpoints WHERE member_id = $1`, memberID).Scan(&n); err != nil {
-			return err
-		}
-		if n >= max {
-			return fmt.Errorf("%w: %d endpoints", certorder.ErrLimit, n)
 		}
 		e.MemberID, e.Member = memberID, name
 		return insertEndpoint(ctx, tx, &e)
@@ -134,15 +127,7 @@ const insertDelivery = `INSERT INTO webhook_deliveries (endpoint_id, event_type,
 func (s *Store) FanOut(ctx context.Context, limit int, build func(certorder.Event, string) (string, []byte, error)) (int, error) {
 	n := 0
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		rows, _ := tx.Query(ctx, `SELECT id, member_id, type, data, at FROM webhook_events
-			WHERE NOT fanned_out ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, limit)
-		events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.Event, error) {
-			var e certorder.Event
-			var data string
-			err := row.Scan(&e.ID, &e.MemberID, &e.Type, &data, &e.At)
-			e.Data = []byte(data)
-			return e, err
-		})
+		events, err := outboxEvents(ctx, tx, "fanned_out", limit)
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // E-mail notices: members' addresses and the outbox of messages to them.
@@ -68,16 +69,9 @@ func (s *Store) AddNoticeAddress(ctx context.Context, memberID int64, a certorde
 	}
 	a.CreatedAt = a.CreatedAt.UTC().Truncate(time.Microsecond)
 	err := inTx(ctx, s.write, func(tx *sql.Tx) error {
-		name, err := memberName(ctx, tx, memberID)
+		name, err := memberWithin(ctx, tx, "notice_addresses", memberID, max)
 		if err != nil {
 			return err
-		}
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM notice_addresses WHERE member_id = ?`, memberID).Scan(&n); err != nil {
-			return err
-		}
-		if n >= max {
-			return fmt.Errorf("%w: %d addresses", certorder.ErrLimit, n)
 		}
 		a.MemberID, a.Member = memberID, name
 		res, err := tx.ExecContext(ctx, `INSERT INTO notice_addresses (member_id, address, lang, event_types, secret, created_at, confirmed_at)
@@ -163,24 +157,8 @@ func (s *Store) UnsubscribeNoticeAddress(ctx context.Context, id int64, at time.
 // QueueNotices queues the events not yet queued for the addresses that want them.
 func (s *Store) QueueNotices(ctx context.Context, limit int, at time.Time, maxAge time.Duration) (taken, queued int, err error) {
 	err = inTx(ctx, s.write, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT id, member_id, type, data, at FROM webhook_events
-			WHERE noticed = 0 ORDER BY id LIMIT ?`, limit)
+		events, err := outboxEvents(ctx, tx, "noticed", limit)
 		if err != nil {
-			return err
-		}
-		var events []certorder.Event
-		for rows.Next() {
-			var e certorder.Event
-			var evAt sql.NullString
-			if err := rows.Scan(&e.ID, &e.MemberID, &e.Type, &e.Data, &evAt); err != nil {
-				rows.Close()
-				return err
-			}
-			e.At = parseTime(evAt)
-			events = append(events, e)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return err
 		}
 		for _, ev := range events {
@@ -204,6 +182,43 @@ func (s *Store) QueueNotices(ctx context.Context, limit int, at time.Time, maxAg
 		return nil
 	})
 	return taken, queued, s.wrap("queue notices", err)
+}
+
+// outboxEvents are up to limit events of the outbox whose flag
+// (fanned_out: the webhooks'; noticed: the notices') is not set, oldest first.
+func outboxEvents(ctx context.Context, tx *sql.Tx, flag string, limit int) ([]certorder.Event, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT id, member_id, type, data, at FROM webhook_events
+		WHERE `+flag+` = 0 ORDER BY id LIMIT ?`, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	return storekit.Collect(rows, func(row storekit.Row) (certorder.Event, error) {
+		var e certorder.Event
+		var at sql.NullString
+		err := row.Scan(&e.ID, &e.MemberID, &e.Type, &e.Data, &at)
+		e.At = parseTime(at)
+		return e, err
+	})
+}
+
+// memberWithin is the name of member memberID, which holds fewer than max
+// rows of table (its endpoints, its addresses), else ErrLimit. The write
+// connection is one, and its transactions begin IMMEDIATE, so the count
+// and the insert that follows cannot interleave with another writer's.
+func memberWithin(ctx context.Context, tx *sql.Tx, table string, memberID int64, max int) (string, error) {
+	name, err := memberName(ctx, tx, memberID)
+	if err != nil {
+		return "", err
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+table+` WHERE member_id = ?`, memberID).Scan(&n); err != nil {
+		return "", err
+	}
+	if n >= max {
+		return "", fmt.Errorf("%w: %d in %s", certorder.ErrLimit, n, table)
+	}
+	return name, nil
 }
 
 // noticeTargets are the active addresses of the event's member that want it.
@@ -277,17 +292,9 @@ func (s *Store) ClaimNotices(ctx context.Context, at time.Time, lease time.Durat
 		if err != nil {
 			return err
 		}
-		var ids []int64
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			ids = append(ids, id)
-		}
+		ids, err := storekit.Collect(rows, func(row storekit.Row) (id int64, err error) { return id, row.Scan(&id) })
 		rows.Close()
-		if err := rows.Err(); err != nil {
+		if err != nil {
 			return err
 		}
 		for _, id := range ids {

@@ -62,16 +62,9 @@ func insertEndpoint(ctx context.Context, tx *sql.Tx, e certorder.Endpoint) (cert
 // one IMMEDIATE transaction as AddMemberKey.
 func (s *Store) AddMemberEndpoint(ctx context.Context, memberID int64, e certorder.Endpoint, max int) (certorder.Endpoint, error) {
 	err := inTx(ctx, s.write, func(tx *sql.Tx) error {
-		name, err := memberName(ctx, tx, memberID)
+		name, err := memberWithin(ctx, tx, "webhook_endpoints", memberID, max)
 		if err != nil {
 			return err
-		}
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM webhook_endpoints WHERE member_id = ?`, memberID).Scan(&n); err != nil {
-			return err
-		}
-		if n >= max {
-			return fmt.Errorf("%w: %d endpoints", certorder.ErrLimit, n)
 		}
 		e.MemberID, e.Member = memberID, name
 		e, err = insertEndpoint(ctx, tx, e)
@@ -148,24 +141,8 @@ const insertDelivery = `INSERT INTO webhook_deliveries (endpoint_id, event_type,
 func (s *Store) FanOut(ctx context.Context, limit int, build func(certorder.Event, string) (string, []byte, error)) (int, error) {
 	n := 0
 	err := inTx(ctx, s.write, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT id, member_id, type, data, at FROM webhook_events
-			WHERE fanned_out = 0 ORDER BY id LIMIT ?`, limit)
+		events, err := outboxEvents(ctx, tx, "fanned_out", limit)
 		if err != nil {
-			return err
-		}
-		var events []certorder.Event
-		for rows.Next() {
-			var e certorder.Event
-			var at sql.NullString
-			if err := rows.Scan(&e.ID, &e.MemberID, &e.Type, &e.Data, &at); err != nil {
-				rows.Close()
-				return err
-			}
-			e.At = parseTime(at)
-			events = append(events, e)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return err
 		}
 		stamp := now()

@@ -32,7 +32,7 @@ func TestCompleteCandidates(t *testing.T) {
 	}{
 		{[]string{""}, []string{"serve", "admin", "sync", "auth", "info", "renew-check", "current", "acme-url", "version", "completion", "help"}},
 		{[]string{"re"}, []string{"renew-check"}},
-		{[]string{"admin", ""}, []string{"member", "key", "order", "audit", "webhook", "sync", "migrate", "export", "restore", "backup"}},
+		{[]string{"admin", ""}, []string{"member", "key", "order", "audit", "webhook", "notice", "sync", "migrate", "export", "restore", "backup"}},
 		{[]string{"admin", "member", ""}, []string{"add", "list", "disable", "enable", "keys", "link", "unlink"}},
 		{[]string{"admin", "webhook", "r"}, []string{"remove", "rotate"}},
 		{[]string{"admin", "key", "r"}, []string{"revoke"}},

@@ -225,29 +225,6 @@ func (h *handler) saveNotice(w http.ResponseWriter, r *http.Request, s *certorde
 	http.Redirect(w, r, "/notices/"+strconv.FormatInt(a.ID, 10)+"?saved=1", http.StatusSeeOther)
 }
 
-// deleteNotice removes an address and its messages.
-func (h *handler) deleteNotice(w http.ResponseWriter, r *http.Request, s *certorder.Session) {
-	if !h.formOK(w, r, s) {
-		return
-	}
-	id, ok := positiveID(r.PathValue("id"))
-	if !ok {
-		h.notFound(w, r, s)
-		return
-	}
-	err := h.store.DeleteMemberNoticeAddress(r.Context(), s.MemberID, id)
-	if errors.Is(err, certorder.ErrNotFound) {
-		h.notFound(w, r, s)
-		return
-	}
-	if err != nil {
-		h.serverError(w, r, err)
-		return
-	}
-	h.audit(r, s.Member, "web NoticeRemove "+strconv.FormatInt(id, 10))
-	http.Redirect(w, r, "/notices?removed=1", http.StatusSeeOther)
-}
-
 // The links of a message.
 
 type linkData struct {

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -195,13 +196,15 @@ func New(store Store, cfg Config) (http.Handler, error) {
 	mux.Handle("POST /webhooks/{id}/disable", timed(h.withSession(h.setWebhookEnabled(false))))
 	mux.Handle("POST /webhooks/{id}/enable", timed(h.withSession(h.setWebhookEnabled(true))))
 	mux.Handle("GET /webhooks/{id}/delete", timed(h.withSession(h.deleteWebhookPage)))
-	mux.Handle("POST /webhooks/{id}/delete", timed(h.withSession(h.deleteWebhook)))
+	mux.Handle("POST /webhooks/{id}/delete", timed(h.withSession(h.deleteOwn(store.DeleteMemberEndpoint, "web WebhookDelete",
+		func(id int64) string { return "/webhooks?deleted=" + strconv.FormatInt(id, 10) }))))
 	mux.Handle("POST /webhooks/{id}/deliveries/{delivery}/redeliver", timed(h.withSession(h.redeliver)))
 	mux.Handle("GET /notices", timed(h.withSession(h.notices)))
 	mux.Handle("POST /notices", timed(h.withSession(h.addNotice)))
 	mux.Handle("GET /notices/{id}", timed(h.withSession(h.noticeAddress)))
 	mux.Handle("POST /notices/{id}", timed(h.withSession(h.saveNotice)))
-	mux.Handle("POST /notices/{id}/delete", timed(h.withSession(h.deleteNotice)))
+	mux.Handle("POST /notices/{id}/delete", timed(h.withSession(h.deleteOwn(store.DeleteMemberNoticeAddress, "web NoticeRemove",
+		func(int64) string { return "/notices?removed=1" }))))
 	// The links of a message: no session; the link's signature is the authority.
 	mux.Handle("GET /notices/confirm", timed(h.confirmPage))
 	mux.Handle("POST /notices/confirm", timed(h.confirm))

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -455,27 +456,32 @@ func (h *handler) deleteWebhookPage(w http.ResponseWriter, r *http.Request, s *c
 		Data: webhookDeleteData{Endpoint: endpointRowOf(cat, ep)}}, s))
 }
 
-// deleteWebhook deletes the endpoint and its deliveries.
-func (h *handler) deleteWebhook(w http.ResponseWriter, r *http.Request, s *certorder.Session) {
-	if !h.formOK(w, r, s) {
-		return
+// deleteOwn deletes, with del, the member's endpoint or address that the
+// request's ID names, then goes to next; a malformed ID, a missing one and
+// another member's are all "not found".
+func (h *handler) deleteOwn(del func(ctx context.Context, memberID, id int64) error, action string,
+	next func(id int64) string) func(http.ResponseWriter, *http.Request, *certorder.Session) {
+	return func(w http.ResponseWriter, r *http.Request, s *certorder.Session) {
+		if !h.formOK(w, r, s) {
+			return
+		}
+		id, ok := positiveID(r.PathValue("id"))
+		if !ok {
+			h.notFound(w, r, s)
+			return
+		}
+		err := del(r.Context(), s.MemberID, id)
+		if errors.Is(err, certorder.ErrNotFound) {
+			h.notFound(w, r, s)
+			return
+		}
+		if err != nil {
+			h.serverError(w, r, err)
+			return
+		}
+		h.audit(r, s.Member, action+" "+strconv.FormatInt(id, 10))
+		http.Redirect(w, r, next(id), http.StatusSeeOther)
 	}
-	id, ok := positiveID(r.PathValue("id"))
-	if !ok {
-		h.notFound(w, r, s)
-		return
-	}
-	err := h.store.DeleteMemberEndpoint(r.Context(), s.MemberID, id)
-	if errors.Is(err, certorder.ErrNotFound) {
-		h.notFound(w, r, s)
-		return
-	}
-	if err != nil {
-		h.serverError(w, r, err)
-		return
-	}
-	h.audit(r, s.Member, "web WebhookDelete "+strconv.FormatInt(id, 10))
-	http.Redirect(w, r, "/webhooks?deleted="+strconv.FormatInt(id, 10), http.StatusSeeOther)
 }
 
 // redeliver sends a finished delivery again, with the same webhook-id.
