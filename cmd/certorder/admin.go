@@ -136,6 +136,9 @@ func (e *env) admin(ctx context.Context, args []string) error {
 	if err := e.applyEnv(fs, opts); err != nil {
 		return err
 	}
+	if err := checkDSN("admin "+cmd.name, db); err != nil {
+		return err
+	}
 	if cmd.name == "backup" && stores.IsPostgres(db) {
 		return usageError(backupPostgres)
 	}
