@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/certorder/certorder/internal/testdb"
+	"github.com/certorder/certorder/storetest"
 )
 
 // Usage errors exit 2 and say what is wrong; failures of the machine exit 1
@@ -28,6 +29,7 @@ func TestUsageErrors(t *testing.T) {
 	empty := write("empty.key", "", 0o600)
 	private := write("private.key", "cok_x\n", 0o600)
 	public := write("public.key", "cok_x\n", 0o644)
+	syntaxError := write("syntax.json", "[\n"+storetest.OrderJSON(7, 0, "2027-01-01")+",\n{\"OrderId\": 8, \"status\": \"issued\",}\n]", 0o600)
 	noStatus := write("order.json", `{"OrderId": 5, "certificate": {"common_name": "x.example", "valid_till": "2027-01-01"}}`, 0o600)
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -100,6 +102,8 @@ func TestUsageErrors(t *testing.T) {
 			once: "flag provided but not defined: -bogus"},
 		{name: "import without --member", args: []string{"admin", "order", "import", "--db", store, noStatus}, code: exitUsage,
 			want: "--member is required"},
+		{name: "import with a syntax error", args: []string{"admin", "order", "import", "--db", store, "--member", "alice", syntaxError},
+			code: exitFailure, want: "order 2: OrderId 8: not valid JSON at line 3, column 35 (byte "},
 		{name: "import without status", args: []string{"admin", "order", "import", "--db", store, "--member", "alice", noStatus},
 			code: exitFailure, want: "OrderId 5: status is missing"},
 	} {
