@@ -105,18 +105,24 @@ func Open(ctx context.Context, dsn string) (certorder.Store, error) {
 // a database that lacks the certorder schema; the error wraps ErrNoStore.
 // An existing store of an older schema is migrated, as Open does.
 func OpenExisting(ctx context.Context, dsn string) (certorder.Store, error) {
-	err := CheckDSN(dsn)
-	switch {
-	case err != nil:
-	case IsPostgres(dsn):
-		err = postgresExists(ctx, dsn)
-	default:
-		err = sqliteExists(ctx, SQLitePath(dsn))
-	}
-	if err != nil {
+	if err := Exists(ctx, dsn); err != nil {
 		return nil, err
 	}
 	return Open(ctx, dsn)
+}
+
+// Exists checks, creating and changing nothing, that dsn names a store: an
+// error wrapping ErrNoStore says what is missing (the file, its directory,
+// the certorder tables); other errors are a DSN CheckDSN refuses or a store
+// that cannot be read.
+func Exists(ctx context.Context, dsn string) error {
+	if err := CheckDSN(dsn); err != nil {
+		return err
+	}
+	if IsPostgres(dsn) {
+		return postgresExists(ctx, dsn)
+	}
+	return sqliteExists(ctx, SQLitePath(dsn))
 }
 
 func sqliteExists(ctx context.Context, path string) error {
