@@ -49,6 +49,7 @@ var topCommands = []topCommand{
 	{"renew-check", "ID [flags]", "show the order that renewed an order", groupMember},
 	{"current", "ID [flags]", "follow renewals to the newest order", groupMember},
 	{"acme-url", "DIRECTORY_URL [flags]", "an ACME directory URL with its orderId moved to the newest order", groupMember},
+	{"dev", "simulator [flags]", "try certorder sync against a CertCentral simulator on loopback (dev simulator --help)", groupOther},
 	{"version", "", "print the version, commit and build date (also --version)", groupOther},
 	{"completion", "bash|zsh|fish", "print a shell completion script", groupOther},
 	{"help", "[COMMAND]", "print this, or a command's usage", groupOther},
@@ -134,6 +135,8 @@ func (e *env) dispatch(ctx context.Context, args []string) error {
 		return e.member(ctx, cmd, rest)
 	case "acme-url":
 		return e.acmeURL(ctx, rest)
+	case "dev":
+		return e.dev(ctx, rest)
 	case "version", "--version", "-version":
 		return e.version(rest)
 	case "completion":

@@ -23,6 +23,9 @@ func helpPaths() [][]string {
 	for _, c := range topCommands {
 		paths = append(paths, []string{c.name})
 	}
+	for _, c := range devCommands {
+		paths = append(paths, []string{"dev", c.name})
+	}
 	groups := map[string]bool{}
 	for _, c := range (&env{}).adminCommands() {
 		words := strings.Fields(c.name)
