@@ -197,17 +197,20 @@ func (e *env) memberList(ctx context.Context, store certorder.Store, _ []string)
 		return err
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATUS\tCREATED\tDIVISIONS")
+	fmt.Fprintln(tw, "NAME\tSTATUS\tWEB KEYS\tCREATED\tDIVISIONS")
 	for _, m := range ms {
-		status := "enabled"
+		status, keys := "enabled", "on"
 		if m.Disabled {
 			status = "disabled"
+		}
+		if m.SelfServiceKeysOff {
+			keys = "off" // admin member keys NAME off
 		}
 		divisions := strings.Join(links[m.ID], ",")
 		if divisions == "" {
 			divisions = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, status, m.CreatedAt.Format(time.RFC3339), divisions)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.Name, status, keys, m.CreatedAt.Format(time.RFC3339), divisions)
 	}
 	return tw.Flush()
 }
