@@ -307,13 +307,15 @@ func unreachable(err error) string {
 	switch {
 	case errors.Is(err, context.Canceled):
 		return "interrupted"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "it did not answer within --timeout; the service or the network is slow or overloaded: try again later, or with a longer --timeout"
+	// What the last attempt met comes before --timeout, which may have
+	// ended the retries of a refused connection.
 	case errors.As(err, &dnsErr):
 		return fmt.Sprintf("the host name %s is not found; check --url (or CERTORDER_URL) and this machine's DNS", dnsErr.Name)
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "nothing listens there; check that the service (certorder serve) runs on that host and port, " +
 			"and that --url (or CERTORDER_URL) names them"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "it did not answer within --timeout; the service or the network is slow or overloaded: try again later, or with a longer --timeout"
 	case errors.As(err, &opErr) && opErr.Op == "dial":
 		return "it cannot be connected to; check --url (or CERTORDER_URL), the network and any firewall between"
 	}
