@@ -227,6 +227,11 @@ func (c *Client) try(ctx context.Context, body []byte) (json.RawMessage, time.Du
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.httpClient.Do(req)
 	if err != nil {
+		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+			// The attempt failed of itself (refused, say) as the call's
+			// time ran out: both are the answer.
+			return nil, -1, fmt.Errorf("client: %w: %w", ctx.Err(), err)
+		}
 		if ctx.Err() != nil {
 			return nil, -1, ctx.Err()
 		}

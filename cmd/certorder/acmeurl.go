@@ -93,15 +93,17 @@ func (e *env) acmeURL(ctx context.Context, args []string) error {
 		return err
 	}
 	if newest != id {
-		via := ""
+		// The chain starts at id: its second order is the one that renewed
+		// id, which is the newest only in a chain of two.
+		newestOf := ""
 		if len(cur.Chain) > 2 {
 			ids := make([]string, len(cur.Chain))
 			for i, n := range cur.Chain {
 				ids[i] = strconv.FormatInt(n, 10)
 			}
-			via = "; chain " + strings.Join(ids, " -> ")
+			newestOf = fmt.Sprintf("; the newest order of its chain (%s) is %d", strings.Join(ids, " -> "), newest)
 		}
-		fmt.Fprintf(e.stderr, "order %d was renewed by %d (%s%s)\n", id, newest, printable.String(cur.Order.Status), via)
+		fmt.Fprintf(e.stderr, "order %d was renewed by %d%s (%s)\n", id, cur.Chain[1], newestOf, printable.String(cur.Order.Status))
 	}
 	return nil
 }

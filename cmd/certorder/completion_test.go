@@ -30,8 +30,10 @@ func TestCompleteCandidates(t *testing.T) {
 		typed []string
 		want  []string
 	}{
-		{[]string{""}, []string{"serve", "admin", "sync", "auth", "info", "renew-check", "current", "acme-url", "version", "completion", "help"}},
+		{[]string{""}, []string{"serve", "admin", "sync", "auth", "info", "renew-check", "current", "acme-url", "dev", "version", "completion", "help"}},
 		{[]string{"re"}, []string{"renew-check"}},
+		{[]string{"dev", ""}, []string{"simulator"}},
+		{[]string{"dev", "simulator", "--"}, []string{"--addr", "--api-key-file"}},
 		{[]string{"admin", ""}, []string{"member", "key", "order", "audit", "webhook", "sync", "migrate", "export", "restore", "backup"}},
 		{[]string{"admin", "member", ""}, []string{"add", "list", "disable", "enable", "keys", "link", "unlink"}},
 		{[]string{"admin", "webhook", "r"}, []string{"remove", "rotate"}},

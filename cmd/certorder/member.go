@@ -5,10 +5,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -340,8 +342,14 @@ func memberExit(err error, cmd string, id int64, endpoint, name string) error {
 	switch {
 	case wrongEndpoint(apiErr, httpErr):
 		code = exitUsage
-		msg = fmt.Errorf("%s does not answer as the service's endpoint: the URL probably lacks /api/<segment>/ "+
-			"(for example https://host/api/digicert/); check --url or CERTORDER_URL (%w)", endpoint, err)
+		// What answered, in a few words: the page itself (HTML, quoted)
+		// would bury the advice.
+		answered := `"Error(102) path is failed.", no endpoint at that path`
+		if httpErr != nil {
+			answered = fmt.Sprintf("HTTP %d and %s", httpErr.Status, pageKind(httpErr.Body))
+		}
+		msg = fmt.Errorf("%s does not answer as the service's endpoint (it answered %s): the URL probably lacks /api/<segment>/ "+
+			"or names another segment (for example https://host/api/digicert/); check --url or CERTORDER_URL", endpoint, answered)
 	case errors.Is(err, client.ErrCredentialsRejected):
 		code = exitCredentials
 		msg = fmt.Errorf("credentials rejected for AccessName %s: a wrong name or key, a revoked key or a disabled member (%w)", name, err)
@@ -370,10 +378,48 @@ func memberExit(err error, cmd string, id int64, endpoint, name string) error {
 		if apiErr.Status >= 500 {
 			code = exitUnreachable
 		}
-	default: // not an answer of the service: network, HTTP or time-out trouble
+	case httpErr != nil: // an answer that is not the service's: a proxy's, or a server's in between
 		code = exitUnreachable
+	default: // no answer: network or time-out trouble
+		code = exitUnreachable
+		msg = fmt.Errorf("no answer from %s: %s (%w)", endpoint, unreachable(err), err)
 	}
 	return &exitErr{code: code, err: msg}
+}
+
+// unreachable says what a request that got no answer met, and what to
+// check or do.
+func unreachable(err error) string {
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "interrupted"
+	// What the last attempt met comes before --timeout, which may have
+	// ended the retries of a refused connection.
+	case errors.As(err, &dnsErr):
+		return fmt.Sprintf("the host name %s is not found; check --url (or CERTORDER_URL) and this machine's DNS", dnsErr.Name)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "nothing listens there; check that the service (certorder serve) runs on that host and port, " +
+			"and that --url (or CERTORDER_URL) names them"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "it did not answer within --timeout; the service or the network is slow or overloaded: try again later, or with a longer --timeout"
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		return "it cannot be connected to; check --url (or CERTORDER_URL), the network and any firewall between"
+	}
+	return "the connection failed; check the network and --url (or CERTORDER_URL), then try again"
+}
+
+// pageKind names what a body that is not the service's JSON looks like.
+func pageKind(body string) string {
+	b := strings.ToLower(strings.TrimSpace(body))
+	switch {
+	case b == "":
+		return "no body"
+	case strings.HasPrefix(b, "<!doctype html") || strings.HasPrefix(b, "<html"):
+		return "an HTML page"
+	}
+	return "a body that is not JSON"
 }
 
 // wrongEndpoint reports whether an answer says the URL is not the
@@ -388,9 +434,7 @@ func wrongEndpoint(apiErr *client.APIError, httpErr *client.HTTPError) bool {
 	if httpErr == nil || httpErr.Status >= 500 {
 		return false
 	}
-	body := strings.ToLower(strings.TrimSpace(httpErr.Body))
-	return httpErr.Status == 404 || httpErr.Status == 405 ||
-		strings.HasPrefix(body, "<!doctype html") || strings.HasPrefix(body, "<html")
+	return httpErr.Status == 404 || httpErr.Status == 405 || pageKind(httpErr.Body) == "an HTML page"
 }
 
 // readKeyFile reads a secret from the file a flag names: a file that cannot
