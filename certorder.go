@@ -283,6 +283,7 @@ type Store interface {
 	SyncStore
 	BackupStore
 	LifecycleReader
+	CertificateFinder
 	Pinger
 
 	// Restore loads an export (see internal/export) into an empty
