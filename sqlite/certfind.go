@@ -9,7 +9,7 @@ import (
 
 // findCertificates reads the certificates whose serial or thumbprint look-up
 // form is among the JSON arrays ?1 and ?2, of member ?3 unless it is 0.
-// Each key is looked up in its partial index (the "<> ”" terms let the
+// Each key is looked up in its partial index (the terms that the key is not empty let the
 // planner use it); the member is a join condition, so that another
 // member's certificate costs the look-up an unknown one costs.
 const findCertificates = `SELECT ` + historyColumns + `, member_id, member, order_status, current FROM (
