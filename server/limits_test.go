@@ -272,7 +272,7 @@ func TestMetricsAndHealth(t *testing.T) {
 		t.Errorf("certorder_auth_failures_total = %v", got)
 	}
 	// Every action's latency series exists from the start (the handles are made once).
-	if n, err := testutil.GatherAndCount(reg, "certorder_build_info", "certorder_request_duration_seconds"); err != nil || n != 1+4 {
+	if n, err := testutil.GatherAndCount(reg, "certorder_build_info", "certorder_request_duration_seconds"); err != nil || n != 1+5 {
 		t.Errorf("metrics: %d series, %v", n, err)
 	}
 	base := strings.TrimSuffix(f.url, "/api/digicert/")

@@ -69,16 +69,18 @@ func ValidSegment(seg string) error {
 // Store is what the server needs of the store: each part goes to the part
 // of the server that uses it.
 type Store interface {
-	certorder.CredentialStore // the API's one read per request
-	certorder.AuditStore      // the audit trail's writer
-	certorder.Pinger          // /readyz
-	web.Store                 // the member web page
+	certorder.CredentialStore   // the API's one read per request
+	certorder.CertificateFinder // CertificateCheck's second read, once the credentials are accepted
+	certorder.AuditStore        // the audit trail's writer
+	certorder.Pinger            // /readyz
+	web.Store                   // the member web page
 }
 
 // Server is the service's HTTP handler. Close it after the http.Server
 // has shut down, to write the last audit entries.
 type Server struct {
 	creds   certorder.CredentialStore
+	certs   certorder.CertificateFinder
 	cache   certorder.CredentialCache // the store's cache, nil if it has none
 	ping    certorder.Pinger
 	cfg     Config
@@ -121,7 +123,7 @@ func New(store Store, cfg Config) (*Server, error) {
 	}
 	l := cfg.Limits
 	s := &Server{
-		creds: store, ping: store, cfg: cfg, realClock: realClock,
+		creds: store, certs: store, ping: store, cfg: cfg, realClock: realClock,
 		metrics:    newMetrics(cfg.Metrics),
 		memberRate: newBuckets(l.MemberRate, l.MemberBurst),
 		ipRate:     newBuckets(l.IPRate, l.IPBurst),
