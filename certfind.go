@@ -2,6 +2,7 @@ package certorder
 
 import (
 	"context"
+	"strconv"
 	"strings"
 )
 
@@ -69,4 +70,23 @@ type CertificateFinder interface {
 	// exactly like one that is not stored. A serial or thumbprint recorded
 	// on several orders gives a match for each.
 	FindCertificates(ctx context.Context, q CertificateQuery) ([]CertificateMatch, error)
+}
+
+// SearchKeys are the identifiers a search of the orders list may be, beside
+// a part of a name: an order number (id, 0 if it is not one), a serial
+// number and a SHA-1 thumbprint of one of the order's certificates, in
+// their look-up forms ("" when it is not one). A string of digits is both
+// an order number and a serial (hexadecimal digits).
+func (q OrderQuery) SearchKeys() (id int64, serial, thumbprint string) {
+	s := strings.TrimSpace(q.Search)
+	if strings.Trim(s, "0123456789") == "" {
+		id, _ = strconv.ParseInt(s, 10, 64) // 0 when empty, zero or too large
+	}
+	if key, ok := ParseSerial(s); ok {
+		serial = key
+	}
+	if key, ok := ParseThumbprint(s); ok {
+		thumbprint = key
+	}
+	return id, serial, thumbprint
 }

@@ -108,10 +108,24 @@ func orderFilter(q certorder.OrderQuery) (string, []any) {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
-	if q.Search != "" {
-		where = append(where, "strpos(o.names, "+arg(strings.ToLower(q.Search))+") > 0")
-	}
-	if q.HideRenewed {
+	switch {
+	case q.Search != "":
+		match := "strpos(o.names, " + arg(strings.ToLower(q.Search)) + ") > 0"
+		if q.HideRenewed {
+			match = "(" + match + " AND " + hideRenewed + ")"
+		}
+		alts := []string{match}
+		id, serial, thumbprint := q.SearchKeys()
+		if id != 0 {
+			alts = append(alts, "o.id = "+arg(id))
+		}
+		if serial != "" || thumbprint != "" {
+			alts = append(alts, `o.id IN (SELECT order_id FROM order_certificates WHERE serial_key = `+arg(serial)+
+				` AND serial_key <> '' UNION SELECT order_id FROM order_certificates WHERE thumbprint_key = `+arg(thumbprint)+
+				` AND thumbprint_key <> '')`)
+		}
+		where = append(where, "("+strings.Join(alts, " OR ")+")")
+	case q.HideRenewed:
 		where = append(where, hideRenewed)
 	}
 	if q.AfterID != 0 {

@@ -100,11 +100,26 @@ const hideRenewed = `(o.renewed_by IS NULL OR NOT EXISTS (SELECT 1 FROM orders r
 func orderFilter(q certorder.OrderQuery) (string, []any) {
 	where := []string{"o.member_id = ?"}
 	args := []any{q.MemberID}
-	if q.Search != "" {
-		where = append(where, "instr(o.names, ?) > 0")
+	switch {
+	case q.Search != "":
+		match := "instr(o.names, ?) > 0"
 		args = append(args, strings.ToLower(q.Search))
-	}
-	if q.HideRenewed {
+		if q.HideRenewed {
+			match = "(" + match + " AND " + hideRenewed + ")"
+		}
+		alts := []string{match}
+		id, serial, thumbprint := q.SearchKeys()
+		if id != 0 {
+			alts = append(alts, "o.id = ?")
+			args = append(args, id)
+		}
+		if serial != "" || thumbprint != "" {
+			alts = append(alts, `o.id IN (SELECT order_id FROM order_certificates WHERE serial_key = ? AND serial_key <> ''
+				UNION SELECT order_id FROM order_certificates WHERE thumbprint_key = ? AND thumbprint_key <> '')`)
+			args = append(args, serial, thumbprint)
+		}
+		where = append(where, "("+strings.Join(alts, " OR ")+")")
+	case q.HideRenewed:
 		where = append(where, hideRenewed)
 	}
 	if q.AfterID != 0 {

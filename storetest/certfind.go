@@ -66,6 +66,32 @@ func testFindCertificates(t *testing.T, s certorder.Store) {
 		}
 	}
 
+	// The orders list's search takes an order number, a serial or a
+	// thumbprint of any certificate the order has had, or part of a name;
+	// an order it names is listed even when renewed ones are hidden.
+	_, err = s.ImportOrders(ctx, "alice", Orders(t, OrderJSON(3, 4, "2026-01-01"), OrderJSON(4, 0, "2027-01-01")))
+	must(t, err)
+	for _, tc := range []struct {
+		search string
+		want   string
+	}{
+		{"0A:01", "[1]"}, {"a01", "[1]"}, {"0a02", "[1]"}, {thumb("0A01"), "[1]"}, {strings.ToUpper(thumb("0A02")), "[1]"},
+		{"1", "[1]"}, {" 3 ", "[3]"}, {"host3", "[]"}, {"HOST4", "[4]"}, {"b04", "[]"}, {thumb("0B04"), "[]"}, {"2", "[]"},
+	} {
+		q := certorder.OrderQuery{MemberID: alice.ID, Search: tc.search, HideRenewed: true}
+		os, err := s.ListOrders(ctx, q)
+		must(t, err)
+		n, err := s.CountOrders(ctx, q)
+		must(t, err)
+		var ids []int64
+		for _, o := range os {
+			ids = append(ids, o.ID)
+		}
+		if got := fmt.Sprint(ids); strings.Trim(got, "[]") != strings.Trim(tc.want, "[]") || n != len(ids) {
+			t.Errorf("search %q: %v (count %d), want %s", tc.search, got, n, tc.want)
+		}
+	}
+
 	// The pending reissue issued: the certificate before it is no longer current.
 	_, err = s.ImportOrders(ctx, "alice", Orders(t, CertJSON(1, 503, "0A03", "2027-03-01", "2027-09-16", "2029-03-01")))
 	must(t, err)

@@ -53,7 +53,10 @@ func testCertificateCheck(t *testing.T, dsn string) {
 	importDocs(t, c, "bob", storetest.CertJSON(8001, 601, "0B04", "2026-03-01", "2026-09-16", "2029-03-01"))
 	endpoint, _ := startServe(t, c, "--rate-limit", "0", "--ip-rate-limit", "0")
 	alice := lastLine(c.ok("admin", "key", "create", "alice"))
-	ask := func(pairs ...string) (int, string) { t.Helper(); return post(t, endpoint, certRequest("alice", alice, pairs...)) }
+	ask := func(pairs ...string) (int, string) {
+		t.Helper()
+		return post(t, endpoint, certRequest("alice", alice, pairs...))
+	}
 
 	current := `{"orderId":7001,"certificate_id":502,"is_current":true}`
 	earlier := `{"orderId":7001,"certificate_id":501,"is_current":false}`

@@ -27,8 +27,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certorder/certorder/internal/poll"
 	"github.com/certorder/certorder/internal/apispec"
+	"github.com/certorder/certorder/internal/poll"
 	"github.com/certorder/certorder/internal/testdb"
 )
 
