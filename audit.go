@@ -32,10 +32,12 @@ type AuditQuery struct {
 	Limit  int
 }
 
-// Bounds on what an audit entry keeps of what a caller sent.
+// Bounds on what an audit entry keeps of what a caller sent; the API cuts
+// what a request names to the exported ones, so that its log line and its
+// audit entry say the same.
 const (
-	auditMaxMember = 64
-	auditMaxAction = 32
+	AuditMaxMember = 64
+	AuditMaxAction = 32
 	auditMaxIP     = 64
 	auditMaxKeyID  = 32
 )
@@ -45,8 +47,8 @@ const (
 // text every database takes (valid UTF-8 without NUL), and redacts a key
 // sent in the wrong field. The key ID and the client address are only cut.
 func (e AuditEntry) Trimmed() AuditEntry {
-	e.Member = Cut(cleanText(RedactKeys(e.Member)), auditMaxMember)
-	e.Action = Cut(cleanText(RedactKeys(e.Action)), auditMaxAction)
+	e.Member = Cut(cleanText(RedactKeys(e.Member)), AuditMaxMember)
+	e.Action = Cut(cleanText(RedactKeys(e.Action)), AuditMaxAction)
 	e.KeyID = Cut(e.KeyID, auditMaxKeyID)
 	e.ClientIP = Cut(e.ClientIP, auditMaxIP)
 	return e

@@ -78,7 +78,15 @@ type HistoryWriter interface {
 	// SaveCertificates writes history entries: one with Seq 0 is added
 	// after the order's others, one with a Seq replaces that entry.
 	SaveCertificates(ctx context.Context, entries []CertificateEntry) error
+	// TrimCertificates deletes all but the newest keep entries of each of
+	// the orders ids.
+	TrimCertificates(ctx context.Context, ids []int64, keep int) error
 }
+
+// MaxCertificates bounds an order's history: the newest are kept. A
+// three-year plan of 47-day certificates has 24; an upstream that
+// reissued without end (a fault, or hostile) cannot grow it without bound.
+const MaxCertificates = 100
 
 // recordCertificate says what recording cur as an order's current
 // certificate does to its history: at is the index of the entry it
@@ -138,6 +146,7 @@ func RecordCertificates(ctx context.Context, w HistoryWriter, orders []*Order) (
 		return nil, err
 	}
 	var writes []CertificateEntry
+	var full []int64 // orders whose history the writes take past MaxCertificates
 	var reissues map[int64]*ReissuedData
 	for _, o := range orders {
 		history := histories[o.ID]
@@ -148,6 +157,8 @@ func RecordCertificates(ctx context.Context, w HistoryWriter, orders []*Order) (
 		e := CertificateEntry{OrderID: o.ID, Certificate: o.Certificate}
 		if at < len(history) {
 			e.Seq = history[at].Seq
+		} else if len(history) >= MaxCertificates {
+			full = append(full, o.ID)
 		}
 		writes = append(writes, e)
 		if prev != nil {
@@ -160,7 +171,13 @@ func RecordCertificates(ctx context.Context, w HistoryWriter, orders []*Order) (
 	if len(writes) == 0 {
 		return reissues, nil
 	}
-	return reissues, w.SaveCertificates(ctx, writes)
+	if err := w.SaveCertificates(ctx, writes); err != nil {
+		return nil, err
+	}
+	if len(full) > 0 {
+		return reissues, w.TrimCertificates(ctx, full, MaxCertificates)
+	}
+	return reissues, nil
 }
 
 // RestoredHistory is the certificate history a restore writes for o: the
@@ -178,6 +195,7 @@ func RestoredHistory(o *Order, exported []Certificate) []Certificate {
 			history[at].Certificate = c
 		}
 	}
+	history = history[max(0, len(history)-MaxCertificates):]
 	out := make([]Certificate, len(history))
 	for i, h := range history {
 		out[i] = h.Certificate

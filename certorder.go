@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"log/slog"
 	"strings"
 	"time"
 )
@@ -98,7 +97,9 @@ type ChainLink struct {
 // The store's roles, each sized for the consumers that need it. One
 // concrete store (sqlite, postgres) implements them all: Store.
 
-// CredentialStore is the hot path: every API request makes one call.
+// CredentialStore is the hot path: every API request makes one call, to
+// the cache in front of the store (internal/credcache.Store), which reads
+// the store's on a miss.
 type CredentialStore interface {
 	// FindCredential returns the key with the given ID, its member and,
 	// when orderID is not 0, that member's order orderID (nil when the
@@ -201,43 +202,6 @@ type SessionStore interface {
 	PruneSessions(ctx context.Context, now time.Time) error
 }
 
-// CacheConfig configures a store's cache (see CredentialCache).
-type CacheConfig struct {
-	Bytes    int          // bound on the cache's memory
-	Instance string       // how this instance names itself to operators waiting for it (PostgreSQL)
-	Logger   *slog.Logger // where the cache reports trouble (a lost notification connection); nil: nowhere
-}
-
-// CredentialCache is a store that can keep credentials and orders in
-// memory in front of FindCredential, never stale: a request sees every
-// change committed before it arrived (SQLite), or every change whose
-// AwaitInstances has returned (PostgreSQL, where instances learn of
-// changes by notification). serve turns it on; commands never do.
-type CredentialCache interface {
-	// StartCache turns the cache on; Close turns it off.
-	StartCache(ctx context.Context, c CacheConfig) error
-	// CachedCredential answers as FindCredential would, from memory alone
-	// (hit); when it cannot, ReadMiss(ctx, miss) reads the rest from the
-	// store without looking in memory again.
-	CachedCredential(keyID string, orderID int64) (cred Credential, o *Order, miss CacheMiss, hit bool)
-	// ReadMiss answers, as FindCredential would, what CachedCredential
-	// missed (the order alone when the credential was in memory) and fills
-	// the cache with what it read.
-	ReadMiss(ctx context.Context, miss CacheMiss) (Credential, *Order, error)
-	// CacheStats says how many entries the cache holds, and how many
-	// calls of CachedCredential it answered and did not.
-	CacheStats() (entries, hits, misses int64)
-}
-
-// CacheMiss is what a look-up in a CredentialCache found before it missed:
-// what was asked, and the credential when only the order was missing.
-type CacheMiss struct {
-	KeyID   string
-	OrderID int64
-	Cred    Credential
-	CredHit bool // Cred is the cached credential: only the order is read
-}
-
 // InstanceAwaiter is a store whose serving instances may cache, and learn
 // of changes a moment after they commit (PostgreSQL).
 type InstanceAwaiter interface {
@@ -248,12 +212,10 @@ type InstanceAwaiter interface {
 }
 
 // BackupStore is a store that copies itself, while in use, to a new file
-// (admin backup).
+// (admin backup): SQLite's. PostgreSQL leaves backups to pg_dump.
 type BackupStore interface {
 	// Backup copies the store to dst, which must not exist, and with
-	// withAudit its audit trail beside it. A store that leaves backups to
-	// its database's own tools (PostgreSQL) returns an error wrapping
-	// errors.ErrUnsupported that says what to run.
+	// withAudit its audit trail beside it.
 	Backup(ctx context.Context, dst string, withAudit bool) error
 }
 
@@ -286,7 +248,6 @@ type Store interface {
 	SessionStore
 	WebhookStore
 	SyncStore
-	BackupStore
 	LifecycleReader
 	CertificateFinder
 	Pinger

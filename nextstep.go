@@ -1,9 +1,6 @@
 package certorder
 
-import (
-	"strings"
-	"time"
-)
+import "time"
 
 // Step names what must happen next to an order: the one rule (Windows.Next)
 // that the member page, the CLI, the events, the metrics and the alerts all
@@ -136,7 +133,7 @@ func dateTime(date string) time.Time {
 // days from its end with a 30-day window is due.
 func (w Windows) Next(l Lifecycle, now time.Time) NextStep {
 	switch {
-	case OrderEnded(l.Status) || strings.EqualFold(l.Status, StatusRevoked):
+	case OrderEnded(l.Status) || NormalStatus(l.Status) == StatusRevoked:
 		return NextStep{Step: StepEnded}
 	case l.Renewal == RenewalIssued:
 		return NextStep{Step: StepRenewed, Renewal: l.RenewedBy}

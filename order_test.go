@@ -29,12 +29,25 @@ func TestDaysRemaining(t *testing.T) {
 	}
 }
 
-// OrderEnded ignores case, and takes the British spelling too.
+// OrderEnded ignores case, white space at either end and invisible
+// characters, and takes the British spelling too.
 func TestOrderEnded(t *testing.T) {
 	for status, ended := range map[string]bool{"canceled": true, "Canceled": true, "CANCELLED": true, "rejected": true,
-		"Rejected": true, "pending": false, "issued": false} {
+		"Rejected": true, "pending": false, "issued": false, " canceled": true, "rejected\n": true, "\u200bcancel\ufeffled": true,
+		"cancel led": false} {
 		if certorder.OrderEnded(status) != ended {
 			t.Errorf("OrderEnded(%q) = %v", status, !ended)
+		}
+	}
+}
+
+// CertificateIssued reads the status as OrderEnded does: " issued" is
+// issued (it imported without valid_till).
+func TestCertificateIssued(t *testing.T) {
+	for status, issued := range map[string]bool{"issued": true, " issued": true, "ISSUED\t": true, "\u00a0revoked": true,
+		"\u200bexpired": true, "\x1bissued": true, "pending": false, "": false, "is sued": false, "reissue_pending": false} {
+		if certorder.CertificateIssued(status) != issued {
+			t.Errorf("CertificateIssued(%q) = %v", status, !issued)
 		}
 	}
 }

@@ -106,6 +106,21 @@ type SyncSummary struct {
 	Requests       int64          `json:"requests"`            // HTTP requests to the CA, retries included
 	Retries        int64          `json:"retries"`
 	LimiterWait    time.Duration  `json:"limiter_wait"` // time spent waiting on the client's rate limiter
+	// Incomplete: the run stopped at its bound of Order info fetches; the
+	// cursor stays, and the next run continues.
+	Incomplete bool `json:"incomplete,omitempty"`
+	// Resume is where an incremental run that did not finish left off,
+	// for the next run over the same window.
+	Resume *SyncResume `json:"resume,omitempty"`
+}
+
+// SyncResume says how far an incremental run that did not finish got: of
+// the orders whose status changed since the cursor, those numbered up to
+// After were fetched at Since or later (they were fetched in order). The
+// next run fetches those again only if their status changed since Since.
+type SyncResume struct {
+	After int64     `json:"after"`
+	Since time.Time `json:"since"`
 }
 
 // SyncRun is one run of the sync as the store keeps it.
@@ -153,10 +168,6 @@ type SyncStore interface {
 	// KnownOrders returns what the store holds of each of the orders,
 	// stored or unassigned; orders it does not hold are absent.
 	KnownOrders(ctx context.Context, ids []int64) (map[int64]KnownOrder, error)
-	// InSyncTx runs fn in one transaction of the store, committed when fn
-	// returns nil and rolled back when it returns an error, which InSyncTx
-	// returns (classified as every store error is). ccsync.ApplyBatch is its use.
-	InSyncTx(ctx context.Context, fn func(SyncTx) error) error
 	// UnassignedOrders returns up to limit unassigned orders numbered above
 	// afterID, in order; with adoptable, only those a member could now take:
 	// in a linked division, or renewing a stored order.
@@ -176,40 +187,3 @@ type SyncStore interface {
 
 // MaxSyncRuns is how many runs a store keeps.
 const MaxSyncRuns = 100
-
-// SyncTx is a store's transaction as ccsync.ApplyUpstream uses it; its reads see
-// its own writes.
-type SyncTx interface {
-	// Link reads a stored order's owner and renewal; ErrNotFound if none.
-	Link(ctx context.Context, id int64) (OrderLink, error)
-	// StoredOrder reads a stored order (MemberID, Status, RenewedBy, Doc);
-	// ErrNotFound if none.
-	StoredOrder(ctx context.Context, id int64) (*Order, error)
-	// RenewedFrom returns the lowest-numbered stored order renewed by id,
-	// and its member; 0, 0 if none.
-	RenewedFrom(ctx context.Context, id int64) (oldID, memberID int64, err error)
-	// RenewedFromOther returns a stored order of another member than
-	// memberID that is renewed by id; 0 if none.
-	RenewedFromOther(ctx context.Context, id, memberID int64) (int64, error)
-	// ContainerMember returns the member linked to the division; 0 if none.
-	ContainerMember(ctx context.Context, container int64) (int64, error)
-	// UnassignedOrder reads an unassigned order; ErrNotFound if none.
-	UnassignedOrder(ctx context.Context, id int64) (*UpstreamOrder, error)
-	// SaveOrder stores o for the member with the renewal relation
-	// renewedBy, as ImportOrders stores an order it has checked.
-	SaveOrder(ctx context.Context, memberID int64, o *Order, renewedBy int64) error
-	// SaveUnassigned stores u as unassigned; DeleteUnassigned forgets one
-	// (deleting one that is not there is not an error).
-	SaveUnassigned(ctx context.Context, u UpstreamOrder) error
-	DeleteUnassigned(ctx context.Context, id int64) error
-	// AddEvents writes the events of the orders saved (OrderChange.Events).
-	EventWriter
-	// The certificate histories of the orders saved (RecordCertificates).
-	HistoryWriter
-}
-
-// SyncTxRunner runs sync transactions: a SyncStore, or a ccsync.DryRun in
-// front of one.
-type SyncTxRunner interface {
-	InSyncTx(ctx context.Context, fn func(SyncTx) error) error
-}

@@ -3,7 +3,6 @@ package certorder
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,11 +32,6 @@ type Endpoint struct {
 	CreatedAt       time.Time
 	LastSuccess     time.Time // the last delivery it accepted
 	FailingSince    time.Time // the first failure since its last success; zero when not failing
-}
-
-// Wants reports whether the endpoint takes events of type typ.
-func (e Endpoint) Wants(typ string) bool {
-	return len(e.EventTypes) == 0 || slices.Contains(e.EventTypes, typ)
 }
 
 // Event is one entry of the outbox: a change to an order of a member.
@@ -155,6 +149,12 @@ type Claim struct {
 	// order of their oldest due delivery, so that no member's backlog
 	// stands before another's.
 	RoundRobin bool
+	// Served puts these members after every other, in this order (the
+	// worker lists the members it has served lately, the busiest and the
+	// most recently served last), so that a member waiting its turn is
+	// taken before members whose deliveries are going out already,
+	// however old their backlog.
+	Served []int64
 	// SkipEndpoints and SkipMembers take nothing of these (they have
 	// enough in flight already).
 	SkipEndpoints, SkipMembers []int64

@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // ApplyBatch stores a batch of upstream orders in one transaction of s, by
 // the rules of ApplyUpstream: all of them, or, on an error, none.
-func ApplyBatch(ctx context.Context, s certorder.SyncTxRunner, orders []certorder.UpstreamOrder) (certorder.SyncResult, error) {
+func ApplyBatch(ctx context.Context, s storekit.SyncTxRunner, orders []certorder.UpstreamOrder) (certorder.SyncResult, error) {
 	var res certorder.SyncResult
-	err := s.InSyncTx(ctx, func(tx certorder.SyncTx) error {
+	err := s.InSyncTx(ctx, func(tx storekit.SyncTx) error {
 		var err error
 		res, err = ApplyUpstream(ctx, tx, orders)
 		return err
@@ -46,7 +47,7 @@ func ApplyBatch(ctx context.Context, s certorder.SyncTxRunner, orders []certorde
 // certificate gets its events (certorder.OrderChange.Events) in the same
 // transaction, and every saved order's current certificate is recorded in
 // its history (certorder.RecordCertificates).
-func ApplyUpstream(ctx context.Context, tx certorder.SyncTx, orders []certorder.UpstreamOrder) (certorder.SyncResult, error) {
+func ApplyUpstream(ctx context.Context, tx storekit.SyncTx, orders []certorder.UpstreamOrder) (certorder.SyncResult, error) {
 	sorted := slices.Clone(orders)
 	slices.SortFunc(sorted, func(a, b certorder.UpstreamOrder) int { return cmp.Compare(a.Order.ID, b.Order.ID) })
 	var res certorder.SyncResult
@@ -64,7 +65,7 @@ func ApplyUpstream(ctx context.Context, tx certorder.SyncTx, orders []certorder.
 	return res, nil
 }
 
-func applyOne(ctx context.Context, tx certorder.SyncTx, u certorder.UpstreamOrder, res *certorder.SyncResult) error {
+func applyOne(ctx context.Context, tx storekit.SyncTx, u certorder.UpstreamOrder, res *certorder.SyncResult) error {
 	o := u.Order
 	existing, err := tx.StoredOrder(ctx, o.ID)
 	switch {
@@ -97,7 +98,7 @@ func applyOne(ctx context.Context, tx certorder.SyncTx, u certorder.UpstreamOrde
 }
 
 // upstreamOwner applies ownership rules 2 and 3 to an order not stored.
-func upstreamOwner(ctx context.Context, tx certorder.SyncTx, u certorder.UpstreamOrder) (int64, error) {
+func upstreamOwner(ctx context.Context, tx storekit.SyncTx, u certorder.UpstreamOrder) (int64, error) {
 	_, member, err := tx.RenewedFrom(ctx, u.Order.ID)
 	if err != nil || member != 0 {
 		return member, err
@@ -107,7 +108,7 @@ func upstreamOwner(ctx context.Context, tx certorder.SyncTx, u certorder.Upstrea
 
 // saveOwned stores an order for its owner; existing is the stored order,
 // nil for one the member does not have yet.
-func saveOwned(ctx context.Context, tx certorder.SyncTx, owner int64, existing *certorder.Order, wasUnassigned bool,
+func saveOwned(ctx context.Context, tx storekit.SyncTx, owner int64, existing *certorder.Order, wasUnassigned bool,
 	u certorder.UpstreamOrder, res *certorder.SyncResult) error {
 	o := u.Order
 	conflict := func(other int64, reason string) {

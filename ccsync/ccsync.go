@@ -24,11 +24,13 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/digicert"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // Store is what a sync needs of a store.
 type Store interface {
 	certorder.SyncStore
+	storekit.SyncTxRunner
 	Members(ctx context.Context) ([]certorder.Member, error)
 	AppendAudit(ctx context.Context, entries []certorder.AuditEntry) error
 }
@@ -44,6 +46,11 @@ const Overlap = 15 * time.Minute
 
 // ErrBusy is Run's error when another sync holds the store's sync lock.
 var ErrBusy = errors.New("another sync is running (it holds the sync lock); nothing done")
+
+// ErrIncomplete is Run's error when the run stopped at Config.MaxFetches:
+// what it fetched is stored, the cursor is kept, and the next run
+// continues where it stopped.
+var ErrIncomplete = errors.New("the run stopped at its bound of Order info fetches (--sync-max-fetches); the cursor is kept and the next run continues")
 
 // Config is what a Syncer works with.
 type Config struct {
@@ -62,7 +69,16 @@ type Config struct {
 	Metrics *Metrics
 	// Batch is how many orders one transaction stores; 0 is DefaultBatch.
 	Batch int
+	// MaxFetches bounds the Order info requests of one run (and so how
+	// long it holds the sync lock): a run that reaches it stores what it
+	// fetched and ends with ErrIncomplete, keeping the cursor; the next
+	// run continues. 0: no bound.
+	MaxFetches int
 }
+
+// DefaultMaxFetches is certorder's --sync-max-fetches: about 30 minutes
+// of Order info requests at DigiCert's default limits (1000 in 3 minutes).
+const DefaultMaxFetches = 10000
 
 // Options are the choices of one run.
 type Options struct {

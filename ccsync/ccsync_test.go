@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http/httptest"
 	"reflect"
@@ -18,6 +19,8 @@ import (
 	"github.com/certorder/certorder/digicert"
 	"github.com/certorder/certorder/digicert/digicerttest"
 	"github.com/certorder/certorder/internal/export"
+	"github.com/certorder/certorder/internal/printable"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/stores"
 )
@@ -33,7 +36,7 @@ type env struct {
 	t      testing.TB
 	clock  *digicerttest.Clock
 	sim    *digicerttest.Server
-	store  certorder.Store
+	store  storekit.Store
 	client *digicert.Client
 	syncer *ccsync.Syncer
 	log    *bytes.Buffer
@@ -143,7 +146,7 @@ func expectedOwners(orders []upstreamOrder, links map[int64]string) map[int64]st
 }
 
 // actualOwners reads who owns each order in the store ("" unassigned; absent: not held).
-func actualOwners(t testing.TB, s certorder.Store, orders []upstreamOrder) map[int64]string {
+func actualOwners(t testing.TB, s storekit.Store, orders []upstreamOrder) map[int64]string {
 	t.Helper()
 	ctx := context.Background()
 	ids := make([]int64, len(orders))
@@ -418,4 +421,35 @@ func TestBusy(t *testing.T) {
 	}
 	lock.Release()
 	e.sync(ccsync.Options{})
+}
+
+// The run record keeps the counts by status bounded: at most MaxStatuses
+// by name, each escaped and cut short (internal/printable), the rest as
+// OtherStatus, whatever statuses CertCentral sends.
+func TestStatusCountsBounded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, testdb.SQLite(t), digicerttest.Options{NoLimits: true})
+	if _, err := e.sim.Generate(50, 2); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range e.sim.OrderIDs() {
+		if err := e.sim.SetStatus(id, fmt.Sprintf("\x1b[2J%d%s", i, strings.Repeat("y", 4000)), start); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.sync(ccsync.Options{})
+	st, err := e.store.SyncState(context.Background(), 1)
+	if err != nil || len(st.Runs) != 1 {
+		t.Fatal(st, err)
+	}
+	counts, total := st.Runs[0].Summary.ByStatus, 0
+	for status, n := range counts {
+		total += n
+		if len(status) > printable.Max || strings.ContainsRune(status, '\x1b') {
+			t.Errorf("a status kept as %d bytes: %.40q", len(status), status)
+		}
+	}
+	if len(counts) != ccsync.MaxStatuses+1 || counts[ccsync.OtherStatus] != 50-ccsync.MaxStatuses || total != 50 {
+		t.Errorf("%d statuses counted, %d as other, %d in all", len(counts), counts[ccsync.OtherStatus], total)
+	}
 }

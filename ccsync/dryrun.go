@@ -7,14 +7,15 @@ import (
 	"fmt"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
-// DryRun is a certorder.SyncTxRunner in front of a store that writes
+// DryRun is a storekit.SyncTxRunner in front of a store that writes
 // nothing: each of its transactions is the store's, rolled back, and it
 // holds what they would have written, so that later batches of the run see
 // it. Its memory is a few dozen bytes an order.
 type DryRun struct {
-	store       certorder.SyncTxRunner
+	store       storekit.SyncTxRunner
 	orders      map[int64]dryOrder
 	renewedFrom map[int64]int64 // renewal -> the order it renewed
 	unassigned  map[int64]*dryUnassigned
@@ -34,7 +35,7 @@ type dryUnassigned struct {
 }
 
 // NewDryRun starts a dry run in front of store.
-func NewDryRun(store certorder.SyncTxRunner) *DryRun {
+func NewDryRun(store storekit.SyncTxRunner) *DryRun {
 	return &DryRun{store: store, orders: map[int64]dryOrder{}, renewedFrom: map[int64]int64{},
 		unassigned: map[int64]*dryUnassigned{}}
 }
@@ -45,8 +46,8 @@ var errRollback = errors.New("dry run: rolled back")
 // InSyncTx runs fn in a transaction of the store that is always rolled
 // back: fn's reads see the dry run's writes first, its writes go to the
 // dry run only.
-func (d *DryRun) InSyncTx(ctx context.Context, fn func(certorder.SyncTx) error) error {
-	err := d.store.InSyncTx(ctx, func(tx certorder.SyncTx) error {
+func (d *DryRun) InSyncTx(ctx context.Context, fn func(storekit.SyncTx) error) error {
+	err := d.store.InSyncTx(ctx, func(tx storekit.SyncTx) error {
 		if err := fn(&dryTx{d: d, inner: tx, sums: map[*certorder.Order][sha256.Size]byte{}}); err != nil {
 			return err
 		}
@@ -60,20 +61,20 @@ func (d *DryRun) InSyncTx(ctx context.Context, fn func(certorder.SyncTx) error) 
 
 type dryTx struct {
 	d     *DryRun
-	inner certorder.SyncTx
+	inner storekit.SyncTx
 	// sums holds the documents' sums of the orders this transaction read
 	// from the dry run, which keeps no document (see sameDoc).
 	sums map[*certorder.Order][sha256.Size]byte
 }
 
 // sameDoc reports whether stored, an order read in tx, has o's document.
-func sameDoc(tx certorder.SyncTx, stored, o *certorder.Order) bool {
+func sameDoc(tx storekit.SyncTx, stored, o *certorder.Order) bool {
 	return docSum(tx, stored) == docSum(tx, o)
 }
 
 // docSum is the SHA-256 of o's document, or of the document a dry run
 // would have written for an order read from it.
-func docSum(tx certorder.SyncTx, o *certorder.Order) [sha256.Size]byte {
+func docSum(tx storekit.SyncTx, o *certorder.Order) [sha256.Size]byte {
 	if t, ok := tx.(*dryTx); ok {
 		if sum, ok := t.sums[o]; ok {
 			return sum
@@ -172,5 +173,6 @@ func (t *dryTx) Histories(ctx context.Context, ids []int64) (map[int64][]certord
 	return t.inner.Histories(ctx, ids)
 }
 
-// SaveCertificates drops the entries (see Histories).
+// SaveCertificates and TrimCertificates change nothing (see Histories).
 func (t *dryTx) SaveCertificates(context.Context, []certorder.CertificateEntry) error { return nil }
+func (t *dryTx) TrimCertificates(context.Context, []int64, int) error                 { return nil }

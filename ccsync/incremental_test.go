@@ -189,3 +189,90 @@ func TestStorm(t *testing.T) {
 		t.Fatalf("%d requests broke DigiCert's limits", len(v))
 	}
 }
+
+// A run makes at most MaxFetches Order info requests, stores what it
+// fetched, releases the lock and keeps the cursor; the next runs continue
+// where it stopped, fetching nothing twice: a full first sync of 250
+// orders in three runs of 100, then 250 status changes likewise, one of
+// them changing again between the runs (fetched again, since it changed).
+func TestFetchBound(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, testdb.SQLite(t), digicerttest.Options{NoLimits: true})
+	if _, err := e.sim.Generate(250, 3); err != nil {
+		t.Fatal(err)
+	}
+	bounded, err := ccsync.New(ccsync.Config{Store: e.store, Client: e.client, Now: e.clock.Now, Instance: "test", MaxFetches: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// runs syncs until one completes and returns how many Order info
+	// requests each made.
+	runs := func() []int {
+		t.Helper()
+		var fetched []int
+		for range 5 {
+			// Runs minutes apart: a status change list is asked with a margin
+			// of clock skew (2 minutes) before its start.
+			e.clock.Advance(10 * time.Minute)
+			e.sim.ResetCounts()
+			rep, err := bounded.Run(ctx, ccsync.Options{})
+			fetched = append(fetched, e.sim.Requests()[digicerttest.EndpointOrderInfo])
+			st, serr := e.store.SyncState(ctx, 1)
+			if serr != nil {
+				t.Fatal(serr)
+			}
+			if err == nil {
+				if !st.Runs[0].OK || st.Cursor.Sub(rep.Started).Abs() > time.Millisecond {
+					t.Fatalf("a complete run: %+v", st)
+				}
+				return fetched
+			}
+			if !errors.Is(err, ccsync.ErrIncomplete) || !rep.Incomplete || st.Runs[0].OK || st.Runs[0].Summary.Incomplete != true ||
+				!strings.HasPrefix(rep.Line(true), "sync incomplete, cursor kept") {
+				t.Fatalf("a run at the bound: %v; %s; %+v", err, rep.Line(true), st.Runs[0])
+			}
+		}
+		t.Fatalf("no run completed: %v", fetched)
+		return nil
+	}
+	if got := runs(); !slices.Equal(got, []int{100, 100, 50}) {
+		t.Errorf("the first sync's Order info requests by run: %v, want [100 100 50]", got)
+	}
+	stored, err := e.store.KnownOrders(ctx, e.sim.OrderIDs())
+	if err != nil || len(stored) != 250 {
+		t.Fatalf("%d orders stored, want 250 (%v)", len(stored), err)
+	}
+
+	ids := e.sim.OrderIDs()
+	for _, id := range ids {
+		if err := e.sim.SetStatus(id, "canceled", e.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.clock.Advance(10 * time.Minute)
+	e.sim.ResetCounts()
+	if _, err := bounded.Run(ctx, ccsync.Options{}); !errors.Is(err, ccsync.ErrIncomplete) {
+		t.Fatalf("250 status changes, a bound of 100: %v", err)
+	}
+	st, err := e.store.SyncState(ctx, 1)
+	if err != nil || st.Runs[0].Summary.Resume == nil || st.Runs[0].Summary.Resume.After != ids[99] {
+		t.Fatalf("where the run left off: %+v %v", st.Runs[0].Summary, err)
+	}
+	// The first order, fetched already, changes again: the next run fetches it.
+	if err := e.sim.SetStatus(ids[0], "revoked", e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got := runs(); !slices.Equal(got, []int{100, 51}) {
+		t.Errorf("the status changes' Order info requests by run after the first: %v, want [100 51]", got)
+	}
+	known, err := e.store.KnownOrders(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		if want := map[bool]string{true: "revoked", false: "canceled"}[i == 0]; known[id].Status != want {
+			t.Fatalf("order %d: %q, want %q", id, known[id].Status, want)
+		}
+	}
+}

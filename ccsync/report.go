@@ -14,6 +14,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/digicert"
+	"github.com/certorder/certorder/internal/printable"
 )
 
 // Line is the run's one-line summary; failed says the run did not finish.
@@ -21,10 +22,14 @@ func (r Report) Line(failed bool) string {
 	var b strings.Builder
 	b.WriteString("sync ")
 	switch {
+	case r.DryRun && r.Incomplete:
+		b.WriteString("dry run stopped at its bound of fetches, nothing written")
 	case r.DryRun && failed:
 		b.WriteString("dry run failed")
 	case r.DryRun:
 		b.WriteString("dry run, nothing written")
+	case r.Incomplete:
+		b.WriteString("incomplete, cursor kept, the next run continues")
 	case failed:
 		b.WriteString("failed, cursor kept")
 	default:
@@ -41,7 +46,7 @@ func (r Report) Line(failed bool) string {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			fmt.Fprintf(&b, "%s %d", st, r.ByStatus[st])
+			fmt.Fprintf(&b, "%s %d", printable.String(st), r.ByStatus[st]) // a record an older certorder wrote holds them raw
 		}
 		b.WriteString(")")
 	}
@@ -54,6 +59,32 @@ func (r Report) Line(failed bool) string {
 		fmt.Fprintf(&b, ", waited %s on the rate limiter", r.LimiterWait.Round(time.Millisecond))
 	}
 	return b.String()
+}
+
+// MaxStatuses bounds the statuses a report counts by name: orders of any
+// further status are counted as OtherStatus. CertCentral knows about a
+// dozen; a hostile listing of thousands would otherwise make the summary,
+// and the run record that keeps it, as long as it likes.
+const MaxStatuses = 20
+
+// OtherStatus counts the orders of the statuses beyond MaxStatuses.
+const OtherStatus = "other"
+
+// MaxError bounds the error a run record keeps (and admin sync status
+// prints).
+const MaxError = 2048
+
+// countStatus counts an order of the status, as it may be shown
+// (printable.String: escaped and bounded), within MaxStatuses.
+func (r *Report) countStatus(status string) {
+	if r.ByStatus == nil {
+		r.ByStatus = map[string]int{}
+	}
+	key := printable.String(status)
+	if _, ok := r.ByStatus[key]; !ok && len(r.ByStatus) >= MaxStatuses {
+		key = OtherStatus
+	}
+	r.ByStatus[key]++
 }
 
 // UnassignedByDivision describes the unassigned orders, one line per
@@ -94,6 +125,8 @@ func (s *Syncer) Every(ctx context.Context, interval time.Duration) {
 		switch {
 		case errors.Is(err, ErrBusy):
 			s.log.Info("sync skipped: another instance is syncing", "instance", s.cfg.Instance)
+		case errors.Is(err, ErrIncomplete):
+			s.log.Info("sync incomplete: stopped at its bound of fetches; the next round continues", "summary", rep.Line(true))
 		case err != nil && ctx.Err() != nil:
 			return
 		case err != nil:
@@ -126,7 +159,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "When the last successful CertCentral sync started (the cursor), by any instance; 0 before the first.",
 		}),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "certorder_sync_runs_total", Help: "Sync rounds of this instance by outcome: ok, failed, or skipped (another instance was syncing).",
+			Name: "certorder_sync_runs_total", Help: "Sync rounds of this instance by outcome: ok, failed, incomplete (stopped at --sync-max-fetches; the next continues), or skipped (another instance was syncing).",
 		}, []string{"outcome"}),
 		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "certorder_sync_orders_changed_total",
@@ -161,9 +194,12 @@ func (m *Metrics) ran(rep Report, after, before digicert.Stats, ok bool) {
 		return
 	}
 	outcome := "failed"
-	if ok {
+	switch {
+	case ok:
 		outcome = "ok"
 		m.lastSuccess.Set(float64(rep.Started.Unix()))
+	case rep.Incomplete:
+		outcome = "incomplete"
 	}
 	m.runs.WithLabelValues(outcome).Inc()
 	for status, n := range after.ByStatus {

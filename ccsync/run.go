@@ -12,6 +12,8 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/digicert"
 	"github.com/certorder/certorder/internal/orderdoc"
+	"github.com/certorder/certorder/internal/printable"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // run is the state of one run.
@@ -19,20 +21,26 @@ type run struct {
 	*Syncer
 	opts    Options
 	lock    certorder.SyncLock
-	dry     *DryRun                // nil unless a dry run
-	txs     certorder.SyncTxRunner // the store, or dry in front of it
+	dry     *DryRun               // nil unless a dry run
+	txs     storekit.SyncTxRunner // the store, or dry in front of it
 	members map[int64]string
 	before  digicert.Stats
 	rep     Report
 	// unassigned tracks a dry run's would-be unassigned orders.
 	unassigned map[int64]int64
 	progress   Progress
+	fetches    int                   // Order info requests made
+	resumed    *certorder.SyncResume // where the last run left off, if it did not finish
+	done       int64                 // incremental: the orders to fetch are fetched up to this one
 }
 
 func (r *run) do(ctx context.Context) error {
-	st, err := r.cfg.Store.SyncState(ctx, 0)
+	st, err := r.cfg.Store.SyncState(ctx, 1)
 	if err != nil {
 		return fmt.Errorf("sync: reading the sync state: %w", err)
+	}
+	if len(st.Runs) > 0 && !st.Runs[0].OK {
+		r.resumed = st.Runs[0].Summary.Resume // over the same window: the cursor did not move since
 	}
 	members, err := r.cfg.Store.Members(ctx)
 	if err != nil {
@@ -108,10 +116,16 @@ func (r *run) finish(ctx context.Context, runErr error) error {
 	if r.dry != nil {
 		return runErr
 	}
+	if runErr != nil && !r.rep.Full {
+		r.rep.Resume = r.resumed
+		if r.done != 0 {
+			r.rep.Resume = &certorder.SyncResume{After: r.done, Since: r.rep.Started}
+		}
+	}
 	rec := certorder.SyncRun{Started: r.rep.Started, Finished: r.rep.Started.Add(r.rep.Took), Instance: r.cfg.Instance,
 		OK: runErr == nil, Summary: r.rep.SyncSummary, Cursor: r.rep.Started}
 	if runErr != nil {
-		rec.Error = runErr.Error()
+		rec.Error = printable.Cut(runErr.Error(), MaxError)
 	}
 	if err := r.cfg.Store.RecordSyncRun(ctx, rec); err != nil {
 		return errors.Join(runErr, fmt.Errorf("sync: recording the run failed, so the cursor did not move: %w", err))
@@ -149,7 +163,19 @@ func (r *run) incremental(ctx context.Context, cursor time.Time) error {
 	}
 	r.rep.StatusChanges = len(changes)
 	for _, ch := range changes {
-		want[ch.OrderID] = true
+		// Those the last run fetched already: again only if changed since.
+		if r.resumed == nil || ch.OrderID > r.resumed.After {
+			want[ch.OrderID] = true
+		}
+	}
+	if r.resumed != nil {
+		since, err := r.cfg.Client.StatusChangesSince(ctx, r.resumed.Since)
+		if err != nil {
+			return fmt.Errorf("sync: %w", err)
+		}
+		for _, ch := range since {
+			want[ch.OrderID] = true
+		}
 	}
 
 	// Creating an order is not a status change: list the new ones.
@@ -188,6 +214,7 @@ func (r *run) incremental(ctx context.Context, cursor time.Time) error {
 			}
 		}
 	}
+	// In order, so that where a run stops says what it has done (done).
 	ids := slices.Sorted(maps.Keys(want))
 	r.progress.ToFetch += len(ids)
 	return r.fetchAndStore(ctx, ids)
@@ -222,7 +249,8 @@ func (r *run) changedInList(ctx context.Context, orders []digicert.OrderSummary,
 }
 
 // fetchAndStore fetches Order info for the orders, in order, and stores
-// them a batch at a time.
+// them a batch at a time. At the bound of fetches it stores what it has
+// and returns ErrIncomplete.
 func (r *run) fetchAndStore(ctx context.Context, ids []int64) error {
 	for chunk := range slices.Chunk(ids, r.cfg.Batch) {
 		// A lost lock means another sync may be running: stop.
@@ -231,7 +259,11 @@ func (r *run) fetchAndStore(ctx context.Context, ids []int64) error {
 		}
 		var batch []certorder.UpstreamOrder
 		r.phase("fetching")
-		for _, id := range chunk {
+		for i, id := range chunk {
+			if r.cfg.MaxFetches > 0 && r.fetches >= r.cfg.MaxFetches {
+				r.rep.Incomplete, chunk = true, chunk[:i]
+				break
+			}
 			u, err := r.fetch(ctx, id)
 			if err != nil {
 				return err
@@ -244,6 +276,12 @@ func (r *run) fetchAndStore(ctx context.Context, ids []int64) error {
 		if err := r.store(ctx, batch); err != nil {
 			return err
 		}
+		if len(chunk) > 0 {
+			r.done = chunk[len(chunk)-1]
+		}
+		if r.rep.Incomplete {
+			return ErrIncomplete
+		}
 	}
 	return nil
 }
@@ -251,6 +289,7 @@ func (r *run) fetchAndStore(ctx context.Context, ids []int64) error {
 // fetch fetches one order and maps it. It returns nil for an order to skip
 // (gone, not mappable), counted; an error ends the run.
 func (r *run) fetch(ctx context.Context, id int64) (*certorder.UpstreamOrder, error) {
+	r.fetches++
 	o, err := r.cfg.Client.OrderInfo(ctx, id)
 	if errors.Is(err, digicert.ErrNotFound) {
 		r.rep.UpstreamErrors++
@@ -266,10 +305,7 @@ func (r *run) fetch(ctx context.Context, id int64) (*certorder.UpstreamOrder, er
 	if err == nil {
 		var parsed *certorder.Order
 		if parsed, err = orderdoc.Parse(doc); err == nil {
-			if r.rep.ByStatus == nil {
-				r.rep.ByStatus = map[string]int{}
-			}
-			r.rep.ByStatus[parsed.Status]++
+			r.rep.countStatus(parsed.Status)
 			return &certorder.UpstreamOrder{Order: parsed, Container: o.Container.ID}, nil
 		}
 	}

@@ -211,10 +211,7 @@ func VerifyWebhook(secret string, header http.Header, body []byte, opts ...Webho
 		return nil, fmt.Errorf("client: webhook-timestamp is not unix seconds: %w", ErrWebhookTimestamp)
 	}
 
-	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte(id + "." + tsText + "."))
-	mac.Write(body)
-	want := mac.Sum(nil)
+	want := WebhookMAC(key, id, tsText, body)
 	matched := false
 	for _, s := range strings.Fields(sigs) {
 		version, b64, found := strings.Cut(s, ",")
@@ -249,6 +246,20 @@ func VerifyWebhook(secret string, header http.Header, body []byte, opts ...Webho
 		return nil, fmt.Errorf("client: the signed body is not a webhook event: %w", errOr(err, "no type"))
 	}
 	return &WebhookEvent{ID: id, Type: payload.Type, Timestamp: payload.Timestamp, Data: payload.Data}, nil
+}
+
+// WebhookMAC is the Standard Webhooks v1 signature of one message, before
+// its base64: the HMAC-SHA256, under key, of "msgID.timestamp.body", the
+// timestamp as webhook-timestamp carries it (Unix seconds). certorder signs
+// with it (webhook.Sign) and VerifyWebhook checks with it.
+func WebhookMAC(key []byte, msgID, timestamp string, body []byte) []byte {
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(msgID))
+	mac.Write([]byte{'.'})
+	mac.Write([]byte(timestamp))
+	mac.Write([]byte{'.'})
+	mac.Write(body)
+	return mac.Sum(nil)
 }
 
 // webhookKey reads a signing secret: whsec_ and base64, padded or not (a

@@ -84,7 +84,7 @@ func TestErrorExcerpt(t *testing.T) {
 	_, err = e.c.OrderInfo(context.Background(), 1)
 	noKey(t, err)
 	if msg := err.Error(); len(msg) > 2048 || strings.ContainsAny(msg, "\x1b\x07\u202e") ||
-		!strings.Contains(msg, `server_error \u001b]0;pwned\u0007`) || !strings.Contains(msg, "[redacted]") {
+		!strings.Contains(msg, `server_error "\x1b]0;pwned\a`) || !strings.Contains(msg, "[redacted]") {
 		t.Errorf("the error (%d bytes): %.300q", len(msg), msg)
 	}
 }

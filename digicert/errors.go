@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode"
+
+	"github.com/certorder/certorder/internal/printable"
 )
 
 // Errors an *APIError matches with errors.Is.
@@ -89,25 +90,11 @@ const (
 )
 
 // excerpt makes text from the server fit to store and print: the key
-// removed (before cutting, so no part of it survives the cut), valid
-// UTF-8, every control or other non-graphic character written as \u
-// escape (no terminal escape sequence gets through), at most maxMessage
-// bytes, "..." marking a cut.
+// removed (before cutting, so no part of it survives the cut), then
+// certorder's one rule for shown text (internal/printable): escaped, at
+// most maxMessage bytes, "..." marking a cut.
 func excerpt(text, key string) string {
-	text = strings.ToValidUTF8(strings.TrimSpace(redact(text, key)), "\ufffd")
-	var b strings.Builder
-	for _, r := range text {
-		if b.Len() >= maxMessage {
-			b.WriteString("...")
-			break
-		}
-		if r == ' ' || unicode.IsGraphic(r) && !unicode.Is(unicode.Bidi_Control, r) {
-			b.WriteRune(r)
-		} else {
-			fmt.Fprintf(&b, "\\u%04x", r)
-		}
-	}
-	return b.String()
+	return printable.Cut(strings.TrimSpace(redact(text, key)), maxMessage)
 }
 
 // newAPIError reads DigiCert's error body. The documented shape is an array

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/printable"
 )
 
 // ErrUnmappable: the Order info answer cannot become a spec order. Every
@@ -190,14 +191,14 @@ func renewal(top map[string]json.RawMessage, id int64) (int64, error) {
 	if raw := top["renewed_order_id"]; present(raw) {
 		n, ok := count(raw)
 		if !ok {
-			return 0, fmt.Errorf("renewed_order_id %s is not a non-negative integer", raw)
+			return 0, fmt.Errorf("renewed_order_id %s is not a non-negative integer", shown(raw))
 		}
 		by = n
 	}
 	isRenewed := by != 0
 	if raw := top["is_renewed"]; present(raw) {
 		if err := json.Unmarshal(raw, &isRenewed); err != nil {
-			return 0, fmt.Errorf("is_renewed %s is not true or false", raw)
+			return 0, fmt.Errorf("is_renewed %s is not true or false", shown(raw))
 		}
 	}
 	switch {
@@ -258,37 +259,37 @@ func convert(f field, raw json.RawMessage) (json.RawMessage, error) {
 	switch f.kind {
 	case kString:
 		if !isString {
-			return nil, fmt.Errorf("%s is not a string", raw)
+			return nil, fmt.Errorf("%s is not a string", shown(raw))
 		}
 	case kBool:
 		if string(raw) != "true" && string(raw) != "false" {
-			return nil, fmt.Errorf("%s is not true or false", raw)
+			return nil, fmt.Errorf("%s is not true or false", shown(raw))
 		}
 	case kCount, kCountOrNull:
 		if _, ok := count(raw); !ok {
-			return nil, fmt.Errorf("%s is not a non-negative integer", raw)
+			return nil, fmt.Errorf("%s is not a non-negative integer", shown(raw))
 		}
 	case kIdent:
 		if !isString && !digits.Match(raw) {
-			return nil, fmt.Errorf("%s is neither a string nor a non-negative integer", raw)
+			return nil, fmt.Errorf("%s is neither a string nor a non-negative integer", shown(raw))
 		}
 	case kDate:
 		if _, err := time.Parse(time.DateOnly, s); !isString || err != nil {
-			return nil, fmt.Errorf("%s is not a date yyyy-MM-dd", raw)
+			return nil, fmt.Errorf("%s is not a date yyyy-MM-dd", shown(raw))
 		}
 	case kDateTime:
 		if _, err := time.Parse(time.RFC3339, s); !isString || err != nil {
-			return nil, fmt.Errorf("%s is not an ISO 8601 date-time with UTC offset", raw)
+			return nil, fmt.Errorf("%s is not an ISO 8601 date-time with UTC offset", shown(raw))
 		}
 	case kStrings:
 		var list []string
 		if raw[0] != '[' || json.Unmarshal(raw, &list) != nil {
-			return nil, fmt.Errorf("%s is not an array of strings", raw)
+			return nil, fmt.Errorf("%s is not an array of strings", shown(raw))
 		}
 	case kObject:
 		obj, ok := object(raw)
 		if !ok {
-			return nil, fmt.Errorf("%s is not an object", raw)
+			return nil, fmt.Errorf("%s is not an object", shown(raw))
 		}
 		built, err := build(obj, f.members, nil)
 		if err != nil {
@@ -378,4 +379,11 @@ func compact(raw json.RawMessage) json.RawMessage {
 		return bytes.TrimSpace(raw)
 	}
 	return b.Bytes()
+}
+
+// shown is a value from an Order info answer as an error may quote it:
+// by certorder's one rule for shown text (escaped, bounded), since the
+// error reaches the sync's log and the operator's terminal.
+func shown(raw json.RawMessage) string {
+	return printable.String(string(raw))
 }

@@ -39,16 +39,16 @@ const (
 // as pg_stat_activity shows it; the instance's ID follows.
 const listenerName = "certorder cache listener"
 
-// cache is the store's cache of credentials and orders, and the listener
-// that keeps it exact: every committed change to members, keys or orders
+// cache is the listener that keeps a cache in front of the store exact
+// (credcache.Source): every committed change to members, keys or orders
 // notifies (a trigger, migration 0008_perf), and each notification moves the
 // cache to a new generation; while the listening connection is down, the
 // cache is not used at all.
 type cache struct {
-	entries *credcache.Cache
-	id      string // this instance's row in cache_instances
-	name    string // how operators know it
-	logger  *slog.Logger
+	s      *Store
+	id     string // this instance's row in cache_instances
+	name   string // how operators know it
+	logger *slog.Logger
 
 	// state is the generation << 1, with the low bit set while the
 	// listener is up; only the listener goroutine writes it.
@@ -62,7 +62,7 @@ type cache struct {
 }
 
 var (
-	_ certorder.CredentialCache = (*Store)(nil)
+	_ credcache.Sourcer         = (*Store)(nil)
 	_ certorder.InstanceAwaiter = (*Store)(nil)
 )
 
@@ -83,13 +83,13 @@ func (c *cache) up()   { c.state.Store((c.state.Load()>>1+1)<<1 | 1) }
 func (c *cache) down() { c.state.Store((c.state.Load()>>1 + 1) << 1) }
 func (c *cache) bump() { c.state.Add(2) }
 
-// StartCache turns on the cache in front of FindCredential: it registers
-// the instance, opens a connection that listens for changes, and returns
-// once it listens (or fails to). Should that connection drop, the cache is
-// bypassed until it is back.
-func (s *Store) StartCache(ctx context.Context, cfg certorder.CacheConfig) error {
+// CacheSource starts what keeps a cache in front of the store exact: it
+// registers the instance, opens a connection that listens for changes, and
+// returns once it listens (or fails to). Should that connection drop, the
+// cache is bypassed until it is back.
+func (s *Store) CacheSource(ctx context.Context, cfg credcache.SourceConfig) (credcache.Source, error) {
 	if s.cache.Load() != nil {
-		return errors.New("postgres: the cache is on already")
+		return nil, errors.New("postgres: the cache is on already")
 	}
 	var b [8]byte
 	rand.Read(b[:])
@@ -101,22 +101,19 @@ func (s *Store) StartCache(ctx context.Context, cfg certorder.CacheConfig) error
 	if name == "" {
 		name = "certorder"
 	}
-	c := &cache{entries: credcache.New(cfg.Bytes), id: hex.EncodeToString(b[:]), name: name, logger: logger,
-		start: time.Now(), done: make(chan struct{})}
+	c := &cache{s: s, id: hex.EncodeToString(b[:]), name: name, logger: logger, start: time.Now(), done: make(chan struct{})}
 	conn, err := s.listen(ctx, c)
 	if err != nil {
-		c.entries.Close()
-		return s.wrap("start cache", err)
+		return nil, s.wrap("start cache", err)
 	}
 	if !s.cache.CompareAndSwap(nil, c) {
 		conn.Close(context.Background())
-		c.entries.Close()
-		return errors.New("postgres: the cache is on already")
+		return nil, errors.New("postgres: the cache is on already")
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	go s.runListener(runCtx, c, conn)
-	return nil
+	return c, nil
 }
 
 // stopCache stops the listener and deletes the instance's row.
@@ -127,7 +124,6 @@ func (s *Store) stopCache() {
 	}
 	c.cancel()
 	<-c.done
-	c.entries.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	s.pool.Exec(ctx, `DELETE FROM cache_instances WHERE id = $1`, c.id) // best effort: else it ages out
@@ -149,7 +145,7 @@ func (s *Store) listen(ctx context.Context, c *cache) (*pgx.Conn, error) {
 	}
 	// Without a working LISTEN the cache would never hear of a change
 	// (a hot standby, a pooler in transaction mode refuse it): every error
-	// here ends the attempt, and StartCache then leaves the cache off.
+	// here ends the attempt, and CacheSource then leaves the cache off.
 	var channel string
 	err = conn.QueryRow(ctx, `SELECT 'certorder_' || md5(current_schema())`).Scan(&channel)
 	if err == nil {
@@ -316,58 +312,15 @@ func (s *Store) AwaitInstances(ctx context.Context) ([]string, error) {
 	}
 }
 
-// CachedCredential answers as FindCredential would, from the cache alone
-// (hit), else says what it found, for ReadMiss.
-func (s *Store) CachedCredential(keyID string, orderID int64) (certorder.Credential, *certorder.Order, certorder.CacheMiss, bool) {
-	c := s.cache.Load()
-	if c == nil {
-		return certorder.Credential{}, nil, certorder.CacheMiss{KeyID: keyID, OrderID: orderID}, false
-	}
-	gen, ok := c.generation()
-	if !ok {
-		return certorder.Credential{}, nil, certorder.CacheMiss{KeyID: keyID, OrderID: orderID}, false
-	}
-	return c.entries.Find(gen, keyID, orderID)
+// Generation is the cache's generation, or false when it must not be used.
+func (c *cache) Generation() (uint64, bool) { return c.generation() }
+
+// MemberOrder reads the credential's member's order orderID; nil if the
+// member has none (another member's is never read).
+func (c *cache) MemberOrder(ctx context.Context, cred certorder.Credential, orderID int64) (*certorder.Order, error) {
+	return c.s.readMemberOrder(ctx, cred, orderID)
 }
 
-// CacheStats says how many entries the cache holds and how look-ups fared.
-func (s *Store) CacheStats() (entries, hits, misses int64) {
-	if c := s.cache.Load(); c != nil {
-		return c.entries.Stats()
-	}
-	return 0, 0, 0
-}
-
-// FindCredential returns a key, its member and the member's order: from
-// the cache when it is on, listening, and holds them for the current
-// generation, else from the database (ReadMiss).
-func (s *Store) FindCredential(ctx context.Context, keyID string, orderID int64) (certorder.Credential, *certorder.Order, error) {
-	cred, o, miss, hit := s.CachedCredential(keyID, orderID)
-	if hit {
-		return cred, o, nil
-	}
-	return s.ReadMiss(ctx, miss)
-}
-
-// ReadMiss reads from the database what CachedCredential missed (the
-// order alone when the credential was cached) and fills the cache under
-// the generation read before it. (It reads the generation again rather
-// than take the look-up's: a fill is then always under a generation of
-// this cache, read before the database was.)
-func (s *Store) ReadMiss(ctx context.Context, miss certorder.CacheMiss) (certorder.Credential, *certorder.Order, error) {
-	c := s.cache.Load()
-	if c == nil {
-		return s.readCredential(ctx, miss.KeyID, miss.OrderID)
-	}
-	gen, ok := c.generation()
-	if !ok {
-		return s.readCredential(ctx, miss.KeyID, miss.OrderID)
-	}
-	return c.entries.ReadMiss(ctx, gen, miss, s.readCredential, s.readMemberOrder)
-}
-
-// readMemberOrder reads the credential's member's order orderID; nil if
-// the member has none (another member's is never read).
 func (s *Store) readMemberOrder(ctx context.Context, cred certorder.Credential, orderID int64) (*certorder.Order, error) {
 	var n nullOrder
 	err := s.read(ctx, func() error {

@@ -94,4 +94,12 @@ func (h historyTx) SaveCertificates(ctx context.Context, entries []certorder.Cer
 	return err
 }
 
+// TrimCertificates keeps the newest keep entries of each order's history.
+func (h historyTx) TrimCertificates(ctx context.Context, ids []int64, keep int) error {
+	_, err := h.tx.Exec(ctx, `DELETE FROM order_certificates c WHERE c.order_id = ANY($1)
+		AND c.seq < (SELECT n.seq FROM order_certificates n WHERE n.order_id = c.order_id
+			ORDER BY n.seq DESC LIMIT 1 OFFSET $2)`, ids, keep-1)
+	return err
+}
+
 var _ certorder.HistoryWriter = historyTx{}

@@ -12,9 +12,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/export"
 	"github.com/certorder/certorder/internal/importfile"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/postgres"
 )
@@ -129,4 +129,4 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-var _ certorder.Store = (*postgres.Store)(nil)
+var _ storekit.Store = (*postgres.Store)(nil)

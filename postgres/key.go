@@ -90,10 +90,10 @@ func (s *Store) RevokeMemberKey(ctx context.Context, memberID int64, id string) 
 	return s.wrap("revoke key", oneRow(tag, err, "key "+id))
 }
 
-// readCredential reads a key, its member and the member's order, in one
-// query. The order is joined only if it is the key's member's: another
+// FindCredential reads a key, its member and the member's order, in one
+// query (the cache in front of the store is credcache.Store's). The order is joined only if it is the key's member's: another
 // member's order is never read, so it costs what a missing one does.
-func (s *Store) readCredential(ctx context.Context, keyID string, orderID int64) (certorder.Credential, *certorder.Order, error) {
+func (s *Store) FindCredential(ctx context.Context, keyID string, orderID int64) (certorder.Credential, *certorder.Order, error) {
 	var c certorder.Credential
 	var o nullOrder
 	err := s.read(ctx, func() error {

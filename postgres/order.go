@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // orderColumns are the columns every order read scans, with nullOrder.
@@ -46,33 +47,13 @@ func (n *nullOrder) order() (*certorder.Order, error) {
 		RenewedBy:   n.renewedBy, Doc: n.doc, CertEnd: *n.certEnd}, nil
 }
 
-// lifecycleColumns are what Order.Lifecycle needs beyond orderColumns,
-// read by FindOrder and ListOrders (not by the API's reads, whose answer
-// does not need them), with lifecycleJoin.
-const (
-	lifecycleColumns = `o.valid_from, o.plan_till, COALESCE(rn.status, ''), COALESCE(rn.valid_till, '')`
-	lifecycleJoin    = ` LEFT JOIN orders rn ON rn.id = o.renewed_by`
-)
-
-// lifecycle scans lifecycleColumns into the order o will be.
-type lifecycle struct{ validFrom, planTill, renewalStatus, renewalTill string }
-
-func (l *lifecycle) dest() []any {
-	return []any{&l.validFrom, &l.planTill, &l.renewalStatus, &l.renewalTill}
-}
-
-func (l *lifecycle) fill(o *certorder.Order) {
-	o.Certificate.ValidFrom, o.PlanTill = l.validFrom, l.planTill
-	o.Renewal = certorder.RenewalStateOf(o.RenewedBy, l.renewalStatus, l.renewalTill)
-}
-
 // FindOrder returns one order.
 func (s *Store) FindOrder(ctx context.Context, id int64) (*certorder.Order, error) {
 	var n nullOrder
-	var l lifecycle
+	var l storekit.Lifecycle
 	var member string
-	err := s.pool.QueryRow(ctx, `SELECT `+orderColumns+`, `+lifecycleColumns+`, m.name FROM orders o
-		JOIN members m ON m.id = o.member_id`+lifecycleJoin+` WHERE o.id = $1`, id).Scan(append(append(n.dest(), l.dest()...), &member)...)
+	err := s.pool.QueryRow(ctx, `SELECT `+orderColumns+`, `+storekit.LifecycleColumns+`, m.name FROM orders o
+		JOIN members m ON m.id = o.member_id`+storekit.LifecycleJoin+` WHERE o.id = $1`, id).Scan(append(append(n.dest(), l.Dest()...), &member)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: order %d", certorder.ErrNotFound, id)
 	}
@@ -82,23 +63,10 @@ func (s *Store) FindOrder(ctx context.Context, id int64) (*certorder.Order, erro
 	o, err := n.order()
 	if o != nil {
 		o.Member = member
-		l.fill(o)
+		l.Fill(o)
 	}
 	return o, s.wrap("find order", err)
 }
-
-// orderSorts are the ORDER BY clauses of the sorts.
-var orderSorts = map[certorder.OrderSort]string{
-	certorder.SortByID:         "o.id",
-	certorder.SortByExpiry:     "o.valid_till, o.id",
-	certorder.SortByExpiryDesc: "o.valid_till DESC, o.id",
-}
-
-// hideRenewed leaves out the orders whose renewal is issued: a renewal
-// with a certificate, not canceled or rejected (certorder.RenewalStateOf,
-// certorder.OrderEnded).
-const hideRenewed = `(o.renewed_by IS NULL OR NOT EXISTS (SELECT 1 FROM orders rn WHERE rn.id = o.renewed_by
-	AND rn.valid_till <> '' AND lower(rn.status) NOT IN ('canceled', 'cancelled', 'rejected')))`
 
 // orderFilter is the WHERE clause of an OrderQuery and its arguments.
 func orderFilter(q certorder.OrderQuery) (string, []any) {
@@ -108,25 +76,8 @@ func orderFilter(q certorder.OrderQuery) (string, []any) {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
-	switch {
-	case q.Search != "":
-		match := "strpos(o.names, " + arg(strings.ToLower(q.Search)) + ") > 0"
-		if q.HideRenewed {
-			match = "(" + match + " AND " + hideRenewed + ")"
-		}
-		alts := []string{match}
-		id, serial, thumbprint := q.SearchKeys()
-		if id != 0 {
-			alts = append(alts, "o.id = "+arg(id))
-		}
-		if serial != "" || thumbprint != "" {
-			alts = append(alts, `o.id IN (SELECT order_id FROM order_certificates WHERE serial_key = `+arg(serial)+
-				` AND serial_key <> '' UNION SELECT order_id FROM order_certificates WHERE thumbprint_key = `+arg(thumbprint)+
-				` AND thumbprint_key <> '')`)
-		}
-		where = append(where, "("+strings.Join(alts, " OR ")+")")
-	case q.HideRenewed:
-		where = append(where, hideRenewed)
+	if cond := storekit.OrderSearch(q, "strpos(o.names, %s) > 0", arg); cond != "" {
+		where = append(where, cond)
 	}
 	if q.AfterID != 0 {
 		where = append(where, "o.id > "+arg(q.AfterID))
@@ -147,19 +98,19 @@ func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*cert
 	}
 	n := len(args)
 	// Renews is read for the page's rows only, not for those the offset skips.
-	rows, _ := s.pool.Query(ctx, `SELECT `+orderColumns+`, `+lifecycleColumns+`, `+renewsColumn+` FROM (SELECT * FROM orders o WHERE `+where+
-		` ORDER BY `+orderSorts[q.Sort]+` LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2)+`) o`+lifecycleJoin+` ORDER BY `+orderSorts[q.Sort],
+	rows, _ := s.pool.Query(ctx, `SELECT `+orderColumns+`, `+storekit.LifecycleColumns+`, `+renewsColumn+` FROM (SELECT * FROM orders o WHERE `+where+
+		` ORDER BY `+storekit.OrderSorts[q.Sort]+` LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2)+`) o`+storekit.LifecycleJoin+` ORDER BY `+storekit.OrderSorts[q.Sort],
 		append(args, limit, max(q.Offset, 0))...)
 	os, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*certorder.Order, error) {
 		var n nullOrder
-		var l lifecycle
+		var l storekit.Lifecycle
 		var renews int64
-		if err := row.Scan(append(append(n.dest(), l.dest()...), &renews)...); err != nil {
+		if err := row.Scan(append(append(n.dest(), l.Dest()...), &renews)...); err != nil {
 			return nil, err
 		}
 		o, err := n.order()
 		if o != nil {
-			l.fill(o)
+			l.Fill(o)
 			o.Renews = renews
 		}
 		return o, err
@@ -169,13 +120,13 @@ func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*cert
 
 // Lifecycles reads a page of every member's orders' lifecycles.
 func (s *Store) Lifecycles(ctx context.Context, afterID int64, limit int) ([]certorder.OrderLifecycle, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT o.id, o.status, o.valid_till, COALESCE(o.renewed_by, 0), `+lifecycleColumns+`
-		FROM orders o`+lifecycleJoin+` WHERE o.id > $1 ORDER BY o.id LIMIT $2`, afterID, limit)
+	rows, _ := s.pool.Query(ctx, `SELECT o.id, o.status, o.valid_till, COALESCE(o.renewed_by, 0), `+storekit.LifecycleColumns+`
+		FROM orders o`+storekit.LifecycleJoin+` WHERE o.id > $1 ORDER BY o.id LIMIT $2`, afterID, limit)
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.OrderLifecycle, error) {
 		var o certorder.Order
-		var l lifecycle
-		err := row.Scan(append([]any{&o.ID, &o.Status, &o.Certificate.ValidTill, &o.RenewedBy}, l.dest()...)...)
-		l.fill(&o)
+		var l storekit.Lifecycle
+		err := row.Scan(append([]any{&o.ID, &o.Status, &o.Certificate.ValidTill, &o.RenewedBy}, l.Dest()...)...)
+		l.Fill(&o)
 		return certorder.OrderLifecycle{ID: o.ID, Lifecycle: o.Lifecycle()}, err
 	})
 	return out, s.wrap("lifecycles", err)
@@ -302,7 +253,7 @@ func (t *orderTx) save(ctx context.Context, memberID int64, o *certorder.Order, 
 }
 
 // ImportOrders stores orders for a member, all or none, in batches
-// (certorder.ImportInBatches: the rules of CheckImport, three statements a
+// (storekit.ImportInBatches: the rules of CheckImport, three statements a
 // thousand orders).
 func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq2[*certorder.Order, error]) (int, error) {
 	n := 0
@@ -315,7 +266,7 @@ func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq
 		if err != nil {
 			return err
 		}
-		n, err = certorder.ImportInBatches(ctx, mid, orders, ot)
+		n, err = storekit.ImportInBatches(ctx, mid, orders, ot)
 		return err
 	})
 	if err != nil {
@@ -324,7 +275,7 @@ func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq
 	return n, nil
 }
 
-var _ certorder.BatchWriter = (*orderTx)(nil)
+var _ storekit.BatchWriter = (*orderTx)(nil)
 
 // Links reads the owner, renewal and status of those of ids that are stored.
 func (t *orderTx) Links(ctx context.Context, ids []int64) (map[int64]certorder.OrderLink, error) {
@@ -373,7 +324,7 @@ var saveOrdersOIDs = []uint32{pgtype.Int8ArrayOID, pgtype.Int8OID, pgtype.Int4OI
 // back to 256 bytes after every statement, and growing it again to the
 // 1.3 MB of a thousand documents took 5.7 ms a batch against 0.3 ms
 // (about 1.1 s of CPU for 200,000 orders, of the client's 11).
-func (t *orderTx) SaveOrders(ctx context.Context, memberID int64, orders []certorder.CheckedOrder) error {
+func (t *orderTx) SaveOrders(ctx context.Context, memberID int64, orders []storekit.CheckedOrder) error {
 	n := len(orders)
 	ids, renewed := make([]int64, n), make([]int64, n)
 	names, statuses, validTill, search := make([]string, n), make([]string, n), make([]string, n), make([]string, n)

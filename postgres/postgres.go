@@ -21,19 +21,20 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/migrations"
 	"github.com/certorder/certorder/internal/storeerr"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-var _ certorder.Store = (*Store)(nil)
+var _ storekit.Store = (*Store)(nil)
 
 // Store is a certorder.Store on PostgreSQL.
 type Store struct {
 	pool   *pgxpool.Pool
 	cfg    *pgxpool.Config
 	closed atomic.Bool
-	cache  atomic.Pointer[cache] // nil until StartCache
+	cache  atomic.Pointer[cache] // nil until CacheSource
 }
 
 // The advisory locks, in PostgreSQL's two-key form: the first key names the

@@ -11,7 +11,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/credcache"
 	"github.com/certorder/certorder/internal/poll"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/postgres"
 	"github.com/certorder/certorder/storetest"
@@ -19,7 +21,7 @@ import (
 
 func TestStore(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, func(t *testing.T) certorder.Store {
+	storetest.Run(t, func(t *testing.T) storekit.Store {
 		s, err := postgres.Open(context.Background(), testdb.Postgres(t))
 		if err != nil {
 			t.Fatal(err)
@@ -121,13 +123,13 @@ func TestLegacyAudit(t *testing.T) {
 
 func TestCache(t *testing.T) {
 	t.Parallel()
-	for name, check := range map[string]func(*testing.T, certorder.Store, certorder.Store){
+	for name, check := range map[string]func(*testing.T, storekit.Store, storekit.Store){
 		"plain": storetest.Cache, "filled": storetest.CacheFilled,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			dsn := testdb.Postgres(t)
-			open := func() certorder.Store {
+			open := func() storekit.Store {
 				s, err := postgres.Open(context.Background(), dsn)
 				if err != nil {
 					t.Fatal(err)
@@ -156,13 +158,23 @@ func TestCacheListenerDown(t *testing.T) {
 		return s
 	}
 	server, admin := open(), open()
-	if err := server.StartCache(ctx, certorder.CacheConfig{Bytes: 1 << 20, Instance: "under test"}); err != nil {
+	src, err := server.CacheSource(ctx, credcache.SourceConfig{Instance: "under test"})
+	if err != nil {
 		t.Fatal(err)
+	}
+	cached := credcache.NewStore(server, src, 1<<20, 5*time.Second)
+	_, k, _ := certorder.NewKey("")
+	hit := func() bool { // a look-up answered from memory
+		_, before, _ := cached.Stats()
+		if _, _, err := cached.FindCredential(ctx, k.ID, 0); err != nil {
+			t.Fatal(err)
+		}
+		_, after, _ := cached.Stats()
+		return after > before
 	}
 	if _, err := admin.AddMember(ctx, "alice"); err != nil {
 		t.Fatal(err)
 	}
-	_, k, _ := certorder.NewKey("")
 	if err := admin.AddKey(ctx, "alice", k); err != nil {
 		t.Fatal(err)
 	}
@@ -171,10 +183,10 @@ func TestCacheListenerDown(t *testing.T) {
 	if unconfirmed, err := admin.AwaitInstances(wctx); err != nil || len(unconfirmed) > 0 {
 		t.Fatalf("AwaitInstances: %v %v", unconfirmed, err) // else a late notification may empty the cache below
 	}
-	if _, _, err := server.FindCredential(ctx, k.ID, 0); err != nil {
+	if _, _, err := cached.FindCredential(ctx, k.ID, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, _, hit := server.CachedCredential(k.ID, 0); !hit {
+	if !hit() {
 		t.Fatal("not cached")
 	}
 	conn, err := pgx.Connect(ctx, dsn)
@@ -189,7 +201,7 @@ func TestCacheListenerDown(t *testing.T) {
 	}
 	// Bypassed as soon as the instance notices (for at least the
 	// reconnection's first backoff, 100 ms), then back: poll both, bounded.
-	if !poll.Within(5*time.Second, func() bool { _, _, _, hit := server.CachedCredential(k.ID, 0); return !hit }) {
+	if !poll.Within(5*time.Second, func() bool { _, ok := src.Generation(); return !ok }) {
 		t.Fatal("the cache answered with its listener gone")
 	}
 	if err := admin.RevokeKey(ctx, k.ID); err != nil {
@@ -198,13 +210,13 @@ func TestCacheListenerDown(t *testing.T) {
 	if unconfirmed, err := admin.AwaitInstances(wctx); err != nil || len(unconfirmed) > 0 {
 		t.Fatalf("AwaitInstances: %v %v", unconfirmed, err)
 	}
-	if c, _, err := server.FindCredential(ctx, k.ID, 0); err != nil || !c.KeyRevoked {
+	if c, _, err := cached.FindCredential(ctx, k.ID, 0); err != nil || !c.KeyRevoked {
 		t.Fatalf("revocation during the outage not seen: %+v %v", c, err)
 	}
 	if !poll.Within(10*time.Second, func() bool {
-		server.FindCredential(ctx, k.ID, 0)
-		c, _, _, hit := server.CachedCredential(k.ID, 0)
-		return hit && c.KeyRevoked
+		cached.FindCredential(ctx, k.ID, 0)
+		c, _, _ := cached.FindCredential(ctx, k.ID, 0)
+		return hit() && c.KeyRevoked
 	}) {
 		t.Fatal("the cache did not come back after the listener reconnected")
 	}
@@ -244,10 +256,12 @@ func TestCacheConcurrentMisses(t *testing.T) {
 	if _, err := s.ImportOrders(ctx, "bob", storetest.Orders(t, bob...)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.StartCache(ctx, certorder.CacheConfig{Bytes: 1 << 20}); err != nil {
+	src, err := s.CacheSource(ctx, credcache.SourceConfig{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.FindCredential(ctx, k.ID, 0); err != nil { // the credential cached
+	cached := credcache.NewStore(s, src, 1<<20, 5*time.Second)
+	if _, _, err := cached.FindCredential(ctx, k.ID, 0); err != nil { // the credential cached
 		t.Fatal(err)
 	}
 	want := map[int64][]byte{}
@@ -264,7 +278,7 @@ func TestCacheConcurrentMisses(t *testing.T) {
 		wg.Go(func() {
 			for i := range 40 {
 				id := int64(1 + (g*37+i*13)%320) // 301-320: no such order
-				_, o, err := s.FindCredential(ctx, k.ID, id)
+				_, o, err := cached.FindCredential(ctx, k.ID, id)
 				switch {
 				case err != nil:
 					errs <- err.Error()

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/certorder/certorder"
-	"github.com/certorder/certorder/internal/orderdoc"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // LinkContainer ties a member to a division.
@@ -81,7 +81,7 @@ func (s *Store) KnownOrders(ctx context.Context, ids []int64) (map[int64]certord
 }
 
 // InSyncTx runs fn in one transaction (see certorder.SyncStore).
-func (s *Store) InSyncTx(ctx context.Context, fn func(certorder.SyncTx) error) error {
+func (s *Store) InSyncTx(ctx context.Context, fn func(storekit.SyncTx) error) error {
 	return s.wrap("sync transaction", s.inTx(ctx, func(tx pgx.Tx) error {
 		ot, err := newOrderTx(ctx, tx)
 		if err != nil {
@@ -91,7 +91,7 @@ func (s *Store) InSyncTx(ctx context.Context, fn func(certorder.SyncTx) error) e
 	}))
 }
 
-// syncTx is certorder.SyncTx on a transaction.
+// syncTx is storekit.SyncTx on a transaction.
 type syncTx struct {
 	*orderTx
 }
@@ -126,29 +126,8 @@ func (t *syncTx) ContainerMember(ctx context.Context, container int64) (int64, e
 	return member, err
 }
 
-// unassignedColumns are the columns scanUnassigned reads.
-const unassignedColumns = `id, container_id, COALESCE(renewed_by, 0), doc, doc_format`
-
-func scanUnassigned(row pgx.Row) (*certorder.UpstreamOrder, error) {
-	var id, container, renewedBy int64
-	var format int
-	var doc []byte
-	if err := row.Scan(&id, &container, &renewedBy, &doc, &format); err != nil {
-		return nil, err
-	}
-	if format != certorder.DocFormat {
-		return nil, fmt.Errorf("unassigned order %d is stored in document format %d; this binary reads %d", id, format, certorder.DocFormat)
-	}
-	o, err := orderdoc.Parse(doc)
-	if err != nil {
-		return nil, fmt.Errorf("unassigned order %d: %w", id, err)
-	}
-	o.RenewedBy = renewedBy
-	return &certorder.UpstreamOrder{Order: o, Container: container}, nil
-}
-
 func (t *syncTx) UnassignedOrder(ctx context.Context, id int64) (*certorder.UpstreamOrder, error) {
-	u, err := scanUnassigned(t.tx.QueryRow(ctx, `SELECT `+unassignedColumns+` FROM unassigned_orders WHERE id = $1`, id))
+	u, err := storekit.ScanUnassigned(t.tx.QueryRow(ctx, `SELECT `+storekit.UnassignedColumns+` FROM unassigned_orders WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: unassigned order %d", certorder.ErrNotFound, id)
 	}
@@ -187,10 +166,10 @@ func (s *Store) UnassignedOrders(ctx context.Context, adoptable bool, afterID in
 	if limit > 0 {
 		lim = &limit
 	}
-	rows, _ := s.pool.Query(ctx, `SELECT `+unassignedColumns+` FROM unassigned_orders u WHERE `+where+
+	rows, _ := s.pool.Query(ctx, `SELECT `+storekit.UnassignedColumns+` FROM unassigned_orders u WHERE `+where+
 		` ORDER BY u.id LIMIT $2`, afterID, lim)
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.UpstreamOrder, error) {
-		u, err := scanUnassigned(row)
+		u, err := storekit.ScanUnassigned(row)
 		if err != nil {
 			return certorder.UpstreamOrder{}, err
 		}

@@ -22,8 +22,8 @@ type event struct {
 	id      string // request ID, also sent back in X-Request-Id
 	ip      string
 	limit   string // what the per-address limits count by: ip, or for IPv6 its /64 (limitKey)
-	action  string // as sent, cut to 32 bytes
-	name    string // AccessName as sent, cut to 64 bytes
+	action  string // as sent, cut to certorder.AuditMaxAction bytes
+	name    string // AccessName as sent, cut to certorder.AuditMaxMember bytes
 	member  string // the authenticated member
 	keyID   string // the key that authenticated the request
 	orderID int64
@@ -116,7 +116,7 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request, ev *event, body *[
 		putBody(body)
 		return f
 	}
-	ev.action, ev.name = certorder.Cut(req.Action, 32), certorder.Cut(req.AccessName, 64)
+	ev.action, ev.name = certorder.Cut(req.Action, certorder.AuditMaxAction), certorder.Cut(req.AccessName, certorder.AuditMaxMember)
 	if f := s.lockedOut(ev.limit, req.AccessName, now); f != nil {
 		return f
 	}
@@ -132,7 +132,10 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request, ev *event, body *[
 	}
 	req.OrderID, req.SerialNumber, req.Thumbprint = nil, nil, nil
 	putBody(body) // everything the request said is now copied out of it
-	c.Credential, c.Order, f = s.authenticate(r.Context(), req, c.OrderID)
+	if !req.CredsOK {
+		return wire.Fail(wire.CredentialsMissing)
+	}
+	c.Credential, c.Order, f = s.authenticate(r.Context(), req.AccessName, req.AccessKey, c.OrderID)
 	if f != nil {
 		if f.Code == wire.CredentialsFailed {
 			s.authFailed(ev.limit, req.AccessName, now)
@@ -258,45 +261,25 @@ func readAll(r io.Reader, b []byte, max int64) ([]byte, error) {
 	}
 }
 
-// authenticate checks AccessName and AccessKey and reads the member's
-// order orderID (if not 0) in the same store read: from the store's cache
-// when it holds them, else from the store within StoreTimeout (the
-// request's one timer, set only when the store is asked), the cache looked
-// in once. Whatever is
-// wrong (unknown member, wrong or revoked key, disabled member) the answer
-// is the same.
-func (s *Server) authenticate(ctx context.Context, req wire.Request, orderID int64) (certorder.Credential, *certorder.Order, *wire.Failure) {
-	if !req.CredsOK {
-		return certorder.Credential{}, nil, wire.Fail(wire.CredentialsMissing)
-	}
-	id, ok := certorder.KeyID(req.AccessKey)
+// authenticate checks an AccessName and AccessKey, given (the request's
+// own check says whether they were), with one read of the credential and
+// the member's order orderID (if not 0), through the cache in front of the
+// store (Config.Credentials), which sets the store's timeout only when it
+// reads the store. Whatever is wrong (unknown member, wrong or revoked key,
+// disabled member) the answer is the same, after the same hashing.
+func (s *Server) authenticate(ctx context.Context, name, key string, orderID int64) (certorder.Credential, *certorder.Order, *wire.Failure) {
+	id, ok := certorder.KeyID(key)
 	if !ok {
-		certorder.HashKey(req.AccessKey) // the same work as a real check
+		certorder.HashKey(key) // the same work as a real check
 		return certorder.Credential{}, nil, wire.Fail(wire.CredentialsFailed)
 	}
-	var cred certorder.Credential
-	var order *certorder.Order
-	var miss certorder.CacheMiss
-	hit := false
-	if s.cache != nil {
-		cred, order, miss, hit = s.cache.CachedCredential(id, orderID)
+	cred, order, err := s.creds.FindCredential(ctx, id, orderID)
+	if errors.Is(err, certorder.ErrNotFound) {
+		cred = certorder.Credential{} // Verify below fails, after the same work
+	} else if err != nil {
+		return cred, nil, s.storeFailure(err)
 	}
-	if !hit {
-		var err error
-		ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
-		if s.cache != nil {
-			cred, order, err = s.cache.ReadMiss(ctx, miss) // not looking in the cache again
-		} else {
-			cred, order, err = s.creds.FindCredential(ctx, id, orderID)
-		}
-		cancel()
-		if errors.Is(err, certorder.ErrNotFound) {
-			cred = certorder.Credential{} // Verify below fails, after the same work
-		} else if err != nil {
-			return cred, nil, s.storeFailure(err)
-		}
-	}
-	if !cred.Verify(req.AccessName, req.AccessKey) {
+	if !cred.Verify(name, key) {
 		return certorder.Credential{}, nil, wire.Fail(wire.CredentialsFailed)
 	}
 	return cred, order, nil

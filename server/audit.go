@@ -40,6 +40,7 @@ type auditor struct {
 	closed  bool
 	refused map[refusal]*certorder.AuditEntry
 	order   []refusal // refused's keys, in the order first seen: the entries are written so
+	named   int       // refused's entries of credentials refused, by the name they named
 }
 
 // refusal is what refused requests are counted by: the client IP and the
@@ -57,6 +58,12 @@ const (
 	auditFlush  = 250 * time.Millisecond // how long an entry may wait
 	auditPrune  = time.Hour              // how often entries past retention are deleted
 	maxRefusals = 10000                  // pairs counted at once; beyond, one entry for all other IPs
+	// maxNamed bounds the names whose refused credentials a flush writes
+	// one entry each; beyond, one entry for all other names. A different
+	// AccessName on each request wrote one entry each (with the limits
+	// off, nothing else stops one address doing so): now at most 400 a
+	// second, whatever the limits.
+	maxNamed = 100
 )
 
 func newAuditor(store certorder.AuditStore, retention time.Duration, now func() time.Time, dropped prometheus.Counter, logger *slog.Logger) *auditor {
@@ -111,7 +118,7 @@ func (a *auditor) refuseCredentials(e certorder.AuditEntry) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	k := refusal{member: e.Member, outcome: e.Outcome}
-	if _, ok := a.refused[k]; !ok && len(a.refused) >= maxRefusals {
+	if _, ok := a.refused[k]; !ok && (len(a.refused) >= maxRefusals || a.named >= maxNamed) {
 		k.member = "*"
 	}
 	if agg := a.refused[k]; agg != nil {
@@ -133,6 +140,7 @@ func (a *auditor) refuseCredentials(e certorder.AuditEntry) {
 	e.Member, e.Count = k.member, 1
 	a.refused[k] = &e
 	a.order = append(a.order, k)
+	a.named++
 }
 
 // take returns the queued entries and the counted refusals, and starts
@@ -146,7 +154,7 @@ func (a *auditor) take(spare []certorder.AuditEntry) []certorder.AuditEntry {
 		es = append(es, *a.refused[k])
 	}
 	clear(a.refused)
-	a.order = a.order[:0]
+	a.order, a.named = a.order[:0], 0
 	return es
 }
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/credcache"
 	"github.com/certorder/certorder/server"
 )
 
@@ -184,11 +184,14 @@ func readAnswer(rd *bufio.Reader, body []byte) ([]byte, error) {
 func benchServer(b *testing.B, n, cacheBytes int, cfg server.Config) (*server.Server, string) {
 	ctx := context.Background()
 	s, text := benchStore(b, n)
+	var src credcache.Source
 	if cacheBytes > 0 {
-		if err := s.(certorder.CredentialCache).StartCache(ctx, certorder.CacheConfig{Bytes: cacheBytes}); err != nil {
+		var err error
+		if src, err = s.(credcache.Sourcer).CacheSource(ctx, credcache.SourceConfig{}); err != nil {
 			b.Fatal(err)
 		}
 	}
+	cfg.Credentials = credcache.NewStore(s, src, cacheBytes, server.DefaultStoreTimeout)
 	cfg.CASegment = "digicert"
 	h, err := server.New(s, cfg)
 	if err != nil {

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -85,17 +84,15 @@ func (s *Server) signIn(r *http.Request, name, key string) (certorder.Credential
 	if f := s.lockedOut(ip, name, now); f != nil {
 		return certorder.Credential{}, &web.ThrottledError{Wait: f.RetryAfter}
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.StoreTimeout)
-	defer cancel()
-	req := wire.Request{AccessName: name, AccessKey: key, CredsOK: name != "" && key != ""}
-	cred, _, f := s.authenticate(ctx, req, 0)
+	if name == "" || key == "" {
+		return certorder.Credential{}, web.ErrRefused
+	}
+	cred, _, f := s.authenticate(r.Context(), name, key, 0)
 	switch {
 	case f == nil:
 		return cred, nil
 	case f.Code == wire.CredentialsFailed:
 		s.authFailed(ip, name, now)
-		return cred, web.ErrRefused
-	case f.Code == wire.CredentialsMissing:
 		return cred, web.ErrRefused
 	case f.Code == wire.Unavailable:
 		return cred, fmt.Errorf("sign-in: %w", certorder.ErrUnavailable)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/credcache"
 	"github.com/certorder/certorder/server/web"
 	"github.com/certorder/certorder/wire"
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,6 +48,10 @@ type Config struct {
 	// Windows name each order's next step on the web page; zero:
 	// certorder.DefaultWindows.
 	Windows certorder.Windows
+	// Credentials is where the API and the sign-in read credentials: serve
+	// puts the cache in front of the store here (credcache.Store); nil: the
+	// store's FindCredential, each read within StoreTimeout.
+	Credentials certorder.CredentialStore
 }
 
 // DefaultMaxBodyBytes bounds a request body. A real request is well under 1 KiB.
@@ -79,9 +84,8 @@ type Store interface {
 // Server is the service's HTTP handler. Close it after the http.Server
 // has shut down, to write the last audit entries.
 type Server struct {
-	creds   certorder.CredentialStore
+	creds   certorder.CredentialStore // Config.Credentials
 	certs   certorder.CertificateFinder
-	cache   certorder.CredentialCache // the store's cache, nil if it has none
 	ping    certorder.Pinger
 	cfg     Config
 	mux     *http.ServeMux
@@ -123,7 +127,7 @@ func New(store Store, cfg Config) (*Server, error) {
 	}
 	l := cfg.Limits
 	s := &Server{
-		creds: store, certs: store, ping: store, cfg: cfg, realClock: realClock,
+		certs: store, ping: store, cfg: cfg, realClock: realClock,
 		metrics:    newMetrics(cfg.Metrics),
 		memberRate: newBuckets(l.MemberRate, l.MemberBurst),
 		ipRate:     newBuckets(l.IPRate, l.IPBurst),
@@ -135,7 +139,9 @@ func New(store Store, cfg Config) (*Server, error) {
 	if l.MaxInFlight > 0 {
 		s.maxInFlight = int64(l.MaxInFlight)
 	}
-	s.cache, _ = store.(certorder.CredentialCache)
+	if s.creds = cfg.Credentials; s.creds == nil {
+		s.creds = credcache.NewStore(store, nil, 0, cfg.StoreTimeout)
+	}
 	if cfg.AuditRetention > 0 {
 		s.audit = newAuditor(store, cfg.AuditRetention, cfg.Now, s.metrics.auditDropped, cfg.Logger)
 	}

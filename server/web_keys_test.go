@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/credcache"
 	"github.com/certorder/certorder/internal/poll"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/server"
@@ -321,19 +322,24 @@ func TestWebRevokeAcrossCachingInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { other.Close() })
+	var caches [2]*credcache.Store
+	var servers [2]*httptest.Server
 	for i, s := range []certorder.Store{f.store, other} {
-		if err := s.(certorder.CredentialCache).StartCache(ctx, certorder.CacheConfig{Bytes: 1 << 20, Instance: fmt.Sprint("instance ", i)}); err != nil {
+		src, err := s.(credcache.Sourcer).CacheSource(ctx, credcache.SourceConfig{Instance: fmt.Sprint("instance ", i)})
+		if err != nil {
 			t.Fatal(err)
 		}
+		caches[i] = credcache.NewStore(s, src, 1<<20, time.Second)
+		h, err := server.New(s, server.Config{CASegment: "digicert", Web: true, Credentials: caches[i], Now: func() time.Time { return today }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(h.Close)
+		servers[i] = httptest.NewServer(h)
+		t.Cleanup(servers[i].Close)
 	}
-	h2, err := server.New(other, server.Config{CASegment: "digicert", Now: func() time.Time { return today }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h2.Close)
-	srv2 := httptest.NewServer(h2)
-	t.Cleanup(srv2.Close)
-	b := newBrowser(t, strings.TrimSuffix(f.url, "/api/digicert/"), nil)
+	srv2 := servers[1]
+	b := newBrowser(t, servers[0].URL, nil)
 	b.signIn("alice", f.aliceKey)
 	for range 3 {
 		_, text := b.createKey("rotated")
@@ -345,8 +351,10 @@ func TestWebRevokeAcrossCachingInstances(t *testing.T) {
 			if status, _ := do(t, http.MethodPost, srv2.URL+"/api/digicert/", auth); status != 200 {
 				return false
 			}
-			_, _, _, hit := other.(certorder.CredentialCache).CachedCredential(keyIDOf(t, text), 0)
-			return hit
+			_, before, _ := caches[1].Stats()
+			do(t, http.MethodPost, srv2.URL+"/api/digicert/", auth)
+			_, after, _ := caches[1].Stats()
+			return after > before
 		})
 		id := keyIDOf(t, text)
 		confirm := b.get("/keys/" + id + "/revoke")

@@ -270,6 +270,19 @@ func TestWebRefusals(t *testing.T) {
 			t.Fatalf("%v: %d %v", creds, p.status, msg)
 		}
 	}
+	// A refused sign-in puts the Member ID back, but never a key pasted
+	// into it (nor anything that cannot be a member name).
+	for i, tc := range []struct {
+		name   string
+		echoed bool
+	}{{"mallory", true}, {f.aliceKey, false}, {strings.ToUpper(f.aliceKey), false}, {`alice"><b>`, false}} {
+		p := b.signIn(tc.name, "wrong")
+		got := regexp.MustCompile(`name="name"[^>]*value="([^"]*)"`).FindStringSubmatch(p.body)
+		if strings.Contains(strings.ToLower(p.body), strings.ToLower(f.aliceKey)) || tc.echoed != (got != nil && got[1] == tc.name) {
+			t.Errorf("refused sign-in %d: the name is echoed %v, want %v (the key: %v)", i, !tc.echoed, tc.echoed,
+				strings.Contains(strings.ToLower(p.body), strings.ToLower(f.aliceKey)))
+		}
+	}
 	// A sign-in without the form's token, or with another one, is refused.
 	form := b.get("/signin")
 	if p := b.post("/signin", url.Values{"csrf": {"forged"}, "name": {"alice"}, "key": {f.aliceKey}}); p.status != http.StatusForbidden {

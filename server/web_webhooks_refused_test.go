@@ -91,14 +91,7 @@ func TestWebWebhookIsolation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bobsDelivery, err := f.store.QueueMemberDelivery(ctx, bobs.MemberID, bobs.ID, "webhook.test", "msg_bob", []byte(`{}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.store.FinishAttempt(ctx, certorder.Attempt{DeliveryID: bobsDelivery, EndpointID: bobs.ID, At: time.Now(),
-		Status: 500, Class: "http_status", State: certorder.DeliveryFailed}); err != nil {
-		t.Fatal(err)
-	}
+	bobsDelivery := failedDelivery(t, f, bobs.MemberID, bobs.ID, "msg_bob")
 	b := newBrowser(t, base, nil)
 	if p := b.get("/webhooks"); p.status != http.StatusSeeOther || p.header.Get("Location") != "/signin" {
 		t.Errorf("signed out: %d %s", p.status, p.header.Get("Location"))
@@ -176,14 +169,7 @@ func TestWebWebhookCSRF(t *testing.T) {
 	if id == 0 {
 		t.Fatal("no endpoint")
 	}
-	did, err := f.store.QueueMemberDelivery(ctx, aliceID(t, f), id, "webhook.test", "msg_x", []byte(`{}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.store.FinishAttempt(ctx, certorder.Attempt{DeliveryID: did, EndpointID: id, At: time.Now(), Status: 500,
-		Class: "http_status", State: certorder.DeliveryFailed}); err != nil {
-		t.Fatal(err)
-	}
+	did := failedDelivery(t, f, aliceID(t, f), id, "msg_x")
 	for _, path := range []string{"/webhooks", "/webhooks/%d/test", "/webhooks/%d/disable", "/webhooks/%d/enable", "/webhooks/%d/delete",
 		"/webhooks/%d/deliveries/" + strconv.FormatInt(did, 10) + "/redeliver"} {
 		if strings.Contains(path, "%d") {
@@ -225,7 +211,7 @@ func TestWebWebhookTestEventLimit(t *testing.T) {
 	if p.status != http.StatusTooManyRequests || p.header.Get("Retry-After") == "" {
 		t.Fatalf("test event %d: %d, Retry-After %q", webhook.TestBurst+1, p.status, p.header.Get("Retry-After"))
 	}
-	mustContain(t, "the refusal", p, "Too many test events: 5 at most, then one a minute. Try again in")
+	mustContain(t, "the refusal", p, "Too many test events and redeliveries: 5 at most, then one a minute. Try again in")
 	if ds, err := f.store.MemberDeliveries(ctx, aliceID(t, f), id, 100); err != nil || len(ds) != webhook.TestBurst {
 		t.Fatalf("%d deliveries queued, want %d (%v)", len(ds), webhook.TestBurst, err)
 	}
@@ -235,5 +221,75 @@ func TestWebWebhookTestEventLimit(t *testing.T) {
 	page = bob.get(fmt.Sprintf("/webhooks/%d", bobs))
 	if p := bob.post(fmt.Sprintf("/webhooks/%d/test", bobs), url.Values{"csrf": {page.csrf(t)}}); p.status != http.StatusSeeOther {
 		t.Fatalf("bob's test event after alice's were refused: %d", p.status)
+	}
+}
+
+// failedDelivery queues a message to the member's endpoint and fails its
+// attempt, as the worker would with a 500: a delivery to send again.
+func failedDelivery(t *testing.T, f *fixture, memberID, endpointID int64, msgID string) int64 {
+	t.Helper()
+	did, err := f.store.QueueMemberDelivery(context.Background(), memberID, endpointID, "webhook.test", msgID, []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	failAttempt(t, f, endpointID, did)
+	return did
+}
+
+// failAttempt records a failed attempt of the delivery (HTTP 500).
+func failAttempt(t *testing.T, f *fixture, endpointID, deliveryID int64) {
+	t.Helper()
+	if err := f.store.FinishAttempt(context.Background(), certorder.Attempt{DeliveryID: deliveryID, EndpointID: endpointID,
+		At: time.Now(), Status: 500, Class: "http_status", State: certorder.DeliveryFailed}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Redeliveries share the test events' limit: after 3 test events and 2
+// redeliveries the next redelivery, and the next test event, are refused
+// with 429; a redelivery refused as still pending does not count.
+// (Without it, a member sent 82 redeliveries in 20 s, each an attempt on
+// the worker's places and an audit entry.)
+func TestWebWebhookRedeliverLimit(t *testing.T) {
+	t.Parallel()
+	f, base := webFixture(t, server.Config{PrivateWebhooks: true})
+	ctx := context.Background()
+	alice := newBrowser(t, base, nil)
+	alice.signIn("alice", f.aliceKey)
+	_, _, id := alice.addWebhook("http://127.0.0.1:9/hook")
+	did := failedDelivery(t, f, aliceID(t, f), id, "msg_redeliver")
+	// redeliver sends the delivery again once the worker has finished it
+	// (failAttempt: what the worker would do).
+	redeliver := func() page {
+		failAttempt(t, f, id, did)
+		form := url.Values{"csrf": {alice.get(fmt.Sprintf("/webhooks/%d", id)).csrf(t)}}
+		return alice.post(fmt.Sprintf("/webhooks/%d/deliveries/%d/redeliver", id, did), form)
+	}
+	test := func() page {
+		form := url.Values{"csrf": {alice.get(fmt.Sprintf("/webhooks/%d", id)).csrf(t)}}
+		return alice.post(fmt.Sprintf("/webhooks/%d/test", id), form)
+	}
+	for i, send := range []func() page{test, test, test, redeliver} {
+		if p := send(); p.status != http.StatusSeeOther {
+			t.Fatalf("message %d by hand: %d", i+1, p.status)
+		}
+	}
+	// Still pending: not sent, so not counted.
+	form := url.Values{"csrf": {alice.get(fmt.Sprintf("/webhooks/%d", id)).csrf(t)}}
+	if p := alice.post(fmt.Sprintf("/webhooks/%d/deliveries/%d/redeliver", id, did), form); p.status != http.StatusConflict {
+		t.Fatalf("redelivering a pending delivery: %d", p.status)
+	}
+	if p := redeliver(); p.status != http.StatusSeeOther {
+		t.Fatalf("the fifth message by hand: %d", p.status)
+	}
+	for name, send := range map[string]func() page{"redelivery": redeliver, "test event": test} {
+		p := send()
+		if p.status != http.StatusTooManyRequests || p.header.Get("Retry-After") == "" {
+			t.Fatalf("a %s past the limit: %d, Retry-After %q", name, p.status, p.header.Get("Retry-After"))
+		}
+		mustContain(t, "the refusal", p, "Too many test events and redeliveries: 5 at most")
+	}
+	if ds, err := f.store.MemberDeliveries(ctx, aliceID(t, f), id, 100); err != nil || len(ds) != 4 || ds[len(ds)-1].State != certorder.DeliveryFailed {
+		t.Fatalf("deliveries: %+v %v", ds, err)
 	}
 }

@@ -92,6 +92,14 @@ func (h historyTx) SaveCertificates(ctx context.Context, entries []certorder.Cer
 	return nil
 }
 
+// TrimCertificates keeps the newest keep entries of each order's history.
+func (h historyTx) TrimCertificates(ctx context.Context, ids []int64, keep int) error {
+	_, err := h.tx.ExecContext(ctx, `DELETE FROM order_certificates WHERE order_id IN (SELECT value FROM json_each(?))
+		AND seq < (SELECT seq FROM order_certificates n WHERE n.order_id = order_certificates.order_id
+			ORDER BY seq DESC LIMIT 1 OFFSET ?)`, idsJSON(ids), keep-1)
+	return err
+}
+
 const insertCertificate = `INSERT INTO order_certificates (order_id, cert_id, serial_number, thumbprint,
 	common_name, dns_names, status, date_issued, valid_from, valid_till, serial_key, thumbprint_key, recorded_at)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`

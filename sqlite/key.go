@@ -99,8 +99,9 @@ const (
 	noOrderColumns    = `NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL`
 )
 
-// readCredential reads a key, its member and the member's order, in one query.
-func (s *Store) readCredential(ctx context.Context, keyID string, orderID int64) (certorder.Credential, *certorder.Order, error) {
+// FindCredential reads a key, its member and the member's order, in one
+// query (the cache in front of the store is credcache.Store's).
+func (s *Store) FindCredential(ctx context.Context, keyID string, orderID int64) (certorder.Credential, *certorder.Order, error) {
 	var c certorder.Credential
 	stmt, args := s.findCredentialOrder, []any{orderID, keyID}
 	if orderID == 0 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/credcache"
 )
 
 // BenchmarkMiss reads orders of member 1 the cache does not hold, as a
@@ -27,17 +28,17 @@ func BenchmarkMiss(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.StartCache(ctx, certorder.CacheConfig{Bytes: 1 << 20}); err != nil {
+	src, err := s.CacheSource(ctx, credcache.SourceConfig{})
+	if err != nil {
 		b.Fatal(err)
 	}
-	c := s.cache.Load()
 	cred := certorder.Credential{MemberID: 1, Member: "bench"}
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			ctx, cancel := context.WithTimeout(ctx, 5*time.Second) // as the server bounds a read
-			o, err := s.readMemberOrder(ctx, c.miss, cred, 1+rand.Int64N(int64(n)))
+			o, err := src.MemberOrder(ctx, cred, 1+rand.Int64N(int64(n)))
 			cancel()
 			if err != nil || o == nil {
 				b.Fatal(o, err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // orderColumns are the columns every order read scans, with nullOrder.
@@ -43,32 +44,12 @@ func (n *nullOrder) order() (*certorder.Order, error) {
 		RenewedBy:   n.renewedBy, Doc: n.doc, CertEnd: int(n.certEnd.Int64)}, nil
 }
 
-// lifecycleColumns are what Order.Lifecycle needs beyond orderColumns,
-// read by FindOrder and ListOrders (not by the API's reads, whose answer
-// does not need them), with lifecycleJoin.
-const (
-	lifecycleColumns = `o.valid_from, o.plan_till, COALESCE(rn.status, ''), COALESCE(rn.valid_till, '')`
-	lifecycleJoin    = ` LEFT JOIN orders rn ON rn.id = o.renewed_by`
-)
-
-// lifecycle scans lifecycleColumns into the order o will be.
-type lifecycle struct{ validFrom, planTill, renewalStatus, renewalTill string }
-
-func (l *lifecycle) dest() []any {
-	return []any{&l.validFrom, &l.planTill, &l.renewalStatus, &l.renewalTill}
-}
-
-func (l *lifecycle) fill(o *certorder.Order) {
-	o.Certificate.ValidFrom, o.PlanTill = l.validFrom, l.planTill
-	o.Renewal = certorder.RenewalStateOf(o.RenewedBy, l.renewalStatus, l.renewalTill)
-}
-
 // FindOrder returns one order.
 func (s *Store) FindOrder(ctx context.Context, id int64) (*certorder.Order, error) {
 	var n nullOrder
-	var l lifecycle
+	var l storekit.Lifecycle
 	var member string
-	err := s.findOrder.QueryRowContext(ctx, id).Scan(append(append(n.dest(), l.dest()...), &member)...)
+	err := s.findOrder.QueryRowContext(ctx, id).Scan(append(append(n.dest(), l.Dest()...), &member)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: order %d", certorder.ErrNotFound, id)
 	}
@@ -78,49 +59,21 @@ func (s *Store) FindOrder(ctx context.Context, id int64) (*certorder.Order, erro
 	o, err := n.order()
 	if o != nil {
 		o.Member = member
-		l.fill(o)
+		l.Fill(o)
 	}
 	return o, s.wrap("find order", err)
 }
-
-// orderSorts are the ORDER BY clauses of the sorts.
-var orderSorts = map[certorder.OrderSort]string{
-	certorder.SortByID:         "o.id",
-	certorder.SortByExpiry:     "o.valid_till, o.id",
-	certorder.SortByExpiryDesc: "o.valid_till DESC, o.id",
-}
-
-// hideRenewed leaves out the orders whose renewal is issued: a renewal
-// with a certificate, not canceled or rejected (certorder.RenewalStateOf,
-// certorder.OrderEnded).
-const hideRenewed = `(o.renewed_by IS NULL OR NOT EXISTS (SELECT 1 FROM orders rn WHERE rn.id = o.renewed_by
-	AND rn.valid_till <> '' AND lower(rn.status) NOT IN ('canceled', 'cancelled', 'rejected')))`
 
 // orderFilter is the WHERE clause of an OrderQuery and its arguments.
 func orderFilter(q certorder.OrderQuery) (string, []any) {
 	where := []string{"o.member_id = ?"}
 	args := []any{q.MemberID}
-	switch {
-	case q.Search != "":
-		match := "instr(o.names, ?) > 0"
-		args = append(args, strings.ToLower(q.Search))
-		if q.HideRenewed {
-			match = "(" + match + " AND " + hideRenewed + ")"
-		}
-		alts := []string{match}
-		id, serial, thumbprint := q.SearchKeys()
-		if id != 0 {
-			alts = append(alts, "o.id = ?")
-			args = append(args, id)
-		}
-		if serial != "" || thumbprint != "" {
-			alts = append(alts, `o.id IN (SELECT order_id FROM order_certificates WHERE serial_key = ? AND serial_key <> ''
-				UNION SELECT order_id FROM order_certificates WHERE thumbprint_key = ? AND thumbprint_key <> '')`)
-			args = append(args, serial, thumbprint)
-		}
-		where = append(where, "("+strings.Join(alts, " OR ")+")")
-	case q.HideRenewed:
-		where = append(where, hideRenewed)
+	arg := func(v any) string {
+		args = append(args, v)
+		return "?"
+	}
+	if cond := storekit.OrderSearch(q, "instr(o.names, %s) > 0", arg); cond != "" {
+		where = append(where, cond)
 	}
 	if q.AfterID != 0 {
 		where = append(where, "o.id > ?")
@@ -141,8 +94,8 @@ func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*cert
 		limit = -1 // SQLite: no limit
 	}
 	// Renews is read for the page's rows only, not for those the offset skips.
-	rows, err := s.read.QueryContext(ctx, `SELECT `+orderColumns+`, `+lifecycleColumns+`, `+renewsColumn+` FROM (SELECT * FROM orders o WHERE `+where+
-		` ORDER BY `+orderSorts[q.Sort]+` LIMIT ? OFFSET ?) o`+lifecycleJoin+` ORDER BY `+orderSorts[q.Sort], append(args, limit, max(q.Offset, 0))...)
+	rows, err := s.read.QueryContext(ctx, `SELECT `+orderColumns+`, `+storekit.LifecycleColumns+`, `+renewsColumn+` FROM (SELECT * FROM orders o WHERE `+where+
+		` ORDER BY `+storekit.OrderSorts[q.Sort]+` LIMIT ? OFFSET ?) o`+storekit.LifecycleJoin+` ORDER BY `+storekit.OrderSorts[q.Sort], append(args, limit, max(q.Offset, 0))...)
 	if err != nil {
 		return nil, s.wrap("list orders", err)
 	}
@@ -150,16 +103,16 @@ func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*cert
 	var os []*certorder.Order
 	for rows.Next() {
 		var n nullOrder
-		var l lifecycle
+		var l storekit.Lifecycle
 		var renews int64
-		if err := rows.Scan(append(append(n.dest(), l.dest()...), &renews)...); err != nil {
+		if err := rows.Scan(append(append(n.dest(), l.Dest()...), &renews)...); err != nil {
 			return nil, s.wrap("list orders", err)
 		}
 		o, err := n.order()
 		if err != nil {
 			return nil, s.wrap("list orders", err)
 		}
-		l.fill(o)
+		l.Fill(o)
 		o.Renews = renews
 		os = append(os, o)
 	}
@@ -168,8 +121,8 @@ func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*cert
 
 // Lifecycles reads a page of every member's orders' lifecycles.
 func (s *Store) Lifecycles(ctx context.Context, afterID int64, limit int) ([]certorder.OrderLifecycle, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT o.id, o.status, o.valid_till, COALESCE(o.renewed_by, 0), `+lifecycleColumns+`
-		FROM orders o`+lifecycleJoin+` WHERE o.id > ? ORDER BY o.id LIMIT ?`, afterID, limit)
+	rows, err := s.read.QueryContext(ctx, `SELECT o.id, o.status, o.valid_till, COALESCE(o.renewed_by, 0), `+storekit.LifecycleColumns+`
+		FROM orders o`+storekit.LifecycleJoin+` WHERE o.id > ? ORDER BY o.id LIMIT ?`, afterID, limit)
 	if err != nil {
 		return nil, s.wrap("lifecycles", err)
 	}
@@ -177,11 +130,11 @@ func (s *Store) Lifecycles(ctx context.Context, afterID int64, limit int) ([]cer
 	var out []certorder.OrderLifecycle
 	for rows.Next() {
 		var o certorder.Order
-		var l lifecycle
-		if err := rows.Scan(append([]any{&o.ID, &o.Status, &o.Certificate.ValidTill, &o.RenewedBy}, l.dest()...)...); err != nil {
+		var l storekit.Lifecycle
+		if err := rows.Scan(append([]any{&o.ID, &o.Status, &o.Certificate.ValidTill, &o.RenewedBy}, l.Dest()...)...); err != nil {
 			return nil, s.wrap("lifecycles", err)
 		}
-		l.fill(&o)
+		l.Fill(&o)
 		out = append(out, certorder.OrderLifecycle{ID: o.ID, Lifecycle: o.Lifecycle()})
 	}
 	return out, s.wrap("lifecycles", rows.Err())
@@ -328,7 +281,7 @@ func (t *orderTx) save(ctx context.Context, memberID int64, o *certorder.Order, 
 }
 
 // ImportOrders stores orders for a member, all or none, in batches
-// (certorder.ImportInBatches: the rules of CheckImport, a few statements a
+// (storekit.ImportInBatches: the rules of CheckImport, a few statements a
 // thousand orders).
 func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq2[*certorder.Order, error]) (int, error) {
 	n := 0
@@ -342,7 +295,7 @@ func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq
 			return err
 		}
 		defer ot.close()
-		n, err = certorder.ImportInBatches(ctx, mid, orders, ot)
+		n, err = storekit.ImportInBatches(ctx, mid, orders, ot)
 		return err
 	})
 	if err != nil {
@@ -351,7 +304,7 @@ func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq
 	return n, nil
 }
 
-var _ certorder.BatchWriter = (*orderTx)(nil)
+var _ storekit.BatchWriter = (*orderTx)(nil)
 
 // Links reads the owner, renewal and status of those of ids that are stored. It
 // and RenewedFromOthers take the ids as one JSON array (json_each) in a
@@ -411,7 +364,7 @@ func (t *orderTx) RenewedFromOthers(ctx context.Context, ids []int64, memberID i
 
 // SaveOrders writes checked orders, a multi-row upsert per
 // upsertBatchRows of them.
-func (t *orderTx) SaveOrders(ctx context.Context, memberID int64, orders []certorder.CheckedOrder) error {
+func (t *orderTx) SaveOrders(ctx context.Context, memberID int64, orders []storekit.CheckedOrder) error {
 	for chunk := range slices.Chunk(orders, upsertBatchRows) {
 		stmt := t.upsertBatch
 		if len(chunk) != upsertBatchRows {

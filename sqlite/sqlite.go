@@ -23,6 +23,7 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/migrations"
 	"github.com/certorder/certorder/internal/storeerr"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 //go:embed migrations/*.sql
@@ -48,7 +49,7 @@ var sessionMigrationFiles embed.FS
 // SessionsPath is the file of the web sessions of the store at path.
 func SessionsPath(path string) string { return path + "-sessions" }
 
-var _ certorder.Store = (*Store)(nil)
+var _ storekit.Store = (*Store)(nil)
 
 // Store is a certorder.Store on one SQLite file.
 type Store struct {
@@ -58,7 +59,7 @@ type Store struct {
 	sessions *sql.DB // the web sessions' file, one connection
 	path     string  // the database file, beside which the sync's lock file lies
 	closed   atomic.Bool
-	cache    atomic.Pointer[cache] // nil until StartCache
+	cache    atomic.Pointer[cache] // nil until CacheSource
 
 	findOrder, findCredential, findCredentialOrder *sql.Stmt
 }
@@ -121,8 +122,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 // prepare prepares the statements of the hot path.
 func (s *Store) prepare(ctx context.Context) (err error) {
-	if s.findOrder, err = s.read.PrepareContext(ctx, `SELECT `+orderColumns+`, `+lifecycleColumns+`, m.name
-		FROM orders o JOIN members m ON m.id = o.member_id`+lifecycleJoin+` WHERE o.id = ?`); err != nil {
+	if s.findOrder, err = s.read.PrepareContext(ctx, `SELECT `+orderColumns+`, `+storekit.LifecycleColumns+`, m.name
+		FROM orders o JOIN members m ON m.id = o.member_id`+storekit.LifecycleJoin+` WHERE o.id = ?`); err != nil {
 		return err
 	}
 	// The order is joined only if it is the key's member's: another

@@ -10,6 +10,7 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/export"
 	"github.com/certorder/certorder/internal/importfile"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/sqlite"
 	"github.com/certorder/certorder/storetest"
@@ -17,7 +18,7 @@ import (
 
 func TestStore(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, func(t *testing.T) certorder.Store {
+	storetest.Run(t, func(t *testing.T) storekit.Store {
 		s, err := sqlite.Open(context.Background(), testdb.SQLite(t))
 		if err != nil {
 			t.Fatal(err)
@@ -118,13 +119,13 @@ func TestLegacyAudit(t *testing.T) {
 
 func TestCache(t *testing.T) {
 	t.Parallel()
-	for name, check := range map[string]func(*testing.T, certorder.Store, certorder.Store){
+	for name, check := range map[string]func(*testing.T, storekit.Store, storekit.Store){
 		"plain": storetest.Cache, "filled": storetest.CacheFilled,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			path := testdb.SQLite(t)
-			open := func() certorder.Store {
+			open := func() storekit.Store {
 				s, err := sqlite.Open(context.Background(), path)
 				if err != nil {
 					t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/certorder/certorder"
-	"github.com/certorder/certorder/internal/orderdoc"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // LinkContainer ties a member to a division.
@@ -104,7 +104,7 @@ func (s *Store) KnownOrders(ctx context.Context, ids []int64) (map[int64]certord
 }
 
 // InSyncTx runs fn in one write transaction (see certorder.SyncStore).
-func (s *Store) InSyncTx(ctx context.Context, fn func(certorder.SyncTx) error) error {
+func (s *Store) InSyncTx(ctx context.Context, fn func(storekit.SyncTx) error) error {
 	return s.wrap("sync transaction", inTx(ctx, s.write, func(tx *sql.Tx) error {
 		ot, err := newOrderTx(ctx, tx)
 		if err != nil {
@@ -115,7 +115,7 @@ func (s *Store) InSyncTx(ctx context.Context, fn func(certorder.SyncTx) error) e
 	}))
 }
 
-// syncTx is certorder.SyncTx on a transaction. The batches are small (a
+// syncTx is storekit.SyncTx on a transaction. The batches are small (a
 // page of orders), so its statements are prepared by database/sql as they
 // come.
 type syncTx struct {
@@ -152,28 +152,8 @@ func (t *syncTx) ContainerMember(ctx context.Context, container int64) (int64, e
 	return member, err
 }
 
-// unassignedColumns are the columns scanUnassigned reads.
-const unassignedColumns = `id, container_id, COALESCE(renewed_by, 0), doc, doc_format`
-
-func scanUnassigned(row interface{ Scan(...any) error }) (*certorder.UpstreamOrder, error) {
-	var id, container, renewedBy, format int64
-	var doc []byte
-	if err := row.Scan(&id, &container, &renewedBy, &doc, &format); err != nil {
-		return nil, err
-	}
-	if format != certorder.DocFormat {
-		return nil, fmt.Errorf("unassigned order %d is stored in document format %d; this binary reads %d", id, format, certorder.DocFormat)
-	}
-	o, err := orderdoc.Parse(doc)
-	if err != nil {
-		return nil, fmt.Errorf("unassigned order %d: %w", id, err)
-	}
-	o.RenewedBy = renewedBy
-	return &certorder.UpstreamOrder{Order: o, Container: container}, nil
-}
-
 func (t *syncTx) UnassignedOrder(ctx context.Context, id int64) (*certorder.UpstreamOrder, error) {
-	u, err := scanUnassigned(t.tx.QueryRowContext(ctx, `SELECT `+unassignedColumns+` FROM unassigned_orders WHERE id = ?`, id))
+	u, err := storekit.ScanUnassigned(t.tx.QueryRowContext(ctx, `SELECT `+storekit.UnassignedColumns+` FROM unassigned_orders WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: unassigned order %d", certorder.ErrNotFound, id)
 	}
@@ -211,7 +191,7 @@ func (s *Store) UnassignedOrders(ctx context.Context, adoptable bool, afterID in
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT `+unassignedColumns+` FROM unassigned_orders u WHERE `+where+
+	rows, err := s.read.QueryContext(ctx, `SELECT `+storekit.UnassignedColumns+` FROM unassigned_orders u WHERE `+where+
 		` ORDER BY u.id LIMIT ?`, afterID, limit)
 	if err != nil {
 		return nil, s.wrap("unassigned orders", err)
@@ -219,7 +199,7 @@ func (s *Store) UnassignedOrders(ctx context.Context, adoptable bool, afterID in
 	defer rows.Close()
 	var out []certorder.UpstreamOrder
 	for rows.Next() {
-		u, err := scanUnassigned(rows)
+		u, err := storekit.ScanUnassigned(rows)
 		if err != nil {
 			return nil, s.wrap("unassigned orders", err)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 const endpointColumns = `e.id, e.member_id, m.name, e.url, e.event_types, e.secret, e.previous_secret,
@@ -210,7 +211,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, c certorder.Claim) ([]certo
 	if c.RoundRobin {
 		perMember = 1
 	}
-	skipE, skipM := int64List(c.SkipEndpoints), int64List(c.SkipMembers)
+	skipE, skipM, served := int64List(c.SkipEndpoints), int64List(c.SkipMembers), int64List(c.Served)
 	perEndpoint := "?6" // round-robin needs only each endpoint's first
 	if c.RoundRobin {
 		perEndpoint = "1"
@@ -218,17 +219,20 @@ func (s *Store) ClaimDeliveries(ctx context.Context, c certorder.Claim) ([]certo
 	var ds []certorder.Delivery
 	err := inTx(ctx, s.write, func(tx *sql.Tx) error {
 		// Each endpoint's oldest due deliveries (an index probe each,
-		// whatever the backlog), numbered within each member.
+		// whatever the backlog), numbered within each member; served is
+		// the member's place in c.Served (0: not listed, first).
 		rows, err := tx.QueryContext(ctx, `UPDATE webhook_deliveries SET next_attempt = ?1
 			WHERE id IN (SELECT id FROM (
-				SELECT x.id, x.next_attempt, row_number() OVER (PARTITION BY x.member_id ORDER BY x.next_attempt, x.id) AS rn
-				FROM (SELECT e.member_id, d.id, d.next_attempt FROM webhook_endpoints e
+				SELECT x.id, x.next_attempt, x.served, row_number() OVER (PARTITION BY x.member_id ORDER BY x.next_attempt, x.id) AS rn
+				FROM (SELECT e.member_id, d.id, d.next_attempt,
+						COALESCE((SELECT s.key + 1 FROM json_each(?7) s WHERE s.value = e.member_id), 0) AS served
+					FROM webhook_endpoints e
 					JOIN webhook_deliveries d ON d.id IN (SELECT d2.id FROM webhook_deliveries d2
 						WHERE d2.endpoint_id = e.id AND d2.state = 'pending' AND d2.next_attempt <= ?2
 						ORDER BY d2.next_attempt, d2.id LIMIT `+perEndpoint+`)
 					WHERE e.id NOT IN (SELECT value FROM json_each(?3)) AND e.member_id NOT IN (SELECT value FROM json_each(?4))) x)
-				WHERE ?5 = 0 OR rn <= ?5 ORDER BY rn, next_attempt, id LIMIT ?6)
-			RETURNING id`, formatTime(c.At.Add(c.Lease)), formatTime(c.At), skipE, skipM, perMember, c.Limit)
+				WHERE ?5 = 0 OR rn <= ?5 ORDER BY rn, served, next_attempt, id LIMIT ?6)
+			RETURNING id`, formatTime(c.At.Add(c.Lease)), formatTime(c.At), skipE, skipM, perMember, c.Limit, served)
 		if err != nil {
 			return err
 		}
@@ -296,23 +300,16 @@ func (s *Store) FinishAttempt(ctx context.Context, a certorder.Attempt) error {
 	}))
 }
 
-// endColumns are the column of each end an EndingOrders event counts to.
-var endColumns = map[string]string{
-	certorder.EventOrderExpiring:   "valid_till",
-	certorder.EventOrderPlanEnding: "plan_till",
-}
-
 // EndingOrders lists orders whose certificate or plan ends in a window, of
 // members with an endpoint for the event.
 func (s *Store) EndingOrders(ctx context.Context, typ, from, to string) ([]certorder.EndingOrder, error) {
-	col, ok := endColumns[typ]
-	if !ok {
-		return nil, fmt.Errorf("%w: %q is not an event of an end", certorder.ErrInvalid, typ)
+	col, err := storekit.EndColumn(typ)
+	if err != nil {
+		return nil, err
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT o.id, o.member_id, o.status, o.valid_till, COALESCE(o.renewed_by, 0), `+
-		lifecycleColumns+`, COALESCE((SELECT group_concat(threshold) FROM order_notices n
+	rows, err := s.read.QueryContext(ctx, `SELECT `+storekit.EndingColumns+`, COALESCE((SELECT group_concat(threshold) FROM order_notices n
 			WHERE n.order_id = o.id AND n.type = ? AND n.ends = o.`+col+`), '')
-		FROM orders o`+lifecycleJoin+` WHERE o.`+col+` BETWEEN ? AND ?
+		FROM orders o`+storekit.LifecycleJoin+` WHERE o.`+col+` BETWEEN ? AND ?
 		AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.member_id = o.member_id AND e.enabled
 			AND (e.event_types = '' OR ',' || e.event_types || ',' LIKE '%,' || ? || ',%'))
 		ORDER BY o.id`, typ, from, to, typ)
@@ -320,20 +317,8 @@ func (s *Store) EndingOrders(ctx context.Context, typ, from, to string) ([]certo
 		return nil, s.wrap("ending orders", err)
 	}
 	defer rows.Close()
-	var os []certorder.EndingOrder
-	for rows.Next() {
-		var o certorder.EndingOrder
-		var l lifecycle
-		var notified string
-		if err := rows.Scan(append(append([]any{&o.ID, &o.MemberID, &o.Status, &o.Certificate.ValidTill, &o.RenewedBy},
-			l.dest()...), &notified)...); err != nil {
-			return nil, s.wrap("ending orders", err)
-		}
-		l.fill(&o.Order)
-		o.Notified = certorder.ParseThresholds(notified)
-		os = append(os, o)
-	}
-	return os, s.wrap("ending orders", rows.Err())
+	os, err := storekit.Collect(rows, storekit.ScanEnding)
+	return os, s.wrap("ending orders", err)
 }
 
 // RecordEnding records an event of an end and its thresholds.

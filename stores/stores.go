@@ -14,7 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/postgres"
 	"github.com/certorder/certorder/sqlite"
 )
@@ -33,10 +33,15 @@ func IsPostgres(dsn string) bool {
 // prefix is dropped).
 func SQLitePath(dsn string) string { return strings.TrimPrefix(dsn, "sqlite:") }
 
+// Store is a store as Open returns it: every role (certorder.Store) and
+// what the sync and the import write through (storekit). Only the code
+// that opens a store holds it whole; everything else takes a role.
+type Store = storekit.Store
+
 // Open opens a postgres:// or postgresql:// URL with the PostgreSQL store,
 // and anything else as a SQLite file path (an optional sqlite: prefix is
 // dropped). It creates the store if it does not exist yet.
-func Open(ctx context.Context, dsn string) (certorder.Store, error) {
+func Open(ctx context.Context, dsn string) (Store, error) {
 	if IsPostgres(dsn) {
 		return postgres.Open(ctx, dsn)
 	}
@@ -48,7 +53,7 @@ func Open(ctx context.Context, dsn string) (certorder.Store, error) {
 // SQLite path that does not exist (naming it, or the missing directory) and
 // a database that lacks the certorder schema; the error wraps ErrNoStore.
 // An existing store of an older schema is migrated, as Open does.
-func OpenExisting(ctx context.Context, dsn string) (certorder.Store, error) {
+func OpenExisting(ctx context.Context, dsn string) (Store, error) {
 	var err error
 	if IsPostgres(dsn) {
 		err = postgresExists(ctx, dsn)

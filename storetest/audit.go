@@ -9,9 +9,10 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
-func testAudit(t *testing.T, s certorder.Store) {
+func testAudit(t *testing.T, s storekit.Store) {
 	ctx := context.Background()
 	base := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	var entries []certorder.AuditEntry
@@ -83,7 +84,7 @@ func testAudit(t *testing.T, s certorder.Store) {
 // LegacyAudit checks that entries of the audit table of one row per entry,
 // written before segments, are still listed and pruned beside the new
 // ones. insert writes such a row directly.
-func LegacyAudit(t *testing.T, s certorder.Store, insert func(e certorder.AuditEntry) error) {
+func LegacyAudit(t *testing.T, s storekit.Store, insert func(e certorder.AuditEntry) error) {
 	ctx := context.Background()
 	base := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	must(t, insert(certorder.AuditEntry{Time: base, Member: "alice", Action: "Auth", ClientIP: "192.0.2.1", Count: 1}))

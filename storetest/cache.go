@@ -8,30 +8,36 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/credcache"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
-// Cache checks a store's cache of credentials and orders: server is a
-// store on which the cache is turned on, admin another store on the same
+// Cache checks the cache of credentials and orders in front of a store,
+// kept exact by the store's source (credcache.Sourcer): server is the
+// store the cache is put in front of, admin another store on the same
 // database (another process, as far as the database can tell). Every
-// change admin commits is seen by server's next look-up, once
+// change admin commits is seen by the cache's next look-up, once
 // AwaitInstances has returned where the store has it; server's own
-// changes too; and what is in the cache is what FindCredential reads.
-func Cache(t *testing.T, server, admin certorder.Store) { cacheChecks(t, server, admin, 0) }
+// changes too; and what the cache answers is what the store reads.
+func Cache(t *testing.T, server, admin storekit.Store) { cacheChecks(t, server, admin, 0) }
 
 // CacheFilled is Cache with the cache holding thousands of orders first:
 // what it answers is byte for byte what the store holds, and every change
 // is seen on the next look-up all the same.
-func CacheFilled(t *testing.T, server, admin certorder.Store) {
+func CacheFilled(t *testing.T, server, admin storekit.Store) {
 	cacheChecks(t, server, admin, 3000)
 }
 
-func cacheChecks(t *testing.T, server, admin certorder.Store, fill int) {
+func cacheChecks(t *testing.T, server, admin storekit.Store, fill int) {
 	ctx := context.Background()
-	cached, ok := server.(certorder.CredentialCache)
+	sourcer, ok := server.(credcache.Sourcer)
 	if !ok {
-		t.Fatalf("%T has no cache", server)
+		t.Fatalf("%T keeps no cache exact", server)
 	}
-	must(t, cached.StartCache(ctx, certorder.CacheConfig{Bytes: 1 << 20, Instance: "test server"}))
+	src, err := sourcer.CacheSource(ctx, credcache.SourceConfig{Instance: "test server"})
+	must(t, err)
+	cached := credcache.NewStore(server, src, 1<<20, 5*time.Second)
+	hits := func() int64 { _, h, _ := cached.Stats(); return h }
 	for _, name := range []string{"alice", "bob"} {
 		_, err := admin.AddMember(ctx, name)
 		must(t, err)
@@ -65,61 +71,41 @@ func cacheChecks(t *testing.T, server, admin certorder.Store, fill int) {
 	}
 	settle()
 	for i := range fill { // read through the cache, which holds them after
-		_, _, err := server.FindCredential(ctx, k.ID, int64(1000+i))
+		_, _, err := cached.FindCredential(ctx, k.ID, int64(1000+i))
 		must(t, err)
 	}
 
-	// The server's way: one look in the cache, then, on a miss, ReadMiss,
-	// which reads the order alone when the key was cached and fills the
-	// cache: the next look finds both.
-	for _, id := range []int64{1, 2} {
-		_, _, miss, hit := cached.CachedCredential(k.ID, id)
-		if hit {
-			t.Fatalf("order %d cached before it was read", id)
-		}
-		if miss.KeyID != k.ID || miss.OrderID != id || miss.CredHit && miss.Cred.KeyID != k.ID {
-			t.Fatalf("order %d: miss %+v", id, miss)
-		}
-		if id == 2 && !miss.CredHit {
-			t.Fatal("the key, read with order 1, is not cached")
-		}
-		c, o, err := cached.ReadMiss(ctx, miss)
-		must(t, err)
-		if c.KeyID != k.ID || c.Member != "alice" || o == nil || o.ID != id || o.Member != "alice" {
-			t.Fatalf("order %d: ReadMiss gave %+v, %+v", id, c, o)
-		}
-		if _, o, _, hit := cached.CachedCredential(k.ID, id); !hit || o == nil || o.ID != id {
-			t.Fatalf("order %d: not in the cache after ReadMiss", id)
-		}
-	}
-
-	// find reads through the cache, then checks that the cache alone now
-	// answers the same.
+	// find reads through the cache (a miss fills it: the credential with
+	// the order, or the order alone when the credential is cached), then
+	// again, which the cache alone answers (a hit), the same as the
+	// store reads it.
 	find := func(orderID int64) (certorder.Credential, *certorder.Order) {
 		t.Helper()
-		c, o, err := server.FindCredential(ctx, k.ID, orderID)
+		c, o, err := cached.FindCredential(ctx, k.ID, orderID)
 		must(t, err)
-		c2, o2, _, hit := cached.CachedCredential(k.ID, orderID)
-		if !hit {
+		before := hits()
+		c2, o2, err := cached.FindCredential(ctx, k.ID, orderID)
+		must(t, err)
+		if hits() != before+1 {
 			t.Fatalf("order %d: not in the cache right after a read", orderID)
 		}
-		if c2.KeyID != c.KeyID || !bytes.Equal(c2.KeyHash, c.KeyHash) || c2.KeyRevoked != c.KeyRevoked ||
-			c2.MemberID != c.MemberID || c2.Member != c.Member || c2.MemberDisabled != c.MemberDisabled {
-			t.Fatalf("cached credential %+v, read %+v", c2, c)
-		}
-		if (o == nil) != (o2 == nil) || o != nil && (o.ID != o2.ID || o.MemberID != o2.MemberID || o.Member != o2.Member ||
-			o.Certificate.CommonName != o2.Certificate.CommonName || o.Status != o2.Status || o.Certificate.ValidTill != o2.Certificate.ValidTill ||
-			o.RenewedBy != o2.RenewedBy || o.CertEnd != o2.CertEnd || !bytes.Equal(o.Doc, o2.Doc)) {
-			t.Fatalf("cached order %+v, read %+v", o2, o)
-		}
-		if o != nil { // byte for byte what a read without the cache gives
-			direct, err := admin.FindOrder(ctx, orderID)
-			must(t, err)
-			if !bytes.Equal(direct.Doc, o2.Doc) || direct.CertEnd != o2.CertEnd {
-				t.Fatalf("order %d: cached document differs from the stored one", orderID)
+		direct, do, err := server.FindCredential(ctx, k.ID, orderID)
+		must(t, err)
+		for _, got := range []certorder.Credential{c, c2} {
+			if got.KeyID != direct.KeyID || !bytes.Equal(got.KeyHash, direct.KeyHash) || got.KeyRevoked != direct.KeyRevoked ||
+				got.MemberID != direct.MemberID || got.Member != direct.Member || got.MemberDisabled != direct.MemberDisabled {
+				t.Fatalf("cached credential %+v, read %+v", got, direct)
 			}
 		}
-		return c, o
+		for _, got := range []*certorder.Order{o, o2} {
+			if (got == nil) != (do == nil) || got != nil && (got.ID != do.ID || got.MemberID != do.MemberID || got.Member != do.Member ||
+				got.Certificate.CommonName != do.Certificate.CommonName || got.Status != do.Status ||
+				got.Certificate.ValidTill != do.Certificate.ValidTill || got.RenewedBy != do.RenewedBy || got.CertEnd != do.CertEnd ||
+				!bytes.Equal(got.Doc, do.Doc)) {
+				t.Fatalf("cached order %+v, read %+v", got, do)
+			}
+		}
+		return c2, o2
 	}
 	if _, o := find(1); o == nil || o.ID != 1 || o.RenewedBy != 0 {
 		t.Fatalf("order 1: %+v", o)
@@ -167,7 +153,7 @@ func cacheChecks(t *testing.T, server, admin certorder.Store, fill int) {
 	_, k2, err := certorder.NewKey("")
 	must(t, err)
 	must(t, server.AddKey(ctx, "alice", k2))
-	if _, _, err := server.FindCredential(ctx, k2.ID, 2); err != nil {
+	if _, _, err := cached.FindCredential(ctx, k2.ID, 2); err != nil {
 		t.Fatal(err)
 	}
 	must(t, server.SetMemberDisabled(ctx, "alice", true))
@@ -178,10 +164,10 @@ func cacheChecks(t *testing.T, server, admin certorder.Store, fill int) {
 			t.Fatalf("AwaitInstances: %v %v", unconfirmed, err)
 		}
 	}
-	if c, _, err := server.FindCredential(ctx, k2.ID, 2); err != nil || !c.MemberDisabled {
+	if c, _, err := cached.FindCredential(ctx, k2.ID, 2); err != nil || !c.MemberDisabled {
 		t.Fatalf("own change not seen: %+v, %v", c, err)
 	}
-	if entries, hits, _ := cached.CacheStats(); entries == 0 || hits == 0 {
+	if entries, hits, _ := cached.Stats(); entries == 0 || hits == 0 {
 		t.Fatalf("cache stats: %d entries, %d hits", entries, hits)
 	}
 }

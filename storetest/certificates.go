@@ -12,6 +12,7 @@ import (
 	"github.com/certorder/certorder/ccsync"
 	"github.com/certorder/certorder/internal/export"
 	"github.com/certorder/certorder/internal/orderdoc"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // CertJSON is an order document of a multi-year plan whose current
@@ -31,7 +32,7 @@ func CertJSON(id, certID int64, serial, validFrom, validTill, planTill string) s
 }
 
 // history is an order's certificate history in brief: "id/serial/status/valid_till" each.
-func history(t *testing.T, s certorder.Store, id int64) string {
+func history(t *testing.T, s storekit.Store, id int64) string {
 	t.Helper()
 	h, err := s.Certificates(context.Background(), []int64{id})
 	must(t, err)
@@ -51,7 +52,7 @@ func history(t *testing.T, s certorder.Store, id int64) string {
 // certificate newly issued on an order that had one before, whatever the
 // order status was at either write; an export carries the history and a
 // restore gives it back byte for byte.
-func testCertificateHistory(t *testing.T, open func(t *testing.T) certorder.Store) {
+func testCertificateHistory(t *testing.T, open func(t *testing.T) storekit.Store) {
 	ctx := context.Background()
 	src, dst, third := open(t), open(t), open(t)
 	defer src.Close()
@@ -166,6 +167,18 @@ func testCertificateHistory(t *testing.T, open func(t *testing.T) certorder.Stor
 	if got := history(t, third, 1); got != "504/0A04/issued/2028-03-19" {
 		t.Errorf("restored without a history: %s", got)
 	}
+
+	// An upstream that reissues without end cannot grow a history past
+	// MaxCertificates: the newest are kept.
+	for i := range certorder.MaxCertificates + 5 {
+		_, err := src.ImportOrders(ctx, "alice", Orders(t, CertJSON(9, int64(1000+i), fmt.Sprintf("0F%04d", i), "2026-03-01", "2026-09-16", "2029-03-01")))
+		must(t, err)
+	}
+	h, err := src.Certificates(ctx, []int64{9})
+	must(t, err)
+	if n := len(h[9]); n != certorder.MaxCertificates || h[9][0].ID != 1005 || h[9][n-1].ID != int64(1000+certorder.MaxCertificates+4) {
+		t.Errorf("a long history: %d entries, from %d to %d", n, h[9][0].ID, h[9][n-1].ID)
+	}
 }
 
 // upstreamDoc is an upstream order of division 100 from a document.
@@ -185,7 +198,7 @@ var UpgradeDoc = CertJSON(1, 501, "0A01", "2026-03-01", "2026-09-16", "2029-03-0
 // histories: the stored order's certificate starts its history, its plan's
 // and certificate's starts are read, the thresholds told of order.expiring
 // stay told, and the next reissue is told with the earlier certificate.
-func Upgraded(t *testing.T, s certorder.Store) {
+func Upgraded(t *testing.T, s storekit.Store) {
 	t.Helper()
 	ctx := context.Background()
 	start := time.Now()

@@ -12,6 +12,7 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/ccsync"
 	"github.com/certorder/certorder/internal/export"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // withStatus is an import document with another order status.
@@ -21,7 +22,7 @@ func withStatus(doc, status string) string {
 
 // outbox fans out the events pending and returns them, "member type data"
 // each, in their order; their time must be within the test's.
-func outbox(t *testing.T, s certorder.Store, since time.Time) []string {
+func outbox(t *testing.T, s storekit.Store, since time.Time) []string {
 	t.Helper()
 	var got []string
 	n, err := s.FanOut(context.Background(), 10000, func(ev certorder.Event) (string, []byte, error) {
@@ -43,7 +44,7 @@ func outbox(t *testing.T, s certorder.Store, since time.Time) []string {
 // a renewal recorded, in any batch), RecordRenewal, the sync; never by a
 // new order, a change refused or rolled back, a dry run, or a restore.
 // Their data are the same bytes on every store.
-func testOrderEvents(t *testing.T, open func(t *testing.T) certorder.Store) {
+func testOrderEvents(t *testing.T, open func(t *testing.T) storekit.Store) {
 	ctx := context.Background()
 	start := time.Now()
 	s := open(t)
@@ -82,7 +83,7 @@ func testOrderEvents(t *testing.T, open func(t *testing.T) certorder.Store) {
 	// The import: a renewal and a change of status of one order, renewal
 	// first, in its first batch; a change of status in its second.
 	many := []string{withStatus(OrderJSON(1, 2, "2030-01-01"), "revoked")}
-	for id := int64(100); len(many) < certorder.ImportBatchSize; id++ {
+	for id := int64(100); len(many) < storekit.ImportBatchSize; id++ {
 		many = append(many, OrderJSON(id, 0, "2030-01-01"))
 	}
 	many = append(many, withStatus(OrderJSON(3, 0, "2030-01-01"), "expired"))

@@ -10,10 +10,11 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/export"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // Restore follows the renewal rules of RecordRenewal, and exports stream.
-func testRestoreRules(t *testing.T, open func(t *testing.T) certorder.Store) {
+func testRestoreRules(t *testing.T, open func(t *testing.T) storekit.Store) {
 	ctx := context.Background()
 	head := `{"type":"member","name":"alice"}` + "\n" + `{"type":"member","name":"bob"}` + "\n"
 	line := func(member string, id, renewedBy int64) string {
@@ -61,7 +62,7 @@ func testRestoreRules(t *testing.T, open func(t *testing.T) certorder.Store) {
 	}
 }
 
-func testExportRestore(t *testing.T, src, dst certorder.Store) {
+func testExportRestore(t *testing.T, src, dst storekit.Store) {
 	ctx := context.Background()
 	for _, name := range []string{"alice", "bob"} {
 		_, err := src.AddMember(ctx, name)
@@ -127,7 +128,7 @@ func testExportRestore(t *testing.T, src, dst certorder.Store) {
 }
 
 // An export of more orders than a restore writes at once comes back whole.
-func testExportRestoreLarge(t *testing.T, src, dst certorder.Store) {
+func testExportRestoreLarge(t *testing.T, src, dst storekit.Store) {
 	ctx := context.Background()
 	_, err := src.AddMember(ctx, "alice")
 	must(t, err)

@@ -9,9 +9,10 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
-func testMembers(t *testing.T, s certorder.Store) {
+func testMembers(t *testing.T, s storekit.Store) {
 	ctx := context.Background()
 	for _, name := range []string{"bob", "alice"} {
 		m, err := s.AddMember(ctx, name)
@@ -64,7 +65,7 @@ func testMembers(t *testing.T, s certorder.Store) {
 	}
 }
 
-func testKeys(t *testing.T, s certorder.Store) {
+func testKeys(t *testing.T, s storekit.Store) {
 	ctx := context.Background()
 	_, err := s.AddMember(ctx, "alice")
 	must(t, err)
@@ -135,7 +136,7 @@ func testKeys(t *testing.T, s certorder.Store) {
 }
 
 // FindCredential reads the member's own order too, never another member's.
-func testCredentialWithOrder(t *testing.T, s certorder.Store) {
+func testCredentialWithOrder(t *testing.T, s storekit.Store) {
 	ctx := context.Background()
 	for _, name := range []string{"alice", "bob"} {
 		_, err := s.AddMember(ctx, name)
@@ -172,7 +173,7 @@ func testCredentialWithOrder(t *testing.T, s certorder.Store) {
 	wantErr(t, err, certorder.ErrNotFound)
 }
 
-func testSessions(t *testing.T, s certorder.Store) {
+func testSessions(t *testing.T, s storekit.Store) {
 	ctx := context.Background()
 	m, err := s.AddMember(ctx, "alice")
 	must(t, err)

@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // The member's own webhook calls: each works on the member's endpoint and
 // delivery, and finds nothing, exactly like a missing ID, for another
 // member's; a refused call changes nothing.
-func testMemberWebhooks(t *testing.T, s certorder.Store) {
+func testMemberWebhooks(t *testing.T, s storekit.Store) {
 	ctx := context.Background()
 	alice, err := s.AddMember(ctx, "alice")
 	must(t, err)

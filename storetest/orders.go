@@ -12,9 +12,10 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/export"
 	"github.com/certorder/certorder/internal/orderdoc"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
-func testImportAndFind(t *testing.T, s certorder.Store) {
+func testImportAndFind(t *testing.T, s storekit.Store) {
 	ctx := context.Background()
 	_, err := s.AddMember(ctx, "alice")
 	must(t, err)
@@ -58,7 +59,7 @@ func testImportAndFind(t *testing.T, s certorder.Store) {
 }
 
 // orderIDs lists the orders q selects, by number.
-func orderIDs(t *testing.T, s certorder.Store, q certorder.OrderQuery) []int64 {
+func orderIDs(t *testing.T, s storekit.Store, q certorder.OrderQuery) []int64 {
 	t.Helper()
 	list, err := s.ListOrders(context.Background(), q)
 	must(t, err)
@@ -70,7 +71,7 @@ func orderIDs(t *testing.T, s certorder.Store, q certorder.OrderQuery) []int64 {
 }
 
 // Paging, search and sorting happen in the store.
-func testListOrders(t *testing.T, s certorder.Store) {
+func testListOrders(t *testing.T, s storekit.Store) {
 	ctx := context.Background()
 	alice, err := s.AddMember(ctx, "alice")
 	must(t, err)
@@ -129,7 +130,7 @@ func testListOrders(t *testing.T, s certorder.Store) {
 // An order not issued yet is stored as CertCentral gives it, without
 // certificate dates, through every door: import, find, list, the renewal
 // chain, export and restore, and its issuance later.
-func testPendingOrders(t *testing.T, s, dst certorder.Store) {
+func testPendingOrders(t *testing.T, s, dst storekit.Store) {
 	ctx := context.Background()
 	alice, err := s.AddMember(ctx, "alice")
 	must(t, err)
@@ -195,7 +196,7 @@ func testPendingOrders(t *testing.T, s, dst certorder.Store) {
 	}
 }
 
-func testImportAtomic(t *testing.T, s certorder.Store) {
+func testImportAtomic(t *testing.T, s storekit.Store) {
 	ctx := context.Background()
 	_, err := s.AddMember(ctx, "alice")
 	must(t, err)
@@ -223,7 +224,7 @@ func testImportAtomic(t *testing.T, s certorder.Store) {
 	}
 }
 
-func testImportOwnership(t *testing.T, s certorder.Store) {
+func testImportOwnership(t *testing.T, s storekit.Store) {
 	ctx := context.Background()
 	for _, name := range []string{"alice", "bob"} {
 		_, err := s.AddMember(ctx, name)
@@ -248,15 +249,15 @@ func testImportOwnership(t *testing.T, s certorder.Store) {
 	}
 }
 
-// An import larger than a batch (certorder.ImportBatchSize) keeps every
+// An import larger than a batch (storekit.ImportBatchSize) keeps every
 // rule across the batches' boundaries, and stays all or nothing.
-func testImportBatches(t *testing.T, s certorder.Store) {
+func testImportBatches(t *testing.T, s storekit.Store) {
 	ctx := context.Background()
 	for _, name := range []string{"alice", "bob"} {
 		_, err := s.AddMember(ctx, name)
 		must(t, err)
 	}
-	const n = 2*certorder.ImportBatchSize + 500
+	const n = 2*storekit.ImportBatchSize + 500
 	docs := func(renewal func(id int64) int64, extra ...string) []string {
 		var ds []string
 		for id := int64(1); id <= n; id++ {
@@ -295,9 +296,9 @@ func testImportBatches(t *testing.T, s certorder.Store) {
 	if got != n || count() != n {
 		t.Fatalf("imported %d, stored %d, want %d", got, count(), n)
 	}
-	o, err := s.FindOrder(ctx, certorder.ImportBatchSize)
+	o, err := s.FindOrder(ctx, storekit.ImportBatchSize)
 	must(t, err)
-	if o.RenewedBy != certorder.ImportBatchSize+1 {
+	if o.RenewedBy != storekit.ImportBatchSize+1 {
 		t.Fatalf("order %d renewed by %d", o.ID, o.RenewedBy)
 	}
 	// Re-imported without renewals, the orders keep them (an import adds

@@ -7,9 +7,10 @@ import (
 	"testing"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
-func testRenewalChain(t *testing.T, s certorder.Store) {
+func testRenewalChain(t *testing.T, s storekit.Store) {
 	ctx := context.Background()
 	alice, err := s.AddMember(ctx, "alice")
 	must(t, err)
@@ -46,7 +47,7 @@ func testRenewalChain(t *testing.T, s certorder.Store) {
 	wantErr(t, err, certorder.ErrNotFound)
 }
 
-func testRenewals(t *testing.T, s certorder.Store) {
+func testRenewals(t *testing.T, s storekit.Store) {
 	ctx := context.Background()
 	for _, name := range []string{"alice", "bob"} {
 		_, err := s.AddMember(ctx, name)

@@ -1,4 +1,4 @@
-// Package storetest is the one test suite every certorder.Store must pass.
+// Package storetest is the one test suite every storekit.Store must pass.
 // A backend's test calls Run with a function that opens a fresh, empty store.
 package storetest
 
@@ -13,6 +13,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/importfile"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // OrderJSON is an import document for order id; renewedBy 0 means not renewed.
@@ -47,8 +48,8 @@ func Orders(t testing.TB, docs ...string) iter.Seq2[*certorder.Order, error] {
 
 // Run runs the suite, its tests in parallel. open must return a new, empty
 // store, another on every call; the suite closes it.
-func Run(t *testing.T, open func(t *testing.T) certorder.Store) {
-	newStore := func(t *testing.T) certorder.Store {
+func Run(t *testing.T, open func(t *testing.T) storekit.Store) {
+	newStore := func(t *testing.T) storekit.Store {
 		s := open(t)
 		t.Cleanup(func() { s.Close() })
 		return s
@@ -71,6 +72,7 @@ func Run(t *testing.T, open func(t *testing.T) certorder.Store) {
 	t.Run("Audit", func(t *testing.T) { t.Parallel(); testAudit(t, newStore(t)) })
 	t.Run("Sessions", func(t *testing.T) { t.Parallel(); testSessions(t, newStore(t)) })
 	t.Run("Webhooks", func(t *testing.T) { t.Parallel(); testWebhooks(t, open) })
+	t.Run("WebhookClaimOrder", func(t *testing.T) { t.Parallel(); testWebhookClaimOrder(t, newStore(t)) })
 	t.Run("OrderEvents", func(t *testing.T) { t.Parallel(); testOrderEvents(t, open) })
 	t.Run("CertificateHistory", func(t *testing.T) { t.Parallel(); testCertificateHistory(t, open) })
 	t.Run("FindCertificates", func(t *testing.T) { t.Parallel(); testFindCertificates(t, newStore(t)) })
@@ -103,7 +105,7 @@ func must(t *testing.T, err error) {
 
 // A closed store and an expired deadline are ErrUnavailable (503), never
 // an internal error.
-func testUnavailable(t *testing.T, open func(t *testing.T) certorder.Store) {
+func testUnavailable(t *testing.T, open func(t *testing.T) storekit.Store) {
 	ctx := context.Background()
 	s := open(t)
 	_, err := s.AddMember(ctx, "alice")

@@ -12,6 +12,7 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/ccsync"
 	"github.com/certorder/certorder/internal/orderdoc"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // upstream makes an upstream order in the given division from OrderJSON,
@@ -26,7 +27,7 @@ func upstream(t *testing.T, id, renewedBy, container int64, status string) certo
 }
 
 // owners says who owns each order: a member's name, "unassigned", or "-".
-func owners(t *testing.T, s certorder.Store, ids ...int64) string {
+func owners(t *testing.T, s storekit.Store, ids ...int64) string {
 	t.Helper()
 	ctx := context.Background()
 	known, err := s.KnownOrders(ctx, ids)
@@ -68,7 +69,7 @@ func changeList(res certorder.SyncResult) string {
 	return strings.Join(out, " ")
 }
 
-func testContainerLinks(t *testing.T, s certorder.Store) {
+func testContainerLinks(t *testing.T, s storekit.Store) {
 	ctx := context.Background()
 	for _, name := range []string{"alice", "bob"} {
 		_, err := s.AddMember(ctx, name)
@@ -105,7 +106,7 @@ func testContainerLinks(t *testing.T, s certorder.Store) {
 }
 
 // ApplyUpstream: who owns what, idempotence, conflicts, adoption, dry runs.
-func testApplyUpstream(t *testing.T, s certorder.Store) {
+func testApplyUpstream(t *testing.T, s storekit.Store) {
 	ctx := context.Background()
 	for _, name := range []string{"alice", "bob", "carol"} {
 		_, err := s.AddMember(ctx, name)
@@ -115,7 +116,7 @@ func testApplyUpstream(t *testing.T, s certorder.Store) {
 	must(t, s.LinkContainer(ctx, "bob", 200))
 	apply := func(dry *ccsync.DryRun, orders ...certorder.UpstreamOrder) certorder.SyncResult {
 		t.Helper()
-		var txs certorder.SyncTxRunner = s
+		var txs storekit.SyncTxRunner = s
 		if dry != nil {
 			txs = dry
 		}
@@ -233,7 +234,7 @@ func testApplyUpstream(t *testing.T, s certorder.Store) {
 	}
 }
 
-func testSyncState(t *testing.T, s certorder.Store) {
+func testSyncState(t *testing.T, s storekit.Store) {
 	ctx := context.Background()
 	st, err := s.SyncState(ctx, 10)
 	must(t, err)
@@ -271,7 +272,7 @@ func testSyncState(t *testing.T, s certorder.Store) {
 	}
 }
 
-func testSyncLock(t *testing.T, s certorder.Store) {
+func testSyncLock(t *testing.T, s storekit.Store) {
 	ctx := context.Background()
 	lock, ok, err := s.LockSync(ctx)
 	must(t, err)

@@ -13,11 +13,12 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/ccsync"
 	"github.com/certorder/certorder/internal/export"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // events fans out what is pending and returns, per endpoint, the deliveries
 // queued: "type data" of each.
-func fanOut(t *testing.T, s certorder.Store) map[int64][]string {
+func fanOut(t *testing.T, s storekit.Store) map[int64][]string {
 	t.Helper()
 	got := map[int64][]string{}
 	n := 0
@@ -37,7 +38,7 @@ func fanOut(t *testing.T, s certorder.Store) map[int64][]string {
 // The outbox: renewals and status changes recorded by import and renew
 // become events, in the same transaction, for the order's member only;
 // restore emits nothing; deliveries are claimed once, leased, finished.
-func testWebhooks(t *testing.T, open func(t *testing.T) certorder.Store) {
+func testWebhooks(t *testing.T, open func(t *testing.T) storekit.Store) {
 	ctx := context.Background()
 	s := open(t)
 	defer s.Close()
@@ -228,4 +229,42 @@ func equalJSONLines(got, want []string) bool {
 		}
 	}
 	return true
+}
+
+// A round-robin claim takes one delivery per member, the members not in
+// Claim.Served first (by their oldest due delivery), then those listed, in
+// the list's order, however old their deliveries.
+func testWebhookClaimOrder(t *testing.T, s storekit.Store) {
+	ctx := context.Background()
+	ids := map[int64]string{} // endpoint -> member
+	var members []int64
+	for _, name := range []string{"first", "second", "third"} {
+		_, err := s.AddMember(ctx, name)
+		must(t, err)
+		ep, err := s.AddEndpoint(ctx, name, certorder.Endpoint{URL: "https://" + name + ".example/hook", Secret: "whsec_" + name})
+		must(t, err)
+		ids[ep.ID], members = name, append(members, ep.MemberID)
+		for i := range 2 { // queued in this order: first's, second's, third's
+			_, err := s.QueueMemberDelivery(ctx, ep.MemberID, ep.ID, "webhook.test", fmt.Sprintf("msg_%s_%d", name, i), []byte(`{}`))
+			must(t, err)
+		}
+	}
+	claim := func(served ...int64) string {
+		t.Helper()
+		ds, err := s.ClaimDeliveries(ctx, certorder.Claim{At: time.Now().Add(time.Second), Lease: time.Minute, Limit: 1,
+			RoundRobin: true, Served: served})
+		must(t, err)
+		if len(ds) != 1 {
+			t.Fatalf("claimed %d", len(ds))
+		}
+		return ids[ds[0].EndpointID]
+	}
+	var got []string
+	got = append(got, claim()) // the oldest due first
+	got = append(got, claim(members[0], members[1]))
+	got = append(got, claim(members[1], members[2], members[0]))
+	got = append(got, claim(members[2], members[0], members[1]))
+	if want := []string{"first", "third", "second", "third"}; !slices.Equal(got, want) {
+		t.Fatalf("claimed from %v, want %v", got, want)
+	}
 }

@@ -1,15 +1,15 @@
 package webhook
 
 import (
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/certorder/certorder/client"
 )
 
 // SecretPrefix starts every signing secret, so that people and secret
@@ -63,18 +63,13 @@ func ParseSecret(secret string) ([]byte, error) {
 // ValidMessageID. No keys gives "".
 func Sign(keys [][]byte, msgID string, ts time.Time, body []byte) string {
 	var b strings.Builder
+	unix := strconv.FormatInt(ts.Unix(), 10)
 	for i, key := range keys {
-		mac := hmac.New(sha256.New, key)
-		mac.Write([]byte(msgID))
-		mac.Write([]byte{'.'})
-		mac.Write(strconv.AppendInt(nil, ts.Unix(), 10))
-		mac.Write([]byte{'.'})
-		mac.Write(body)
 		if i > 0 {
 			b.WriteByte(' ')
 		}
 		b.WriteString("v1,")
-		b.WriteString(base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+		b.WriteString(base64.StdEncoding.EncodeToString(client.WebhookMAC(key, msgID, unix, body)))
 	}
 	return b.String()
 }

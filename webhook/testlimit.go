@@ -7,16 +7,18 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Test events a member may send, per instance: TestBurst at once, then
-// one every TestEvery. A test event goes to the member's own endpoint, so
-// more would only let one member keep the worker's places busy.
+// Messages a member may send by hand on the web page, test events and
+// redeliveries together, per instance: TestBurst at once, then one every
+// TestEvery. Such a message goes to the member's own endpoint, so more
+// would only let one member keep the worker's places busy (and write an
+// audit entry each).
 const (
 	TestBurst = 5
 	TestEvery = time.Minute
 )
 
-// TestLimiter counts each member's test events (TestBurst, then one every
-// TestEvery). It forgets a member once its bucket is full again, so its
+// TestLimiter counts each member's messages sent by hand, test events and
+// redeliveries (TestBurst, then one every TestEvery). It forgets a member once its bucket is full again, so its
 // memory follows the members sending test events. Safe for concurrent use.
 type TestLimiter struct {
 	mu      sync.Mutex
@@ -29,9 +31,11 @@ func NewTestLimiter() *TestLimiter {
 	return &TestLimiter{members: map[int64]*rate.Limiter{}}
 }
 
-// Allow takes one test event of member at now; when refused it returns
-// false and how long until the next one is allowed.
-func (l *TestLimiter) Allow(member int64, now time.Time) (bool, time.Duration) {
+// Allow takes one message of member at now. When refused it returns
+// false and how long until the next one is allowed; when allowed, undo
+// gives the message back, for one that was not sent after all (a
+// redelivery of a delivery still pending): only what is sent counts.
+func (l *TestLimiter) Allow(member int64, now time.Time) (ok bool, wait time.Duration, undo func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if now.Sub(l.swept) > TestEvery*TestBurst {
@@ -47,11 +51,10 @@ func (l *TestLimiter) Allow(member int64, now time.Time) (bool, time.Duration) {
 		lim = rate.NewLimiter(rate.Every(TestEvery), TestBurst)
 		l.members[member] = lim
 	}
-	if lim.AllowN(now, 1) {
-		return true, 0
-	}
 	r := lim.ReserveN(now, 1)
-	wait := r.DelayFrom(now)
-	r.CancelAt(now)
-	return false, wait
+	if wait := r.DelayFrom(now); wait > 0 {
+		r.CancelAt(now)
+		return false, wait, nil
+	}
+	return true, 0, func() { r.CancelAt(now) }
 }

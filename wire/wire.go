@@ -1,6 +1,9 @@
-// Package wire is the protocol of docs/interface.md, in one file to
-// be read beside it: the error catalogue (section 7), the actions (section
-// 4), the request body (section 2.1) and every answer (sections 2.2 and 4).
+// Package wire is the protocol of docs/interface.md. This file is the one
+// to read beside it: the error catalogue (section 7), the actions (section
+// 4), the request body (section 2.1) and every answer (sections 2.2 and
+// 4). flat.go is only the fast path of DecodeRequest for the flat bodies
+// every client sends (fuzzed against encoding/json); other bodies are
+// walked by internal/jsonscan.
 //
 // The server (server/) answers with it and the Go client (client/) reads
 // with it. It imports only the standard library, the root package and

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/certorder/certorder/internal/acmeurl"
+	"github.com/certorder/certorder/internal/printable"
 )
 
 // acmeActions are the values DigiCert's ACME directory URL takes for
@@ -120,7 +121,7 @@ func (e *env) acmeURL(ctx context.Context, args []string) error {
 			}
 			via = "; chain " + strings.Join(ids, " -> ")
 		}
-		fmt.Fprintf(e.stderr, "order %d was renewed by %d (%s%s)\n", id, newest, cur.Order.Status, via)
+		fmt.Fprintf(e.stderr, "order %d was renewed by %d (%s%s)\n", id, newest, printable.String(cur.Order.Status), via)
 	}
 	return nil
 }
@@ -150,13 +151,15 @@ func splitDirectoryURL(raw string) (*directoryURL, error) {
 	return d, nil
 }
 
-// find returns the indexes of the parameters named name (compared after
-// unescaping, as a server reads them).
+// find returns the indexes of the parameters named name, compared after
+// unescaping, as a server reads them, and without regard to case: a server
+// may read OrderId= or orderid= as orderId, so such a one is replaced, and
+// two of them are two orderIds, never one left beside the new value.
 func (d *directoryURL) find(name string) []int {
 	var at []int
 	for i, p := range d.params {
 		k, _, _ := strings.Cut(p, "=")
-		if uk, err := url.QueryUnescape(k); err == nil && uk == name {
+		if uk, err := url.QueryUnescape(k); err == nil && strings.EqualFold(uk, name) {
 			at = append(at, i)
 		}
 	}
@@ -214,7 +217,7 @@ func (d *directoryURL) String() string {
 func certbotServer(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", fmt.Errorf("reading the certbot renewal file: %v", err)
+		return "", fmt.Errorf("reading the certbot renewal file: %w", err)
 	}
 	defer f.Close()
 	section := ""
@@ -239,7 +242,7 @@ func certbotServer(path string) (string, error) {
 		return v, nil
 	}
 	if err := sc.Err(); err != nil {
-		return "", fmt.Errorf("reading %s: %v", path, err)
+		return "", fmt.Errorf("reading %s: %w", path, err)
 	}
 	return "", fmt.Errorf("%s has no server line in [renewalparams]: is it a certbot renewal file?", path)
 }

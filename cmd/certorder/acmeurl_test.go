@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -87,6 +88,12 @@ func TestACMEURL(t *testing.T) {
 			out:    "https://one.digicert.co.jp:8443/mpki/api/v1/acme/v2/directory?z=%41%2b&orderId=21000106&a=b+c&empty&x=1#frag",
 			stderr: "order 21000105 was renewed by 21000106 (pending)\n"},
 		{name: "escaped name", args: []string{dc + "?order%49d=300"}, out: dc + "?order%49d=302", stderr: "order 300 was renewed by 302 (issued; chain 300 -> 301 -> 302)\n"},
+		{name: "orderId in another case", args: []string{dc + "?action=renew&OrderId=300"}, out: dc + "?action=renew&OrderId=302",
+			stderr: "order 300 was renewed by 302 (issued; chain 300 -> 301 -> 302)\n"},
+		{name: "orderid, --order", args: []string{dc + "?orderid=500", "--order", "500"}, out: dc + "?orderid=500"},
+		{name: "orderId in two cases", args: []string{dc + "?OrderId=500&orderId=500"}, exit: exitUsage},
+		{name: "action in two cases", args: []string{dc + "?Action=renew&action=enroll&orderId=500"}, exit: exitUsage},
+		{name: "--action replaces Action", args: []string{"--action", "renew", dc + "?ACTION=enroll&orderId=500"}, out: dc + "?ACTION=renew&orderId=500"},
 		{name: "--order adds orderId", args: []string{dc + "?action=renew", "--order", "21000105"}, out: dc + "?action=renew&orderId=21000106",
 			stderr: "order 21000105 was renewed by 21000106 (pending)\n"},
 		{name: "--order without a query", args: []string{"--order", "500", dc}, out: dc + "?orderId=500"},
@@ -158,6 +165,29 @@ func TestACMEURL(t *testing.T) {
 	m.fails(exitCredentials, "acme-url", "--url", endpoint, "--access-name", "acme", "--access-key", "cok_wrong", dc+"?orderId=300")
 	m.fails(exitUnreachable, "acme-url", "--url", "http://127.0.0.1:1/api/digicert/", "--access-name", "acme",
 		"--access-key-file", keyFile, "--timeout", "2s", dc+"?orderId=300")
+}
+
+// The successor's status acme-url prints on stderr comes from the service:
+// it is escaped (and bounded) by the rule every command uses.
+func TestACMEURLEscapesStatus(t *testing.T) {
+	t.Parallel()
+	m, op, _ := acmeChainsWithOperator(t)
+	const evil = "pending\x1b]0;PWNED\x07\x1b[2J"
+	q, _ := json.Marshal(evil)
+	doc := strings.ReplaceAll(unissuedOrderJSON(601, "EVIL"), `"EVIL"`, string(q))
+	if out, errOut, err := op.run("["+storetest.OrderJSON(600, 0, "2099-01-01")+","+doc+"]",
+		"admin", "order", "import", "--member", "acme", "-"); err != nil {
+		t.Fatalf("import: %v %s %s", err, out, errOut)
+	}
+	op.ok("admin", "order", "renew", "600", "601")
+	const dc = "https://one.digicert.com/mpki/api/v1/acme/v2/directory"
+	out, errOut, err := m.run("", "acme-url", dc+"?orderId=600")
+	if err != nil || out != dc+"?orderId=601\n" {
+		t.Fatalf("%v: %q %q", err, out, errOut)
+	}
+	if want := `order 600 was renewed by 601 ("pending\x1b]0;PWNED\a\x1b[2J")` + "\n"; errOut != want {
+		t.Errorf("stderr %q, want %q", errOut, want)
+	}
 }
 
 // serve refuses an ACME URL template it could not use, from the flag or

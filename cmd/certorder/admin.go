@@ -11,11 +11,24 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/printable"
 	"github.com/certorder/certorder/stores"
 )
 
-// adminFunc does one operator command on an open store.
-type adminFunc func(ctx context.Context, store certorder.Store, args []string) error
+// adminFunc does one operator command on the store it opened.
+type adminFunc func(ctx context.Context, store stores.Store, args []string) error
+
+// role makes an adminFunc of a command that takes only the role of the
+// store it uses (certorder.MemberStore, ...), which every store has.
+func role[S any](f func(ctx context.Context, store S, args []string) error) adminFunc {
+	return func(ctx context.Context, store stores.Store, args []string) error {
+		s, ok := any(store).(S)
+		if !ok { // an optional role (certorder.BackupStore) this store lacks
+			return fmt.Errorf("%w: the store %T cannot do this", errors.ErrUnsupported, store)
+		}
+		return f(ctx, s, args)
+	}
+}
 
 // adminCommand is one operator command: its name, positional arguments and
 // summary for the usage, and setup, which declares its flags and returns
@@ -32,8 +45,8 @@ type adminCommand struct {
 	setup   func(fs *flag.FlagSet) adminFunc
 }
 
-func noFlags(f adminFunc) func(*flag.FlagSet) adminFunc {
-	return func(*flag.FlagSet) adminFunc { return f }
+func noFlags[S any](f func(ctx context.Context, store S, args []string) error) func(*flag.FlagSet) adminFunc {
+	return func(*flag.FlagSet) adminFunc { return role(f) }
 }
 
 // adminCommands lists every operator command, in the usage's order.
@@ -168,7 +181,7 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-func (e *env) memberAdd(ctx context.Context, store certorder.Store, args []string) error {
+func (e *env) memberAdd(ctx context.Context, store certorder.MemberStore, args []string) error {
 	if err := certorder.ValidMemberName(args[0]); err != nil {
 		return usageError("member add: %v", err)
 	}
@@ -181,7 +194,13 @@ func (e *env) memberAdd(ctx context.Context, store certorder.Store, args []strin
 	return nil
 }
 
-func (e *env) memberList(ctx context.Context, store certorder.Store, _ []string) error {
+// memberLister is what admin member list reads.
+type memberLister interface {
+	certorder.MemberStore
+	linkReader
+}
+
+func (e *env) memberList(ctx context.Context, store memberLister, _ []string) error {
 	ms, err := store.Members(ctx)
 	if err != nil {
 		return err
@@ -207,7 +226,7 @@ func (e *env) memberList(ctx context.Context, store certorder.Store, _ []string)
 }
 
 func (e *env) memberSetDisabled(disabled bool) adminFunc {
-	return func(ctx context.Context, store certorder.Store, args []string) error {
+	return role(func(ctx context.Context, store certorder.MemberStore, args []string) error {
 		if err := store.SetMemberDisabled(ctx, args[0], disabled); err != nil {
 			return err
 		}
@@ -220,11 +239,11 @@ func (e *env) memberSetDisabled(disabled bool) adminFunc {
 			return nil
 		}
 		return e.awaitInstances(ctx, store, "member "+args[0]+" disabled")
-	}
+	})
 }
 
 // memberKeys turns a member's self-service keys on the web page on or off.
-func (e *env) memberKeys(ctx context.Context, store certorder.Store, args []string) error {
+func (e *env) memberKeys(ctx context.Context, store certorder.MemberStore, args []string) error {
 	var allowed bool
 	switch args[1] {
 	case "on":
@@ -242,7 +261,7 @@ func (e *env) memberKeys(ctx context.Context, store certorder.Store, args []stri
 
 func (e *env) keyCreate(fs *flag.FlagSet) adminFunc {
 	label := fs.String("label", "", "a note on what the key is for")
-	return func(ctx context.Context, store certorder.Store, args []string) error {
+	return role(func(ctx context.Context, store certorder.KeyStore, args []string) error {
 		text, key, err := certorder.NewKey(*label)
 		if err != nil {
 			return err
@@ -253,10 +272,16 @@ func (e *env) keyCreate(fs *flag.FlagSet) adminFunc {
 		fmt.Fprintf(e.stdout, "key %s created for member %s. It is shown this once and stored only as a hash:\n%s\n",
 			key.ID, args[0], text)
 		return nil
-	}
+	})
 }
 
-func (e *env) keyList(ctx context.Context, store certorder.Store, args []string) error {
+// keyLister is what admin key list reads.
+type keyLister interface {
+	certorder.KeyStore
+	KeysLastUsed(ctx context.Context, keyIDs []string) (map[string]time.Time, error)
+}
+
+func (e *env) keyList(ctx context.Context, store keyLister, args []string) error {
 	keys, err := store.Keys(ctx, args[0])
 	if err != nil {
 		return err
@@ -268,14 +293,14 @@ func (e *env) keyList(ctx context.Context, store certorder.Store, args []string)
 		if k.Revoked() {
 			status = "revoked " + k.RevokedAt.Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.ID, printable(k.Label), k.CreatedAt.Format(time.RFC3339), status)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.ID, printable.String(k.Label), k.CreatedAt.Format(time.RFC3339), status)
 	}
 	return tw.Flush()
 }
 
 // keyRevoke takes a key ID or a whole key; a whole key is revoked by its
 // ID, and no message repeats what was given, which may hold a secret.
-func (e *env) keyRevoke(ctx context.Context, store certorder.Store, args []string) error {
+func (e *env) keyRevoke(ctx context.Context, store certorder.KeyStore, args []string) error {
 	id := args[0]
 	if strings.HasPrefix(id, certorder.KeyPrefix) {
 		var ok bool

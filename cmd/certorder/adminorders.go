@@ -17,12 +17,13 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/client"
 	"github.com/certorder/certorder/internal/importfile"
+	"github.com/certorder/certorder/internal/printable"
 	"github.com/certorder/certorder/wire"
 )
 
 func (e *env) orderImport(fs *flag.FlagSet) adminFunc {
 	member := fs.String("member", "", "the member the orders belong to (required)")
-	return func(ctx context.Context, store certorder.Store, args []string) error {
+	return role(func(ctx context.Context, store certorder.OrderStore, args []string) error {
 		if *member == "" {
 			return usageError("order import: --member is required")
 		}
@@ -37,7 +38,7 @@ func (e *env) orderImport(fs *flag.FlagSet) adminFunc {
 		}
 		fmt.Fprintf(e.stdout, "imported %d order(s) for member %s\n", n, *member)
 		return nil
-	}
+	})
 }
 
 // withStatus refuses an order without a status: OrderInfo answers with
@@ -64,7 +65,7 @@ func orderIDArg(s string) (int64, error) {
 	return id, nil
 }
 
-func (e *env) orderRenew(ctx context.Context, store certorder.Store, args []string) error {
+func (e *env) orderRenew(ctx context.Context, store certorder.OrderStore, args []string) error {
 	oldID, err := orderIDArg(args[0])
 	if err != nil {
 		return err
@@ -85,7 +86,7 @@ func (e *env) orderList(fs *flag.FlagSet) adminFunc {
 	opts := windowOptions(&w)
 	defineOptions(fs, opts)
 	only := fs.String("next-step", "", "list only the orders whose next step is this: "+stepNames())
-	return func(ctx context.Context, store certorder.Store, args []string) error {
+	return role(func(ctx context.Context, store orderLister, args []string) error {
 		if err := e.applyEnv(fs, opts); err != nil {
 			return err
 		}
@@ -117,16 +118,22 @@ func (e *env) orderList(fs *flag.FlagSet) adminFunc {
 			}
 			till, days, plan := "-", "-", "-" // not issued yet: no expiry
 			if c := o.Certificate; c.ValidTill != "" {
-				till, days = printable(c.ValidTill), strconv.Itoa(certorder.DaysRemaining(c.ValidTill, now))
+				till, days = printable.String(c.ValidTill), strconv.Itoa(certorder.DaysRemaining(c.ValidTill, now))
 			}
 			if o.PlanTill != "" {
-				plan = printable(o.PlanTill)
+				plan = printable.String(o.PlanTill)
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.ID, printable(o.Certificate.CommonName), printable(o.Status),
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.ID, printable.String(o.Certificate.CommonName), printable.String(o.Status),
 				till, days, plan, renewed, stepText(next))
 		}
 		return tw.Flush()
-	}
+	})
+}
+
+// orderLister is what admin order list reads.
+type orderLister interface {
+	certorder.MemberStore
+	certorder.OrderReader
 }
 
 // stepNames lists the steps for a usage line.
@@ -142,7 +149,7 @@ func stepNames() string {
 // the member's summary (as `certorder info` does) with the owner first.
 func (e *env) orderShow(fs *flag.FlagSet) adminFunc {
 	summary := fs.Bool("summary", false, "print a readable summary with the owning member instead of the JSON")
-	return func(ctx context.Context, store certorder.Store, args []string) error {
+	return role(func(ctx context.Context, store certorder.OrderReader, args []string) error {
 		id, err := orderIDArg(args[0])
 		if err != nil {
 			return err
@@ -167,5 +174,5 @@ func (e *env) orderShow(fs *flag.FlagSet) adminFunc {
 		}
 		fmt.Fprintln(e.stdout, strings.TrimSpace(out.String()))
 		return nil
-	}
+	})
 }

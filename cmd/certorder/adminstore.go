@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"strconv"
 	"text/tabwriter"
@@ -13,26 +13,25 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/export"
+	"github.com/certorder/certorder/internal/printable"
 	"github.com/certorder/certorder/postgres"
 	"github.com/certorder/certorder/sqlite"
 	"github.com/certorder/certorder/wire"
 )
 
-func (e *env) migrate(context.Context, certorder.Store, []string) error {
+func (e *env) migrate(context.Context, any, []string) error {
 	// Opening the store created it or applied the migrations.
 	fmt.Fprintln(e.stdout, "schema is up to date")
 	return nil
 }
 
 // backup copies a store while it is in use (certorder.BackupStore): a
-// SQLite file; admin refuses a PostgreSQL DSN before connecting, and its
-// store's Backup says to use pg_dump.
+// SQLite file; admin refuses a PostgreSQL DSN, which has no Backup, before
+// connecting.
 func (e *env) backup(fs *flag.FlagSet) adminFunc {
 	withAudit := fs.Bool("audit", false, "also copy the audit trail, to FILE-audit")
-	return func(ctx context.Context, store certorder.Store, args []string) error {
-		if err := store.Backup(ctx, args[0], *withAudit); errors.Is(err, errors.ErrUnsupported) {
-			return usageError(backupPostgres)
-		} else if err != nil {
+	return role(func(ctx context.Context, store certorder.BackupStore, args []string) error {
+		if err := store.Backup(ctx, args[0], *withAudit); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "store copied to %s\n", args[0])
@@ -40,18 +39,23 @@ func (e *env) backup(fs *flag.FlagSet) adminFunc {
 			fmt.Fprintf(e.stdout, "audit trail copied to %s\n", sqlite.AuditPath(args[0]))
 		}
 		return nil
-	}
+	})
 }
 
 // backupPostgres is admin backup's refusal of a PostgreSQL store, made
 // before connecting to it.
 const backupPostgres = "admin backup copies a SQLite store; " + postgres.BackupAdvice
 
-func (e *env) export(ctx context.Context, store certorder.Store, _ []string) error {
+func (e *env) export(ctx context.Context, store export.Exporter, _ []string) error {
 	return export.Write(ctx, store, e.stdout)
 }
 
-func (e *env) restore(ctx context.Context, store certorder.Store, args []string) error {
+// restorer is what admin restore writes to.
+type restorer interface {
+	Restore(ctx context.Context, records iter.Seq2[certorder.Record, error]) error
+}
+
+func (e *env) restore(ctx context.Context, store restorer, args []string) error {
 	r, err := e.openInput(args[0])
 	if err != nil {
 		return err
@@ -76,7 +80,7 @@ func (e *env) audit(fs *flag.FlagSet) adminFunc {
 	member := fs.String("member", "", "only this AccessName")
 	since := fs.String("since", "24h", "from this time: RFC 3339, YYYY-MM-DD, or a duration ago such as 24h")
 	limit := fs.Int("limit", 100, "at most this many entries; 0 for all")
-	return func(ctx context.Context, store certorder.Store, _ []string) error {
+	return role(func(ctx context.Context, store certorder.AuditStore, _ []string) error {
 		from, err := parseSince(*since, time.Now())
 		if err != nil {
 			return usageError("audit: --since %q is not a time: give RFC 3339 (2026-11-21T08:00:00Z), "+
@@ -102,10 +106,19 @@ func (e *env) audit(fs *flag.FlagSet) adminFunc {
 			if a.Count > 1 {
 				outcome += fmt.Sprintf(" x%d", a.Count) // refusals counted together
 			}
-			fmt.Fprintf(tw, "%s\t%q\t%q\t%s\t%s\t%s\n", a.Time.UTC().Format(time.RFC3339), a.Member, a.Action, order, outcome, a.ClientIP)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Time.UTC().Format(time.RFC3339), orDash(a.Member), orDash(a.Action), order, outcome, a.ClientIP)
 		}
 		return tw.Flush()
+	})
+}
+
+// orDash is a caller's text as it may be shown (printable.String), or "-"
+// for none.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
 	}
+	return printable.String(s)
 }
 
 // parseSince reads a point in time: RFC 3339, YYYY-MM-DD (UTC), or a duration before now.

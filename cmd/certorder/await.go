@@ -20,7 +20,7 @@ const awaitTimeout = 15 * time.Second
 // of changes by notification); an error names those that did not confirm
 // within awaitTimeout. With SQLite every request checks for changes
 // itself: there is nothing to wait for.
-func (e *env) awaitInstances(ctx context.Context, store certorder.Store, what string) error {
+func (e *env) awaitInstances(ctx context.Context, store any, what string) error {
 	start := time.Now()
 	waited, err := confirmInstances(ctx, store)
 	if err != nil {
@@ -34,7 +34,7 @@ func (e *env) awaitInstances(ctx context.Context, store certorder.Store, what st
 
 // confirmInstances is awaitInstances' wait: false when the store has no
 // instances to wait for.
-func confirmInstances(ctx context.Context, store certorder.Store) (waited bool, err error) {
+func confirmInstances(ctx context.Context, store any) (waited bool, err error) {
 	w, ok := store.(certorder.InstanceAwaiter)
 	if !ok {
 		return false, nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/client"
+	"github.com/certorder/certorder/internal/printable"
 	"github.com/certorder/certorder/server/web"
 )
 
@@ -66,10 +67,10 @@ func (e *env) certOrder(ctx context.Context, c *client.Client, a *certArg) (int6
 	}
 	if cur.SerialNumber == "" {
 		fmt.Fprintf(e.stderr, "this certificate was replaced by a reissue of order %d; the order's next certificate awaits issuance (status %s)\n",
-			o.OrderID, printable(o.Status))
+			o.OrderID, printable.String(o.Status))
 	} else {
 		fmt.Fprintf(e.stderr, "this certificate was replaced by a reissue%s; the order's current certificate is serial %s (valid till %s)\n",
-			printable(on), printable(cur.SerialNumber), printable(cur.ValidTill.Raw))
+			printable.String(on), printable.String(cur.SerialNumber), printable.String(cur.ValidTill.Raw))
 	}
 	return check.OrderID, nil
 }
@@ -135,7 +136,7 @@ func (e *env) orderFind(fs *flag.FlagSet) adminFunc {
 	from := fs.String("from", "", "read serial numbers or thumbprints from this file (- for stdin), one a line, as a CA's revocation notice lists them; blank lines and # comments are skipped")
 	asJSON := fs.Bool("json", false, "print one JSON object a line")
 	asCSV := fs.Bool("csv", false, "print CSV with a header line")
-	return func(ctx context.Context, store certorder.Store, _ []string) error {
+	return role(func(ctx context.Context, store certorder.CertificateFinder, _ []string) error {
 		if *asJSON && *asCSV {
 			return usageError("order find: give --json or --csv, not both")
 		}
@@ -216,7 +217,7 @@ func (e *env) orderFind(fs *flag.FlagSet) adminFunc {
 		fmt.Fprintf(e.stderr, "looked up %d: %d certificate(s) found, of %d member(s); %d not found\n",
 			len(queries), found, len(members), missing)
 		return nil
-	}
+	})
 }
 
 // findWriter prints admin order find's rows: a table, JSON lines or CSV.
@@ -265,8 +266,8 @@ func (f *findWriter) match(query string, m *certorder.CertificateMatch) {
 		if m.Current {
 			current = "yes"
 		}
-		fmt.Fprintf(f.table, "%s\t%d\t%s\t%d\t%s\t%s\t%s\n", printable(query), m.OrderID, printable(m.Member), m.ID,
-			printable(m.SerialNumber), current, printable(m.OrderStatus))
+		fmt.Fprintf(f.table, "%s\t%d\t%s\t%d\t%s\t%s\t%s\n", printable.String(query), m.OrderID, printable.String(m.Member), m.ID,
+			printable.String(m.SerialNumber), current, printable.String(m.OrderStatus))
 	}
 }
 
@@ -277,7 +278,7 @@ func (f *findWriter) missing(query string) {
 	case f.csv != nil:
 		f.csv.Write([]string{web.CSVCell(query), "false", "", "", "", "", "", ""})
 	default:
-		fmt.Fprintf(f.table, "%s\t-\t-\t-\t-\t-\tnot found\n", printable(query))
+		fmt.Fprintf(f.table, "%s\t-\t-\t-\t-\t-\tnot found\n", printable.String(query))
 	}
 }
 

@@ -9,12 +9,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/ccsync"
+	"github.com/certorder/certorder/internal/credcache"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/stores"
@@ -60,11 +62,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	defer store.Close()
 	reg := &recorder{Registerer: prometheus.NewRegistry(), names: map[string]bool{}}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	cached, ok := store.(certorder.CredentialCache)
-	if !ok {
-		t.Fatal("the SQLite store has no cache")
-	}
-	registerCacheMetrics(reg, cached)
+	registerCacheMetrics(reg, credcache.NewStore(store, nil, 0, time.Second))
 	h, err := server.New(store, server.Config{CASegment: "digicert", Metrics: reg})
 	if err != nil {
 		t.Fatal(err)

@@ -19,7 +19,14 @@ const demoMember = "demo"
 // -> 10003, and 10004 with the spec's quirky types) and a fresh key, then
 // prints the credentials and a curl command for each action. It runs every
 // time, so the printed key always works; earlier demo keys are revoked.
-func (e *env) seedDemo(ctx context.Context, store certorder.Store, base, endpoint, db string) error {
+// demoStore is what serve --demo writes to.
+type demoStore interface {
+	certorder.MemberStore
+	certorder.KeyStore
+	certorder.OrderStore
+}
+
+func (e *env) seedDemo(ctx context.Context, store demoStore, base, endpoint, db string) error {
 	if _, err := store.AddMember(ctx, demoMember); err != nil && !errors.Is(err, certorder.ErrConflict) {
 		return err
 	}

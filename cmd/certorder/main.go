@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/certorder/certorder/internal/printable"
 )
 
 func main() {
@@ -23,10 +25,26 @@ func main() {
 	stop()
 	if err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "certorder:", err)
+			fmt.Fprintln(os.Stderr, "certorder:", errorText(err))
 		}
 		os.Exit(exitCode(err))
 	}
+}
+
+// maxErrorLine bounds each line of an error printed: room for a message
+// made of several values (a CertCentral error keeps five of them).
+const maxErrorLine = 4096
+
+// errorText is an error as a command prints it: each of its lines
+// escaped and bounded by the one rule (internal/printable), since an
+// error may carry text from the service, CertCentral, an import file or
+// the database.
+func errorText(err error) string {
+	lines := strings.Split(err.Error(), "\n")
+	for i, l := range lines {
+		lines[i] = printable.Cut(l, maxErrorLine)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // topCommand is one command of the first word, for the usage and completion.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -142,6 +144,13 @@ func testAdminCommands(t *testing.T, dsn string) {
 	}
 	if strings.Contains(list, "host4") {
 		t.Fatal("the failed import left order 4 behind")
+	}
+	if renewed := c.ok("admin", "order", "list", "alice", "--next-step", "renewed"); !regexp.MustCompile(`(?m)^1\s`).MatchString(renewed) ||
+		!regexp.MustCompile(`(?m)^2\s`).MatchString(renewed) || regexp.MustCompile(`(?m)^3\s`).MatchString(renewed) {
+		t.Errorf("order list --next-step renewed:\n%s", renewed)
+	}
+	if msg := c.fails(exitUsage, "admin", "order", "list", "alice", "--next-step", "soon"); !strings.Contains(msg, "reissue, renew, issue_renewal, renewed, ended, none") {
+		t.Errorf("an unknown step: %s", msg)
 	}
 	// order show prints the OrderInfo answer alone, for jq.
 	show := c.ok("admin", "order", "show", "1")
@@ -292,5 +301,21 @@ func TestServeFlags(t *testing.T) {
 	endpoint, _ := startServe(t, c)
 	if !strings.HasSuffix(endpoint, "/api/sectigo/") {
 		t.Fatalf("endpoint %s ignores CERTORDER_CA_SEGMENT", endpoint)
+	}
+}
+
+// A command's error is printed by the one rule, line by line: text from
+// the service, CertCentral or an import cannot reach the terminal raw,
+// nor print a megabyte.
+func TestErrorTextEscaped(t *testing.T) {
+	t.Parallel()
+	err := fmt.Errorf("client: order 401 is %s\nCheck --db", "canceled\x1b]0;PWNED\x07"+strings.Repeat("z", 1<<20))
+	got := errorText(err)
+	if strings.ContainsAny(got, "\x1b\x07") || len(got) > maxErrorLine+16 ||
+		!strings.HasPrefix(got, `"client: order 401 is canceled\x1b]0;PWNED\a`) || !strings.HasSuffix(got, "\"...\nCheck --db") {
+		t.Errorf("errorText = %.200q ... (%d bytes)", got, len(got))
+	}
+	if plain := errors.New("no certorder store at x\nCheck --db"); errorText(plain) != plain.Error() {
+		t.Errorf("a plain error changed: %q", errorText(plain))
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/client"
 	"github.com/certorder/certorder/internal/acmeurl"
+	"github.com/certorder/certorder/internal/printable"
 )
 
 // Exit codes of the member commands, beside exitFailure and exitUsage.
@@ -237,7 +238,7 @@ func (e *env) printRaw(raw []byte) error {
 func (e *env) printOrder(o *client.Order, chain []int64, member string, next *certorder.NextStep) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	if member != "" {
-		fmt.Fprintf(tw, "Member:\t%s\n", printable(member))
+		fmt.Fprintf(tw, "Member:\t%s\n", printable.String(member))
 	}
 	if len(chain) > 0 {
 		ids := make([]string, len(chain))
@@ -250,17 +251,17 @@ func (e *env) printOrder(o *client.Order, chain []int64, member string, next *ce
 		fmt.Fprintf(tw, "Order:\t%d\n", o.OrderID)
 	}
 	cert := o.Certificate
-	fmt.Fprintf(tw, "Common name:\t%s\n", printable(cert.CommonName))
+	fmt.Fprintf(tw, "Common name:\t%s\n", printable.String(cert.CommonName))
 	if len(cert.DNSNames) > 0 {
-		fmt.Fprintf(tw, "DNS names:\t%s\n", strings.Join(printables(cert.DNSNames), ", "))
+		fmt.Fprintf(tw, "DNS names:\t%s\n", strings.Join(printable.Strings(cert.DNSNames), ", "))
 	}
 	if o.Product.Name != "" {
-		fmt.Fprintf(tw, "Product:\t%s\n", printable(o.Product.Name))
+		fmt.Fprintf(tw, "Product:\t%s\n", printable.String(o.Product.Name))
 	}
 	if cert.Status != "" {
-		fmt.Fprintf(tw, "Status:\t%s (certificate %s)\n", printable(o.Status), printable(cert.Status))
+		fmt.Fprintf(tw, "Status:\t%s (certificate %s)\n", printable.String(o.Status), printable.String(cert.Status))
 	} else {
-		fmt.Fprintf(tw, "Status:\t%s\n", printable(o.Status))
+		fmt.Fprintf(tw, "Status:\t%s\n", printable.String(o.Status))
 	}
 	switch {
 	case o.Issued():
@@ -271,14 +272,14 @@ func (e *env) printOrder(o *client.Order, chain []int64, member string, next *ce
 				days = fmt.Sprintf(" (expired %d days ago)", -cert.DaysRemaining.Value)
 			}
 		}
-		fmt.Fprintf(tw, "Valid till:\t%s%s (the certificate's end)\n", printable(cert.ValidTill.Raw), days)
+		fmt.Fprintf(tw, "Valid till:\t%s%s (the certificate's end)\n", printable.String(cert.ValidTill.Raw), days)
 	case o.Ended():
-		fmt.Fprintf(tw, "Valid till:\tnever issued (%s)\n", printable(o.Status))
+		fmt.Fprintf(tw, "Valid till:\tnever issued (%s)\n", printable.String(o.Status))
 	default:
 		fmt.Fprintf(tw, "Valid till:\tnot issued yet (awaiting issuance)\n")
 	}
 	if till := o.OrderValidTill.Raw; till != "" {
-		fmt.Fprintf(tw, "Plan ends:\t%s%s (the contract's end)\n", printable(till), daysLeft(till))
+		fmt.Fprintf(tw, "Plan ends:\t%s%s (the contract's end)\n", printable.String(till), daysLeft(till))
 	} else {
 		fmt.Fprintf(tw, "Plan ends:\tnot stated\n")
 	}

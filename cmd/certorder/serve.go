@@ -20,6 +20,7 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/ccsync"
 	"github.com/certorder/certorder/digicert"
+	"github.com/certorder/certorder/internal/credcache"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/stores"
 	"github.com/certorder/certorder/webhook"
@@ -75,30 +76,30 @@ func (e *env) serve(ctx context.Context, args []string) error {
 		return fmt.Errorf("serve: opening the store %s: %w", redactDSN(c.db), err)
 	}
 	defer store.Close()
-	cacheOn := false
-	if cached, ok := store.(certorder.CredentialCache); ok && c.cacheMB > 0 {
+	// The cache in front of the store's credential reads, kept exact by
+	// the store (credcache.Sourcer); off with --cache-mb 0, and correct
+	// without it, only slower.
+	var src credcache.Source
+	if sourcer, ok := store.(credcache.Sourcer); ok && c.cacheMB > 0 {
 		host, _ := os.Hostname()
-		err := cached.StartCache(ctx, certorder.CacheConfig{Bytes: c.cacheMB << 20, Logger: logger,
+		src, err = sourcer.CacheSource(ctx, credcache.SourceConfig{Logger: logger,
 			Instance: fmt.Sprintf("%s pid %d %s", host, os.Getpid(), c.addr)})
 		if err != nil {
-			// Correct without it, only slower.
 			logger.Warn("cache: not started; every request reads the store", "err", err)
 		}
-		cacheOn = err == nil
 	}
+	creds := credcache.NewStore(store, src, c.cacheMB<<20, c.storeTimeout)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "certorder_cache_enabled",
 		Help: "1 when the cache of credentials and orders is on; 0 when it is off (--cache-mb 0) or could not start (PostgreSQL: no working LISTEN)."},
 		func() float64 {
-			if cacheOn {
+			if creds.Enabled() {
 				return 1
 			}
 			return 0
 		}))
-	if cached, ok := store.(certorder.CredentialCache); ok {
-		registerCacheMetrics(reg, cached)
-	}
+	registerCacheMetrics(reg, creds)
 	handler, err := server.New(store, server.Config{
 		CASegment:          c.segment,
 		ErrorsAs200:        c.errorsAs200,
@@ -110,6 +111,7 @@ func (e *env) serve(ctx context.Context, args []string) error {
 		PrivateWebhooks:    c.webhookAllowPrivate,
 		ACMEURLTemplate:    c.acmeURLTemplate,
 		Windows:            c.windows,
+		Credentials:        creds,
 		Limits:             c.limits,
 		AuditRetention:     c.auditRetention,
 		Metrics:            reg,
@@ -164,7 +166,7 @@ func checkDBDir(db string) error {
 // startWebhooks delivers members' webhook events in the background until
 // the function it returns is called (after the listeners have stopped:
 // deliveries go on while the API drains).
-func (e *env) startWebhooks(ctx context.Context, c *serveConfig, logger *slog.Logger, store certorder.Store,
+func (e *env) startWebhooks(ctx context.Context, c *serveConfig, logger *slog.Logger, store certorder.WebhookOutbox,
 	reg *prometheus.Registry) func() {
 	w := webhook.NewWorker(webhook.WorkerConfig{Store: store, Logger: logger, Metrics: reg,
 		Client:     webhook.NewHTTPClient(webhook.Options{AllowPrivate: c.webhookAllowPrivate, Timeout: c.webhookTimeout}),
@@ -179,9 +181,10 @@ func (e *env) startWebhooks(ctx context.Context, c *serveConfig, logger *slog.Lo
 
 // startSync runs the CertCentral sync in the background every
 // --sync-every, and returns what stops it.
-func (e *env) startSync(ctx context.Context, c *serveConfig, logger *slog.Logger, store certorder.Store,
+func (e *env) startSync(ctx context.Context, c *serveConfig, logger *slog.Logger, store ccsync.Store,
 	reg *prometheus.Registry, client *digicert.Client) (func(), error) {
-	syncer, err := ccsync.New(ccsync.Config{Store: store, Client: client, Logger: logger, Metrics: ccsync.NewMetrics(reg)})
+	syncer, err := ccsync.New(ccsync.Config{Store: store, Client: client, Logger: logger, Metrics: ccsync.NewMetrics(reg),
+		MaxFetches: c.upstream.maxFetches})
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +200,7 @@ func (e *env) startSync(ctx context.Context, c *serveConfig, logger *slog.Logger
 
 // listen serves the API (and the metrics listener) until ctx ends, then
 // shuts down gracefully.
-func (e *env) listen(ctx context.Context, c *serveConfig, logger *slog.Logger, store certorder.Store,
+func (e *env) listen(ctx context.Context, c *serveConfig, logger *slog.Logger, store demoStore,
 	handler *server.Server, reg *prometheus.Registry, ln, mln net.Listener) error {
 	srv := &http.Server{
 		Handler:           handler,
@@ -223,7 +226,21 @@ func (e *env) listen(ctx context.Context, c *serveConfig, logger *slog.Logger, s
 	stopReload := reloadOnSIGHUP(logger, certs)
 	defer stopReload()
 
-	ln = server.LimitConnsPerIP(ln, c.maxConnsPerIP, c.limits.TrustedProxies, reg)
+	// The connections stay below the descriptor limit, so that accept
+	// never fails: idle ones make room for new ones.
+	budget, fdLimit := server.DescriptorBudget()
+	total := budget
+	if c.maxConns > 0 {
+		if c.maxConns > budget {
+			logger.Warn("--max-conns is above what the descriptor limit allows; lowered", "max_conns", c.maxConns,
+				"descriptor_limit", fdLimit, "lowered_to", budget)
+		}
+		total = min(c.maxConns, budget)
+	}
+	conns := server.LimitConns(ln, server.ConnLimits{PerIP: c.maxConnsPerIP, Total: total, Exempt: c.limits.TrustedProxies}, reg)
+	srv.ConnState = conns.ConnState
+	ln = conns
+	logger.Info("connections", "max_conns", total, "descriptor_limit", fdLimit, "max_conns_per_ip", c.maxConnsPerIP)
 	base := fmt.Sprintf("%s://%s/", scheme, ln.Addr())
 	endpoint := base + "api/" + c.segment + "/"
 	if c.demo {
@@ -233,9 +250,12 @@ func (e *env) listen(ctx context.Context, c *serveConfig, logger *slog.Logger, s
 	}
 	errc := make(chan error, 2)
 	if mln != nil {
-		msrv := &http.Server{Handler: metricsMux(reg, handler, c.pprof), ReadHeaderTimeout: 5 * time.Second}
+		// Within the descriptors' reserve: a few scrapers and probes.
+		mconns := server.LimitConns(mln, server.ConnLimits{PerIP: c.maxConnsPerIP, Total: metricsConns}, nil)
+		msrv := &http.Server{Handler: metricsMux(reg, handler, c.pprof), ReadHeaderTimeout: 5 * time.Second,
+			IdleTimeout: c.idleTimeout, ConnState: mconns.ConnState}
 		defer msrv.Close()
-		go func() { errc <- fmt.Errorf("metrics listener: %w", msrv.Serve(mln)) }()
+		go func() { errc <- fmt.Errorf("metrics listener: %w", msrv.Serve(mconns)) }()
 		logger.Info("metrics listening", "addr", mln.Addr().String())
 	}
 	go func() {
@@ -283,10 +303,10 @@ func (e *env) listen(ctx context.Context, c *serveConfig, logger *slog.Logger, s
 }
 
 // registerCacheMetrics exposes the cache's counters.
-func registerCacheMetrics(reg prometheus.Registerer, c certorder.CredentialCache) {
+func registerCacheMetrics(reg prometheus.Registerer, c *credcache.Store) {
 	stat := func(i int) func() float64 {
 		return func() float64 {
-			entries, hits, misses := c.CacheStats()
+			entries, hits, misses := c.Stats()
 			return float64([]int64{entries, hits, misses}[i])
 		}
 	}
@@ -303,6 +323,10 @@ func registerCacheMetrics(reg prometheus.Registerer, c certorder.CredentialCache
 // memoryHeadroomMB is the Go heap allowed beyond the cache (GOMEMLIMIT's
 // default): the live heap outside the cache is a few MB.
 const memoryHeadroomMB = 48
+
+// metricsConns is the most connections the metrics listener holds (the
+// one idle longest closed to admit a new one).
+const metricsConns = 64
 
 // drainQuiet is how long without a request ends the drain.
 const drainQuiet = 200 * time.Millisecond

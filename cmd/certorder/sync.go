@@ -19,11 +19,17 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/ccsync"
 	"github.com/certorder/certorder/digicert"
+	"github.com/certorder/certorder/internal/printable"
 	"github.com/certorder/certorder/stores"
 )
 
-// exitBusy is sync's exit code when another sync holds the lock.
-const exitBusy = 3
+// exitBusy is sync's exit code when another sync holds the lock;
+// exitIncomplete when the run stopped at --sync-max-fetches (the next
+// continues).
+const (
+	exitBusy       = 3
+	exitIncomplete = 4
+)
 
 // envAPIKey holds the CertCentral API key; there is no flag for the key
 // itself, so that it never sits in a command line.
@@ -32,6 +38,7 @@ const envAPIKey = "CERTORDER_DIGICERT_API_KEY"
 // upstreamConfig is how to reach CertCentral, for sync and serve.
 type upstreamConfig struct {
 	url, keyFile, key, limits string
+	maxFetches                int
 }
 
 // options are the upstream settings, in the form of serve's table.
@@ -41,6 +48,7 @@ func (u *upstreamConfig) options() []option {
 		{"digicert-api-key-file", "CERTORDER_DIGICERT_API_KEY_FILE", "file holding the CertCentral API key; without it the key is read from " + envAPIKey, stringVar(&u.keyFile, "")},
 		{"digicert-limits", "CERTORDER_DIGICERT_LIMITS", "per-key request limits to keep inside, as REQUESTS/DURATION[,...], or off", stringVar(&u.limits, "1000/3m,100/5s")},
 		{"", envAPIKey, "the CertCentral API key", stringVar(&u.key, "")},
+		{"sync-max-fetches", "CERTORDER_SYNC_MAX_FETCHES", "Order info requests one sync run makes at most (and so how long it holds the sync lock); the next run continues where it stopped; 0: no bound", intVar(&u.maxFetches, ccsync.DefaultMaxFetches)},
 	}
 }
 
@@ -59,6 +67,9 @@ func (u *upstreamConfig) client(e *env, cmd string) (*digicert.Client, error) {
 	limits, err := parseLimits(u.limits)
 	if err != nil {
 		return nil, usageError("--digicert-limits %q: %v", u.limits, err)
+	}
+	if u.maxFetches < 0 {
+		return nil, usageError("--sync-max-fetches %d: give a positive number, or 0 for no bound", u.maxFetches)
 	}
 	return digicert.New(u.url, key, digicert.WithLimits(limits...))
 }
@@ -84,7 +95,7 @@ func parseLimits(s string) ([]digicert.Limit, error) {
 	return limits, nil
 }
 
-const syncUsage = "[--db DSN] [--digicert-url URL] [--digicert-api-key-file FILE] [--dry-run] [--full]"
+const syncUsage = "[--db DSN] [--digicert-url URL] [--digicert-api-key-file FILE] [--sync-max-fetches N] [--dry-run] [--full]"
 
 // sync runs one CertCentral sync and ends with its one-line summary.
 func (e *env) sync(ctx context.Context, args []string) error {
@@ -110,7 +121,7 @@ func (e *env) sync(ctx context.Context, args []string) error {
 		return err
 	}
 	defer store.Close()
-	syncer, err := ccsync.New(ccsync.Config{Store: store, Client: client,
+	syncer, err := ccsync.New(ccsync.Config{Store: store, Client: client, MaxFetches: up.maxFetches,
 		Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		return err
@@ -124,7 +135,8 @@ func (e *env) sync(ctx context.Context, args []string) error {
 	if errors.Is(err, ccsync.ErrBusy) {
 		return &exitErr{code: exitBusy, err: err}
 	}
-	if changed := rep.New + rep.Changed + rep.Renewals; err == nil && !*dryRun && changed > 0 {
+	incomplete := errors.Is(err, ccsync.ErrIncomplete)
+	if changed := rep.New + rep.Changed + rep.Renewals; (err == nil || incomplete) && !*dryRun && changed > 0 {
 		// Serving PostgreSQL instances learn of the changes by notification:
 		// when the command returns, members see what it stored.
 		if _, aerr := confirmInstances(ctx, store); aerr != nil {
@@ -135,6 +147,9 @@ func (e *env) sync(ctx context.Context, args []string) error {
 		fmt.Fprintln(e.stdout, line)
 	}
 	fmt.Fprintln(e.stdout, rep.Line(err != nil))
+	if incomplete {
+		return &exitErr{code: exitIncomplete, err: err}
+	}
 	return err
 }
 
@@ -182,7 +197,7 @@ func (p *progressLine) clear() {
 func (e *env) memberLink(link bool) func(fs *flag.FlagSet) adminFunc {
 	return func(fs *flag.FlagSet) adminFunc {
 		container := fs.Int64("container", 0, "the CertCentral division (container) ID (required)")
-		return func(ctx context.Context, store certorder.Store, args []string) error {
+		return role(func(ctx context.Context, store certorder.SyncStore, args []string) error {
 			if *container <= 0 {
 				return usageError("--container ID is required: the division's CertCentral container ID")
 			}
@@ -198,12 +213,17 @@ func (e *env) memberLink(link bool) func(fs *flag.FlagSet) adminFunc {
 			}
 			fmt.Fprintf(e.stdout, "member %s linked to division %d; the next sync gives it the division's orders\n", args[0], *container)
 			return nil
-		}
+		})
 	}
 }
 
 // linksByMember lists each member's divisions, for admin member list.
-func linksByMember(ctx context.Context, store certorder.Store) (map[int64][]string, error) {
+// linkReader reads the members' division links.
+type linkReader interface {
+	ContainerLinks(ctx context.Context) ([]certorder.ContainerLink, error)
+}
+
+func linksByMember(ctx context.Context, store linkReader) (map[int64][]string, error) {
 	links, err := store.ContainerLinks(ctx)
 	if err != nil {
 		return nil, err
@@ -217,7 +237,7 @@ func linksByMember(ctx context.Context, store certorder.Store) (map[int64][]stri
 
 // syncStatus is admin sync status: the cursor, the last run, the links,
 // the unassigned orders and the recent runs.
-func (e *env) syncStatus(ctx context.Context, store certorder.Store, _ []string) error {
+func (e *env) syncStatus(ctx context.Context, store certorder.SyncStore, _ []string) error {
 	st, err := store.SyncState(ctx, 10)
 	if err != nil {
 		return err
@@ -232,14 +252,14 @@ func (e *env) syncStatus(ctx context.Context, store certorder.Store, _ []string)
 		fmt.Fprintln(out, "last run: none")
 	} else {
 		r := st.Runs[0]
-		outcome := "ok"
-		if !r.OK {
-			outcome = "failed"
-		}
-		fmt.Fprintf(out, "last run: %s, %s, by %s\n  %s\n", r.Started.UTC().Format(time.RFC3339), outcome, r.Instance,
+		outcome := runOutcome(r)
+		fmt.Fprintf(out, "last run: %s, %s, by %s\n  %s\n", r.Started.UTC().Format(time.RFC3339), outcome, printable.String(r.Instance),
 			ccsync.Report{SyncSummary: r.Summary, Took: r.Finished.Sub(r.Started)}.Line(!r.OK))
 		if r.Error != "" {
-			fmt.Fprintf(out, "  error: %s\n", r.Error)
+			fmt.Fprintf(out, "  error: %s\n", printable.Cut(r.Error, ccsync.MaxError))
+		}
+		if res := r.Summary.Resume; res != nil {
+			fmt.Fprintf(out, "  the next run continues after order %d (fetched since %s)\n", res.After, res.Since.UTC().Format(time.RFC3339))
 		}
 	}
 	links, err := store.ContainerLinks(ctx)
@@ -265,18 +285,27 @@ func (e *env) syncStatus(ctx context.Context, store certorder.Store, _ []string)
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  STARTED\tTOOK\tMODE\tOUTCOME\tINSTANCE\tNEW\tCHANGED\tRENEWALS\tREQUESTS")
 		for _, r := range st.Runs {
-			mode, outcome := "incremental", "ok"
+			mode, outcome := "incremental", runOutcome(r)
 			if r.Summary.Full {
 				mode = "full"
 			}
-			if !r.OK {
-				outcome = "failed"
-			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", r.Started.UTC().Format(time.RFC3339),
-				r.Finished.Sub(r.Started).Round(time.Millisecond), mode, outcome, r.Instance,
+				r.Finished.Sub(r.Started).Round(time.Millisecond), mode, outcome, printable.String(r.Instance),
 				r.Summary.New, r.Summary.Changed, r.Summary.Renewals, r.Summary.Requests)
 		}
 		return tw.Flush()
 	}
 	return nil
+}
+
+// runOutcome says how a run ended: ok, incomplete (stopped at
+// --sync-max-fetches) or failed.
+func runOutcome(r certorder.SyncRun) string {
+	switch {
+	case r.OK:
+		return "ok"
+	case r.Summary.Incomplete:
+		return "incomplete"
+	}
+	return "failed"
 }

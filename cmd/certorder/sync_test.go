@@ -293,7 +293,7 @@ func testSyncThroughServe(t *testing.T, dsn string) {
 	}
 
 	audit := c.ok("admin", "audit", "--member", "alice", "--limit", "0")
-	for _, want := range []string{`"sync.added"`, `"sync.renewed"`, `"sync.status"`} {
+	for _, want := range []string{" sync.added ", " sync.renewed ", " sync.status "} {
 		if !strings.Contains(audit, want) {
 			t.Errorf("the audit trail lacks %s", want)
 		}
@@ -418,4 +418,36 @@ func TestProgressLine(t *testing.T) {
 	var none *progressLine
 	none.show(ccsync.Progress{})
 	none.clear()
+}
+
+// --sync-max-fetches: a run that reaches it stores what it fetched, says
+// so, exits 4 and keeps the cursor; admin sync status says it too; the
+// next runs continue until one completes (12 orders, 5 a run: 3 runs).
+func TestSyncMaxFetches(t *testing.T) {
+	t.Parallel()
+	u := newUpstream(t, digicerttest.Options{NoLimits: true})
+	if _, err := u.sim.Generate(12, 1); err != nil {
+		t.Fatal(err)
+	}
+	c := syncCLI(t, testdb.SQLite(t), u)
+	c.fails(exitUsage, "sync", "--sync-max-fetches", "-1")
+	for run := 1; ; run++ {
+		out, errOut, err := c.run("", "sync", "--sync-max-fetches", "5")
+		if run == 3 {
+			if err != nil || count(t, lastLine(out), "fetched") != 2 {
+				t.Fatalf("run 3: %v\n%s%s", err, out, errOut)
+			}
+			break
+		}
+		if exitCode(err) != exitIncomplete || !strings.HasPrefix(lastLine(out), "sync incomplete, cursor kept, the next run continues") ||
+			count(t, lastLine(out), "fetched") != 5 {
+			t.Fatalf("run %d: %v\n%s%s", run, err, out, errOut)
+		}
+		if st := c.ok("admin", "sync", "status"); !strings.Contains(st, "cursor: none") || !strings.Contains(st, ", incomplete, by ") {
+			t.Fatalf("admin sync status after run %d:\n%s", run, st)
+		}
+	}
+	if st := c.ok("admin", "sync", "status"); strings.Contains(st, "cursor: none") {
+		t.Fatalf("admin sync status after the complete run:\n%s", st)
+	}
 }

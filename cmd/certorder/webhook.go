@@ -10,10 +10,17 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/printable"
 	"github.com/certorder/certorder/webhook"
 )
 
 // The operator's webhook commands: admin webhook add|list|remove|rotate.
+
+// endpointAdder is what admin webhook add writes to.
+type endpointAdder interface {
+	certorder.EndpointAdmin
+	certorder.AuditStore
+}
 
 func (e *env) webhookAdd(fs *flag.FlagSet) adminFunc {
 	events := fs.String("events", "", "comma-separated event types ("+strings.Join(webhook.EventTypes(), ", ")+"); default all")
@@ -21,7 +28,7 @@ func (e *env) webhookAdd(fs *flag.FlagSet) adminFunc {
 	opts := []option{{"allow-private", "CERTORDER_WEBHOOK_ALLOW_PRIVATE",
 		"allow http and private, loopback or link-local addresses, as serve --webhook-allow-private", boolVar(&allowPrivate, false)}}
 	defineOptions(fs, opts)
-	return func(ctx context.Context, store certorder.Store, args []string) error {
+	return role(func(ctx context.Context, store endpointAdder, args []string) error {
 		if err := e.applyEnv(fs, opts); err != nil {
 			return err
 		}
@@ -36,17 +43,17 @@ func (e *env) webhookAdd(fs *flag.FlagSet) adminFunc {
 		fmt.Fprintf(e.stdout, "endpoint %d added for member %s (%s). Its signing secret is shown this once:\n%s\n",
 			ep.ID, ep.Member, eventsText(ep.EventTypes), ep.Secret)
 		return nil
-	}
+	})
 }
 
 func eventsText(types []string) string {
 	if len(types) == 0 {
 		return "all events"
 	}
-	return strings.Join(types, ", ")
+	return strings.Join(printable.Strings(types), ", ") // as stored: a restore may have brought anything
 }
 
-func (e *env) webhookList(ctx context.Context, store certorder.Store, args []string) error {
+func (e *env) webhookList(ctx context.Context, store certorder.MemberWebhookStore, args []string) error {
 	eps, err := store.Endpoints(ctx, args[0])
 	if err != nil {
 		return err
@@ -56,7 +63,7 @@ func (e *env) webhookList(ctx context.Context, store certorder.Store, args []str
 	for _, ep := range eps {
 		state := "enabled"
 		if !ep.Enabled {
-			state = "disabled: " + printable(ep.DisabledReason)
+			state = "disabled: " + printable.String(ep.DisabledReason)
 		} else if !ep.FailingSince.IsZero() {
 			state = "failing since " + ep.FailingSince.UTC().Format(time.RFC3339)
 		}
@@ -64,7 +71,7 @@ func (e *env) webhookList(ctx context.Context, store certorder.Store, args []str
 		if !ep.LastSuccess.IsZero() {
 			last = ep.LastSuccess.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", ep.ID, printable(ep.URL), eventsText(ep.EventTypes), state, last)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", ep.ID, printable.String(ep.URL), eventsText(ep.EventTypes), state, last)
 	}
 	return tw.Flush()
 }
@@ -78,7 +85,7 @@ func endpointArg(ctx context.Context, store certorder.EndpointAdmin, s string) (
 	return store.FindEndpoint(ctx, id)
 }
 
-func (e *env) webhookRemove(ctx context.Context, store certorder.Store, args []string) error {
+func (e *env) webhookRemove(ctx context.Context, store endpointAdder, args []string) error {
 	ep, err := endpointArg(ctx, store, args[0])
 	if err != nil {
 		return err
@@ -95,7 +102,7 @@ func (e *env) webhookRemove(ctx context.Context, store certorder.Store, args []s
 // rotationOverlap is how long a rotated-out secret still signs.
 const rotationOverlap = 24 * time.Hour
 
-func (e *env) webhookRotate(ctx context.Context, store certorder.Store, args []string) error {
+func (e *env) webhookRotate(ctx context.Context, store endpointAdder, args []string) error {
 	ep, err := endpointArg(ctx, store, args[0])
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 // Package credcache is the cache in front of a store's FindCredential:
 // credentials by key ID and each member's orders by number (absent ones
-// too), bounded in bytes.
+// too), bounded in bytes. Store (store.go) is the decorator the API reads
+// through: one FindCredential, answered from memory or from the store.
 //
 // Orders (and credentials beyond a map of the current generation's) are
 // kept in an arena (arena.go): rings of bytes written first in, first
@@ -53,6 +54,15 @@ const MinBytes = 512 << 10
 // entryOverhead is what a credential costs in the map beyond its bytes,
 // roughly: the map's entry, the key, the allocator's rounding.
 const entryOverhead = 320
+
+// Miss is what a look-up found before it missed: what was asked, and the
+// credential when only the order was missing.
+type Miss struct {
+	KeyID   string
+	OrderID int64
+	Cred    certorder.Credential
+	CredHit bool // Cred is the cached credential: only the order is read
+}
 
 // Cache holds credentials and orders. The zero value is not usable; use New.
 //
@@ -108,30 +118,30 @@ func (c *Cache) Close() {}
 // FindCredential would, if the cache holds both for generation gen (hit).
 // The order is the caller's. On a miss it returns what it found, for
 // ReadMiss.
-func (c *Cache) Find(gen uint64, keyID string, orderID int64) (certorder.Credential, *certorder.Order, certorder.CacheMiss, bool) {
+func (c *Cache) Find(gen uint64, keyID string, orderID int64) (certorder.Credential, *certorder.Order, Miss, bool) {
 	cred, ok := c.Credential(gen, keyID)
 	if !ok {
 		c.misses.Add(1)
-		return certorder.Credential{}, nil, certorder.CacheMiss{KeyID: keyID, OrderID: orderID}, false
+		return certorder.Credential{}, nil, Miss{KeyID: keyID, OrderID: orderID}, false
 	}
 	if orderID == 0 {
 		c.hits.Add(1)
-		return cred, nil, certorder.CacheMiss{}, true
+		return cred, nil, Miss{}, true
 	}
 	o, ok := c.Order(gen, cred.MemberID, orderID)
 	if !ok {
 		c.misses.Add(1)
-		return certorder.Credential{}, nil, certorder.CacheMiss{KeyID: keyID, OrderID: orderID, Cred: cred, CredHit: true}, false
+		return certorder.Credential{}, nil, Miss{KeyID: keyID, OrderID: orderID, Cred: cred, CredHit: true}, false
 	}
 	c.hits.Add(1)
-	return cred, o, certorder.CacheMiss{}, true
+	return cred, o, Miss{}, true
 }
 
 // ReadMiss reads what Find missed, with readCredential (the credential
 // and the order, as FindCredential reads them) or, when the credential was
 // cached, readOrder (its member's order alone), and fills the cache under
 // gen, the generation read before the database is.
-func (c *Cache) ReadMiss(ctx context.Context, gen uint64, m certorder.CacheMiss,
+func (c *Cache) ReadMiss(ctx context.Context, gen uint64, m Miss,
 	readCredential func(ctx context.Context, keyID string, orderID int64) (certorder.Credential, *certorder.Order, error),
 	readOrder func(ctx context.Context, cred certorder.Credential, orderID int64) (*certorder.Order, error),
 ) (certorder.Credential, *certorder.Order, error) {

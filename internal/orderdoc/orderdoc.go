@@ -185,7 +185,7 @@ func build(o *certorder.Order, top []field, size int) error {
 	switch {
 	case o.CertEnd == 0:
 		return errors.New("certificate object is missing")
-	case o.Certificate.ValidTill == "" && o.Status == "":
+	case o.Certificate.ValidTill == "" && certorder.NormalStatus(o.Status) == "":
 		// A certificate's dates are never invented: an order without them
 		// must say it is not issued (pending and its kin).
 		return errors.New("certificate.valid_till is missing, and no status says the order is not issued yet")

@@ -44,6 +44,10 @@ func TestParseRefuses(t *testing.T) {
 		"no valid_till":      `{"OrderId":5,"certificate":{}}`,
 		"issued, no till":    `{"OrderId":5,"status":"issued","certificate":{"valid_from":"2030-01-01"}}`,
 		"revoked, no till":   `{"OrderId":5,"status":"revoked","certificate":{}}`,
+		"' issued', no till": `{"OrderId":5,"status":" issued","certificate":{}}`, // as a person reads it
+		"Expired\\n no till": `{"OrderId":5,"status":"Expired\n","certificate":{}}`,
+		"is\\u200bsued":      `{"OrderId":5,"status":"\u200bis\u200bsued","certificate":{}}`,
+		"blank, no till":     `{"OrderId":5,"status":" \u3000","certificate":{}}`,
 		"pending, null till": `{"OrderId":5,"status":"pending","certificate":{"valid_till":null}}`,
 		"pending, '' till":   `{"OrderId":5,"status":"pending","certificate":{"valid_till":""}}`,
 		"bad valid_till":     `{"OrderId":5,"certificate":{"valid_till":"01/01/2030"}}`,

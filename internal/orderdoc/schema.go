@@ -11,6 +11,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/jsonscan"
+	"github.com/certorder/certorder/internal/printable"
 )
 
 // The types the spec gives each field of an order (sections 2.2 to 2.5),
@@ -344,11 +345,11 @@ func isNumber(v json.RawMessage) bool {
 	return len(v) > 0 && (v[0] == '-' || v[0] >= '0' && v[0] <= '9') && json.Unmarshal(v, &n) == nil
 }
 
+// snippet is a value as an error quotes it: its start, by certorder's one
+// rule for shown text (internal/printable), since the error reaches the
+// operator's terminal and the sync's log.
 func snippet(v json.RawMessage) string {
-	if len(v) > 40 {
-		return string(v[:40]) + "..."
-	}
-	return string(v)
+	return printable.Cut(string(v), 48)
 }
 
 // FieldType is the type the spec gives one field of an order, for tools

@@ -86,12 +86,14 @@ func idOrEmpty(id int64) string {
 
 // csvRow makes cells safe for a spreadsheet: a cell a spreadsheet would
 // read as a formula gets a leading apostrophe. Spreadsheets skip leading
-// white space (spaces, tabs, line breaks, the ideographic space) and, in
-// East Asian locales, read the full-width ＝ ＋ － ＠ (and the small
-// ﹦ ﹢ ﹣) as their ASCII forms; so a cell is guarded when its first
-// character that is not white space is one of those or = + - @, or when it
-// starts with a tab or carriage return. Integers are left alone: -5 days
-// is a number, not a formula.
+// white space (spaces, tabs, line breaks, the ideographic space) and may
+// drop invisible characters (a zero-width space, a byte order mark, a
+// control character such as U+001C), and, in East Asian locales, read the
+// full-width ＝ ＋ － ＠ (and the small ﹦ ﹢ ﹣) as their ASCII forms; so a
+// cell is guarded when its first character that is neither white space nor
+// invisible is one of those or = + - @, or when it starts with a tab or
+// carriage return. Integers are left alone: -5 days is a number, not a
+// formula.
 func csvRow(cells ...string) []string {
 	for i, c := range cells {
 		cells[i] = csvCell(c)
@@ -108,7 +110,7 @@ const formulaStarts = "=+-@＝＋－＠﹦﹢﹣"
 func CSVCell(c string) string { return csvCell(c) }
 
 func csvCell(c string) string {
-	trimmed := strings.TrimLeftFunc(c, unicode.IsSpace)
+	trimmed := strings.TrimLeftFunc(c, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsGraphic(r) })
 	first, _ := utf8.DecodeRuneInString(trimmed)
 	if trimmed == "" || !strings.ContainsRune(formulaStarts, first) {
 		if c != "" && (c[0] == '\t' || c[0] == '\r') {

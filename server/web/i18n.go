@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -216,9 +217,14 @@ func (h *handler) setLanguage(w http.ResponseWriter, r *http.Request) {
 }
 
 // localPath returns p if it is a path on this site, else "/": the language
-// switch must not redirect elsewhere.
+// switch must not redirect elsewhere, nor put raw control bytes, spaces or
+// backslashes in the Location header (the switch's own links escape them).
 func localPath(p string) string {
-	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.ContainsAny(p, "\\\r\n\t") {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") ||
+		strings.ContainsFunc(p, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '\\' }) {
+		return "/"
+	}
+	if _, err := url.ParseRequestURI(p); err != nil {
 		return "/"
 	}
 	return p

@@ -129,17 +129,13 @@ type row struct {
 	Renews     int64 // the order this one renewed
 }
 
-// info reads the stored document of an order with the derived fields,
-// in the spec's types.
+// info is the order as OrderInfo answers it (wire.AppendOrderInfo: the
+// stored document with is_renewed, was_renewed_by_order_id and
+// days_remaining derived in that one place), read in the spec's types.
 func (h *handler) info(o *certorder.Order) (*client.Order, error) {
 	var c client.Order
-	if err := json.Unmarshal(o.Doc, &c); err != nil {
+	if err := json.Unmarshal(wire.AppendOrderInfo(nil, o, h.cfg.Now()), &c); err != nil {
 		return nil, fmt.Errorf("order %d: %w", o.ID, err)
-	}
-	c.IsRenewed = o.RenewedBy != 0
-	c.WasRenewedByOrderID = client.Int{Value: o.RenewedBy, Valid: c.IsRenewed}
-	if o.Certificate.ValidTill != "" {
-		c.Certificate.DaysRemaining = client.Int{Value: int64(certorder.DaysRemaining(o.Certificate.ValidTill, h.cfg.Now())), Valid: true}
 	}
 	return &c, nil
 }

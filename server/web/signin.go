@@ -45,6 +45,17 @@ func (h *handler) signInForm(w http.ResponseWriter, r *http.Request, status int,
 	h.render(w, r, status, "signin", view{Title: h.cat(r).S("signin.title"), CSRF: token, Data: data})
 }
 
+// echoName is what a refused sign-in puts back in the Member ID field: the
+// name, if it could be one and is not shaped like a key. A key pasted into
+// the wrong field must not come back in the page (to the screen, the
+// browser's form history, a screenshot); a member re-types it.
+func echoName(name string) string {
+	if certorder.ValidMemberName(name) != nil || certorder.RedactKeys(name) != name {
+		return ""
+	}
+	return name
+}
+
 // sameToken compares two tokens in constant time; empty never matches.
 func sameToken(a, b string) bool {
 	return a != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
@@ -63,11 +74,11 @@ func (h *handler) signIn(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.As(err, &throttled):
 		w.Header().Set("Retry-After", strconv.Itoa(int(throttled.Wait.Seconds())+1))
-		h.signInForm(w, r, http.StatusTooManyRequests, signInData{Name: name,
+		h.signInForm(w, r, http.StatusTooManyRequests, signInData{Name: echoName(name),
 			Error: cat.S("signin.error.throttled", roundWait(cat, throttled.Wait))})
 		return
 	case errors.Is(err, ErrRefused):
-		h.signInForm(w, r, http.StatusUnauthorized, signInData{Name: name, Error: cat.S("signin.error.refused")})
+		h.signInForm(w, r, http.StatusUnauthorized, signInData{Name: echoName(name), Error: cat.S("signin.error.refused")})
 		return
 	case err != nil:
 		h.serverError(w, r, err)

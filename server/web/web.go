@@ -110,7 +110,7 @@ type handler struct {
 	cfg   Config
 	cats  map[string]*catalogue
 	pages map[string]map[string]*template.Template // language -> page -> template
-	tests *webhook.TestLimiter                     // test events per member
+	tests *webhook.TestLimiter                     // test events and redeliveries per member
 }
 
 // pageNames are the templates besides the layout.

@@ -93,9 +93,37 @@ func TestCSVCell(t *testing.T) {
 		"a=b":                   "a=b",
 		"-cmd|' /C calc'!A0":    "'-cmd|' /C calc'!A0",
 		"=cmd|' /C calc'!A0 名前": "'=cmd|' /C calc'!A0 名前",
+		// Invisible characters before the formula: skipped by some spreadsheets.
+		"\u200b=1+1":          "'\u200b=1+1",
+		"\ufeff=HYPERLINK(1)": "'\ufeff=HYPERLINK(1)",
+		"\x1c=1+1":            "'\x1c=1+1",
+		"\u2060 @SUM(A1)":     "'\u2060 @SUM(A1)",
+		"\u200bexample":       "\u200bexample",
 	} {
 		if got := csvCell(in); got != want {
 			t.Errorf("csvCell(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// The https-or-loopback rule holds for the template itself, whatever the
+// order number: {orderId} may not stand in the scheme, user or host.
+func TestCheckACMEURLTemplate(t *testing.T) {
+	for tmpl, ok := range map[string]bool{
+		"https://one.digicert.com/mpki/api/v1/acme/v2/directory?action=renew&orderId={orderId}": true,
+		"http://127.0.0.1:14000/dir/{orderId}?orderId={orderId}#{orderId}":                      true,
+		"http://[::1]/d?orderId={orderId}":                                                      true,
+		"https://acme.example/directory?orderId=1":                                              false, // no {orderId}
+		"http://acme.example/directory?orderId={orderId}":                                       false, // http off loopback
+		"http://[::{orderId}]/d?orderId={orderId}":                                              false, // [::1] for order 1, [::1002] for 1002
+		"http://127.0.0.{orderId}/d":                                                            false,
+		"http://localhost:{orderId}/d":                                                          false,
+		"https://{orderId}.acme.example/d":                                                      false,
+		"https://u{orderId}@acme.example/d":                                                     false,
+		"http{orderId}://acme.example/d":                                                        false,
+	} {
+		if err := CheckACMEURLTemplate(tmpl); (err == nil) != ok {
+			t.Errorf("CheckACMEURLTemplate(%q) = %v, want ok %v", tmpl, err, ok)
 		}
 	}
 }
@@ -111,6 +139,12 @@ func TestLocalPath(t *testing.T) {
 		"https://evil.example/":    "/",
 		"javascript:alert(1)":      "/",
 		"/orders\r\nSet-Cookie: x": "/",
+		"/orders\x00x":             "/",
+		"/orders?q=\x1b[2J":        "/",
+		"/a\x7f":                   "/",
+		"/a b":                     "/",
+		"/orders?q=%1B":            "/orders?q=%1B",   // escaped: as the links write it
+		"/webhooks/1?x=é":          "/webhooks/1?x=é", // http.Redirect escapes what is not ASCII
 	} {
 		if got := localPath(in); got != want {
 			t.Errorf("localPath(%q) = %q, want %q", in, got, want)

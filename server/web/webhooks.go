@@ -351,19 +351,17 @@ func (h *handler) testWebhook(w http.ResponseWriter, r *http.Request, s *certord
 		h.endpointPage(w, r, s, ep, http.StatusConflict, webhookData{Error: h.cat(r).S("webhook.error.disabled")})
 		return
 	}
-	if ok, wait := h.tests.Allow(s.MemberID, h.cfg.Now()); !ok {
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-		cat := h.cat(r)
-		h.endpointPage(w, r, s, ep, http.StatusTooManyRequests, webhookData{
-			Error: cat.S("webhook.error.test_limit", webhook.TestBurst, roundWait(cat, wait))})
+	undo := h.allowSend(w, r, s, ep)
+	if undo == nil {
 		return
 	}
 	body, err := json.Marshal(webhook.TestEvent(h.cfg.Now()))
-	if err != nil {
-		h.serverError(w, r, err)
-		return
+	if err == nil {
+		_, err = h.store.QueueMemberDelivery(r.Context(), s.MemberID, ep.ID, webhook.TypeTest, webhook.NewMessageID(), body)
 	}
-	_, err = h.store.QueueMemberDelivery(r.Context(), s.MemberID, ep.ID, webhook.TypeTest, webhook.NewMessageID(), body)
+	if err != nil {
+		undo()
+	}
 	if errors.Is(err, certorder.ErrNotFound) { // deleted since
 		h.notFound(w, r, s)
 		return
@@ -374,6 +372,21 @@ func (h *handler) testWebhook(w http.ResponseWriter, r *http.Request, s *certord
 	}
 	h.audit(r, s.Member, "web WebhookTest "+strconv.FormatInt(ep.ID, 10))
 	http.Redirect(w, r, "/webhooks/"+strconv.FormatInt(ep.ID, 10)+"?tested=1", http.StatusSeeOther)
+}
+
+// allowSend takes one of the member's messages sent by hand, a test event
+// or a redelivery: both put a message on the worker's places, so they
+// share one limit (webhook.TestLimiter). Refused, it answers 429 and
+// returns nil; else what gives the message back if it is not sent.
+func (h *handler) allowSend(w http.ResponseWriter, r *http.Request, s *certorder.Session, ep certorder.Endpoint) (undo func()) {
+	ok, wait, undo := h.tests.Allow(s.MemberID, h.cfg.Now())
+	if !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		cat := h.cat(r)
+		h.endpointPage(w, r, s, ep, http.StatusTooManyRequests, webhookData{
+			Error: cat.S("webhook.error.send_limit", webhook.TestBurst, roundWait(cat, wait))})
+	}
+	return undo
 }
 
 // setWebhookEnabled disables or enables the endpoint.
@@ -462,7 +475,14 @@ func (h *handler) redeliver(w http.ResponseWriter, r *http.Request, s *certorder
 		h.endpointPage(w, r, s, ep, http.StatusConflict, webhookData{Error: cat.S("webhook.error.disabled")})
 		return
 	}
+	undo := h.allowSend(w, r, s, ep)
+	if undo == nil {
+		return
+	}
 	err := h.store.RedeliverMemberDelivery(r.Context(), s.MemberID, ep.ID, did)
+	if err != nil {
+		undo() // nothing queued: a delivery pending, gone, or the store down
+	}
 	switch {
 	case errors.Is(err, certorder.ErrNotFound):
 		h.notFound(w, r, s)

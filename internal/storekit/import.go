@@ -1,9 +1,15 @@
-package certorder
+// Package storekit is the machinery both stores share above their SQL:
+// the import's batches (ImportInBatches), the sync's transaction (SyncTx,
+// which ccsync writes through). Each store implements its interfaces with
+// its own SQL; the rules they apply are the root package's.
+package storekit
 
 import (
 	"context"
 	"iter"
 	"time"
+
+	"github.com/certorder/certorder"
 )
 
 // ImportBatchSize is how many orders ImportInBatches checks and writes at once.
@@ -14,7 +20,7 @@ const ImportBatchSize = 1000
 // many, with its events.
 type BatchWriter interface {
 	// Links reads the owner, renewal and status of those of ids that are stored.
-	Links(ctx context.Context, ids []int64) (map[int64]OrderLink, error)
+	Links(ctx context.Context, ids []int64) (map[int64]certorder.OrderLink, error)
 	// RenewedFromOthers returns, for those of ids that an order of a
 	// member other than memberID names as its renewal, the lowest such
 	// order.
@@ -23,22 +29,22 @@ type BatchWriter interface {
 	// replacing those stored.
 	SaveOrders(ctx context.Context, memberID int64, orders []CheckedOrder) error
 	// AddEvents writes the events of the orders saved (OrderChange.Events).
-	EventWriter
-	// The certificate histories of the orders saved (RecordCertificates).
-	HistoryWriter
+	certorder.EventWriter
+	// The certificate histories of the orders saved (certorder.RecordCertificates).
+	certorder.HistoryWriter
 }
 
-// CheckedOrder is an order CheckImport accepted, with the renewal to store.
+// CheckedOrder is an order certorder.CheckImport accepted, with the renewal to store.
 type CheckedOrder struct {
-	Order     *Order
+	Order     *certorder.Order
 	RenewedBy int64
 }
 
 // ImportInBatches is ImportOrders' work, ImportBatchSize orders at a time,
-// with exactly the rules and the outcome of checking (CheckImport) and
+// with exactly the rules and the outcome of checking (certorder.CheckImport) and
 // writing them one by one: the orders of a batch, the orders they name as
 // renewals, and the orders of other members that name them are read in two
-// queries before it is checked; CheckImport then runs for each order in
+// queries before it is checked; certorder.CheckImport then runs for each order in
 // turn against what was read, overlaid with the orders of the batch it has
 // accepted so far (reading the store only for an order a renewal chain
 // reaches beyond them); and the batch is written in one go, an order that
@@ -46,9 +52,9 @@ type CheckedOrder struct {
 // orders it changes (their previous state is the one read before the
 // batch). It returns how many orders it stored (an order that appears
 // twice counts twice, as one by one).
-func ImportInBatches(ctx context.Context, memberID int64, orders iter.Seq2[*Order, error], w BatchWriter) (int, error) {
+func ImportInBatches(ctx context.Context, memberID int64, orders iter.Seq2[*certorder.Order, error], w BatchWriter) (int, error) {
 	n := 0
-	batch := make([]*Order, 0, ImportBatchSize)
+	batch := make([]*certorder.Order, 0, ImportBatchSize)
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
@@ -76,7 +82,7 @@ func ImportInBatches(ctx context.Context, memberID int64, orders iter.Seq2[*Orde
 	return n, nil
 }
 
-func importBatch(ctx context.Context, memberID int64, batch []*Order, w BatchWriter) error {
+func importBatch(ctx context.Context, memberID int64, batch []*certorder.Order, w BatchWriter) error {
 	own := make([]int64, 0, len(batch))
 	ids := make([]int64, 0, 2*len(batch))
 	for _, o := range batch {
@@ -98,8 +104,8 @@ func importBatch(ctx context.Context, memberID int64, batch []*Order, w BatchWri
 	for _, id := range ids {
 		read[id] = true
 	}
-	accepted := make(map[int64]OrderLink, len(batch)) // this batch's, as written so far
-	lookup := func(ctx context.Context, id int64) (OrderLink, error) {
+	accepted := make(map[int64]certorder.OrderLink, len(batch)) // this batch's, as written so far
+	lookup := func(ctx context.Context, id int64) (certorder.OrderLink, error) {
 		if l, ok := accepted[id]; ok {
 			return l, nil
 		}
@@ -109,7 +115,7 @@ func importBatch(ctx context.Context, memberID int64, batch []*Order, w BatchWri
 		if !read[id] { // a renewal chain beyond what was read
 			m, err := w.Links(ctx, []int64{id})
 			if err != nil {
-				return OrderLink{}, err
+				return certorder.OrderLink{}, err
 			}
 			read[id] = true
 			if l, ok := m[id]; ok {
@@ -117,7 +123,7 @@ func importBatch(ctx context.Context, memberID int64, batch []*Order, w BatchWri
 				return l, nil
 			}
 		}
-		return OrderLink{}, ErrNotFound
+		return certorder.OrderLink{}, certorder.ErrNotFound
 	}
 	// Another member's orders are never written by an import, so what
 	// was read before the batch stays true throughout it.
@@ -125,11 +131,11 @@ func importBatch(ctx context.Context, memberID int64, batch []*Order, w BatchWri
 	checked := make([]CheckedOrder, 0, len(batch))
 	at := make(map[int64]int, len(batch))
 	for _, o := range batch {
-		renewedBy, err := CheckImport(ctx, memberID, o, lookup, renewedFromOther)
+		renewedBy, err := certorder.CheckImport(ctx, memberID, o, lookup, renewedFromOther)
 		if err != nil {
 			return err
 		}
-		accepted[o.ID] = OrderLink{MemberID: memberID, RenewedBy: renewedBy, Status: o.Status}
+		accepted[o.ID] = certorder.OrderLink{MemberID: memberID, RenewedBy: renewedBy, Status: o.Status}
 		if i, twice := at[o.ID]; twice {
 			checked[i] = CheckedOrder{o, renewedBy}
 			continue
@@ -140,11 +146,11 @@ func importBatch(ctx context.Context, memberID int64, batch []*Order, w BatchWri
 	if err := w.SaveOrders(ctx, memberID, checked); err != nil {
 		return err
 	}
-	saved := make([]*Order, len(checked))
+	saved := make([]*certorder.Order, len(checked))
 	for i, c := range checked {
 		saved[i] = c.Order
 	}
-	reissues, err := RecordCertificates(ctx, w, saved)
+	reissues, err := certorder.RecordCertificates(ctx, w, saved)
 	if err != nil {
 		return err
 	}
@@ -153,13 +159,13 @@ func importBatch(ctx context.Context, memberID int64, batch []*Order, w BatchWri
 
 // batchEvents are the events of writing checked over the orders stored
 // before (stored holds every one of them that was), with the reissues
-// RecordCertificates found.
-func batchEvents(memberID int64, checked []CheckedOrder, stored map[int64]OrderLink, reissues map[int64]*ReissuedData) []Event {
-	var events []Event
+// certorder.RecordCertificates found.
+func batchEvents(memberID int64, checked []CheckedOrder, stored map[int64]certorder.OrderLink, reissues map[int64]*certorder.ReissuedData) []certorder.Event {
+	var events []certorder.Event
 	now := time.Now()
 	for _, c := range checked {
 		prev, ok := stored[c.Order.ID]
-		events = append(events, OrderChange{OrderID: c.Order.ID, MemberID: memberID, Added: !ok,
+		events = append(events, certorder.OrderChange{OrderID: c.Order.ID, MemberID: memberID, Added: !ok,
 			PreviousStatus: prev.Status, Status: c.Order.Status, PreviousRenewedBy: prev.RenewedBy, RenewedBy: c.RenewedBy,
 			Reissue: reissues[c.Order.ID]}.Events(now)...)
 	}
