@@ -13,16 +13,10 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/client"
-	"github.com/certorder/certorder/server"
-	"github.com/certorder/certorder/sqlite"
-	"github.com/certorder/certorder/storetest"
 )
 
 // makeCert is a self-signed certificate with the serial number, as DER.
@@ -46,34 +40,8 @@ func makeCert(t *testing.T, serial *big.Int) []byte {
 func TestCertificateCheck(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "c.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if _, err := s.AddMember(ctx, "alice"); err != nil {
-		t.Fatal(err)
-	}
-	text, k, err := certorder.NewKey("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.AddKey(ctx, "alice", k); err != nil {
-		t.Fatal(err)
-	}
-	for _, doc := range []string{storetest.CertJSON(1, 501, "0A01", "2026-03-01", "2026-09-16", "2029-03-01"),
-		storetest.CertJSON(1, 502, "0A02", "2026-09-01", "2027-03-19", "2029-03-01")} {
-		if _, err := s.ImportOrders(ctx, "alice", storetest.Orders(t, doc)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h, err := server.New(s, server.Config{CASegment: "digicert"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	c, err := client.New(srv.URL+"/api/digicert/", "alice", text)
+	endpoint, key := newService(t)
+	c, err := client.New(endpoint, "alice", key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +62,7 @@ func TestCertificateCheck(t *testing.T) {
 			continue
 		}
 		got, err := c.CertificateCheck(ctx, client.KeyOf(cert))
-		if err != nil || got.OrderID != 1 || got.CertificateID.Value != 501 || got.IsCurrent {
+		if err != nil || got.OrderID != 11 || got.CertificateID.Value != 501 || got.IsCurrent {
 			t.Errorf("%s: %+v, %v", name, got, err)
 		}
 	}
@@ -112,7 +80,7 @@ func TestCertificateCheck(t *testing.T) {
 		t.Errorf("ThumbprintOf = %s", client.ThumbprintOf(cert))
 	}
 	if got, err := c.CertificateCheck(ctx, client.CertificateKey{Thumbprint: "02:02:02:02:02:02:02:02:02:02:02:02:02:02:02:02:02:02:02:02"}); err != nil ||
-		got.OrderID != 1 || got.CertificateID.Value != 502 || !got.IsCurrent {
+		got.OrderID != 11 || got.CertificateID.Value != 502 || !got.IsCurrent {
 		t.Errorf("by thumbprint: %+v, %v", got, err)
 	}
 	cert, _ = x509.ParseCertificate(other)
