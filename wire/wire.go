@@ -38,11 +38,11 @@ const (
 	NoSuchOrder        Code = 131
 	NotRenewed         Code = 132
 	RateLimited        Code = 140
+	Unavailable        Code = 150
 	BadSerial          Code = 160
 	NoSuchSerial       Code = 161
 	BadThumbprint      Code = 162
 	NoSuchThumbprint   Code = 163
-	Unavailable        Code = 150
 	Internal           Code = 190
 )
 
@@ -79,11 +79,11 @@ var catalogue = []entry{
 	{NoSuchOrder, "orderId is failed.", 404, "no_such_order", ErrNoSuchOrder},                         // no such order for this member; another member's looks the same
 	{NotRenewed, "orderId is failed.", 404, "not_renewed", ErrNotRenewed},                             // RenewCheck on an order not renewed
 	{RateLimited, "rate limit is exceeded.", 429, "rate_limited", ErrRateLimited},                     // a limit refused the request; Retry-After says when to retry
+	{Unavailable, "service is unavailable.", 503, "unavailable", ErrUnavailable},                      // store unreachable or server overloaded; retry
 	{BadSerial, "serial_number is failed.", 400, "bad_serial_number", nil},                            // CertificateCheck: serial_number not a serial (or neither or both of serial_number and thumbprint given)
 	{NoSuchSerial, "serial_number is failed.", 404, "no_such_serial_number", ErrNoSuchCertificate},    // no certificate of this member's orders has it; another member's looks the same
 	{BadThumbprint, "thumbprint is failed.", 400, "bad_thumbprint", nil},                              // thumbprint not 40 hex digits
 	{NoSuchThumbprint, "thumbprint is failed.", 404, "no_such_thumbprint", ErrNoSuchCertificate},      // no certificate of this member's orders has it; another member's looks the same
-	{Unavailable, "service is unavailable.", 503, "unavailable", ErrUnavailable},                      // store unreachable or server overloaded; retry
 	{Internal, "internal error.", 500, "internal", nil},                                               // anything else
 }
 
