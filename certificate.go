@@ -46,7 +46,7 @@ func (c Certificate) same(d Certificate) bool {
 
 func (c Certificate) equal(d Certificate) bool {
 	return c.ID == d.ID && c.SerialNumber == d.SerialNumber && c.Thumbprint == d.Thumbprint && c.CommonName == d.CommonName &&
-		strings.Join(c.DNSNames, "\n") == strings.Join(d.DNSNames, "\n") && c.Status == d.Status &&
+		slices.Equal(c.DNSNames, d.DNSNames) && c.Status == d.Status &&
 		c.DateIssued == d.DateIssued && c.ValidFrom == d.ValidFrom && c.ValidTill == d.ValidTill
 }
 
