@@ -28,6 +28,7 @@ func (e *env) acmeURL(ctx context.Context, args []string) error {
 	action := fs.String("action", "", "set or replace the URL's action: "+strings.Join(acmeActions, ", "))
 	renewal := fs.String("certbot-renewal", "",
 		"take DIRECTORY_URL from the server line of this certbot renewal file (/etc/letsencrypt/renewal/NAME.conf); it is only read")
+	certFile := fs.String("cert", "", "start from the order of this certificate: a PEM, DER or chain file (its first certificate); the URL's orderId is replaced")
 	pos, err := parseRange(fs, args, 0, 1)
 	if err != nil {
 		return err
@@ -63,6 +64,15 @@ func (e *env) acmeURL(ctx context.Context, args []string) error {
 	if n := len(d.find("action")); n > 1 {
 		return usageError("%s: the URL has %d action parameters: which one is meant?", cmd, n)
 	}
+	var cert *certArg
+	if *certFile != "" {
+		if *order != "" {
+			return usageError("%s: give --order or --cert, not both", cmd)
+		}
+		if cert, err = readCertArg(cmd, *certFile); err != nil {
+			return err
+		}
+	}
 	if *order != "" {
 		flagID, err := orderIDArg(*order)
 		if err != nil {
@@ -73,16 +83,26 @@ func (e *env) acmeURL(ctx context.Context, args []string) error {
 		}
 		id = flagID
 	}
-	if id == 0 {
-		return usageError("%s: the URL has no orderId parameter: give the order with --order ID", cmd)
+	if id == 0 && cert == nil {
+		return usageError("%s: the URL has no orderId parameter: give the order with --order ID or --cert FILE", cmd)
 	}
 	c, err := creds.client(e, fs, cmd)
 	if err != nil {
 		return err
 	}
+	urlID := id
+	if cert != nil {
+		if id, err = e.certOrder(ctx, c, cert); err != nil {
+			return memberExit(err, cmd, id, creds.endpoint, creds.name)
+		}
+	}
 	cur, err := c.Current(ctx, id)
 	if err != nil {
 		return memberExit(err, cmd, id, creds.endpoint, creds.name)
+	}
+	if cert != nil && urlID != 0 && !slices.Contains(cur.Chain, urlID) {
+		// Not an error: the URL may name an order the certificate's renewed.
+		fmt.Fprintf(e.stderr, "the URL named order %d; the certificate belongs to order %d\n", urlID, id)
 	}
 	newest := cur.Order.OrderID
 	d.set("orderId", strconv.FormatInt(newest, 10))

@@ -66,6 +66,8 @@ func (e *env) adminCommands() []adminCommand {
 		{"order renew", "OLD NEW", "record that order NEW renewed order OLD", 2, false, noFlags(e.orderRenew)},
 		{"order list", "NAME [--next-step STEP]", "list a member's orders with their next step", 1, false, e.orderList},
 		{"order show", "ID [--summary]", "print an order as OrderInfo answers it", 1, false, e.orderShow},
+		{"order find", "--serial S|--thumbprint T|--from FILE [--json|--csv]",
+			"which order, member and order status each certificate belongs to, and whether it is current", 0, false, e.orderFind},
 		{"audit", "[--member NAME] [--since TIME] [--limit N]",
 			"list API calls, newest first (TIME: RFC 3339, YYYY-MM-DD, or a duration ago: 24h)", 0, false, e.audit},
 		{"webhook add", "MEMBER URL [--events TYPES] [--allow-private]", "add a webhook endpoint; its signing secret alone on the last line", 2, false, e.webhookAdd},

@@ -44,7 +44,7 @@ func TestCompleteCandidates(t *testing.T) {
 		{[]string{"admin", "--db", ""}, nil},
 		{[]string{"serve", "--tls"}, []string{"--tls-cert", "--tls-key"}},
 		{[]string{"current", "10001", "--i"}, []string{"--id"}},
-		{[]string{"acme-url", "--c"}, []string{"--certbot-renewal"}},
+		{[]string{"acme-url", "--c"}, []string{"--cert", "--certbot-renewal"}},
 		{[]string{"acme-url", "--action", "re"}, []string{"renew", "reissue"}},
 		{[]string{"acme-url", "--certbot-renewal", ""}, nil},
 		{[]string{"completion", ""}, []string{"bash", "zsh", "fish"}},

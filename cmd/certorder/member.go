@@ -32,8 +32,11 @@ const (
 // member runs auth, info, renew-check and current (acme-url is in acmeurl.go).
 func (e *env) member(ctx context.Context, cmd string, args []string) error {
 	argsUsage := "ID [flags]"
-	if cmd == "auth" {
+	switch cmd {
+	case "auth":
 		argsUsage = "[flags]"
+	case "info", "current":
+		argsUsage = "ID|--cert FILE [flags]"
 	}
 	fs := e.newFlags(cmd, argsUsage)
 	creds := memberFlags(fs)
@@ -43,21 +46,37 @@ func (e *env) member(ctx context.Context, cmd string, args []string) error {
 		idOnly = fs.Bool("id", false, "print only the current order number")
 	}
 	var windows certorder.Windows
+	var certFile *string
 	if cmd == "info" || cmd == "current" {
 		wopts := windowOptions(&windows)
 		defineOptions(fs, wopts)
 		creds.opts = append(creds.opts, wopts...)
+		certFile = fs.String("cert", "", "start from the order of this certificate instead of ID: a PEM, DER or chain file (its first certificate)")
 	}
-	want := 1
-	if cmd == "auth" {
-		want = 0
+	lo, hi := 1, 1
+	switch {
+	case cmd == "auth":
+		lo, hi = 0, 0
+	case certFile != nil:
+		lo = 0
 	}
-	pos, err := parse(fs, args, want)
+	pos, err := parseRange(fs, args, lo, hi)
 	if err != nil {
 		return err
 	}
 	var id int64
-	if want == 1 {
+	var cert *certArg
+	switch {
+	case certFile != nil && *certFile != "" && len(pos) > 0:
+		return usageError("%s: give an order ID or --cert, not both", cmd)
+	case certFile != nil && *certFile != "":
+		if cert, err = readCertArg(cmd, *certFile); err != nil {
+			return err
+		}
+	case hi == 1 && len(pos) == 0:
+		fs.Usage()
+		return usageError("%s: want an order ID or --cert FILE", cmd)
+	case hi == 1:
 		if id, err = orderIDArg(pos[0]); err != nil {
 			return err
 		}
@@ -72,11 +91,19 @@ func (e *env) member(ctx context.Context, cmd string, args []string) error {
 		}
 	}
 
+	if cert != nil {
+		if id, err = e.certOrder(ctx, c, cert); err != nil {
+			return memberExit(err, cmd, id, creds.endpoint, creds.name)
+		}
+	}
 	switch cmd {
 	case "auth":
 		err = e.authCmd(ctx, c, *asJSON)
 	case "info":
 		err = e.infoCmd(ctx, c, id, *asJSON, windows)
+		if err == nil && cert != nil {
+			err = e.followChain(ctx, c, id, *asJSON) // as current does: the same exit codes
+		}
 	case "renew-check":
 		err = e.renewCheckCmd(ctx, c, id, *asJSON)
 	case "current":
@@ -356,6 +383,9 @@ func memberExit(err error, cmd string, id int64, endpoint, name string) error {
 	case errors.Is(err, client.ErrNotRenewed):
 		code = exitNotRenewed
 		msg = fmt.Errorf("order %d has not been renewed (%w)", id, err)
+	case errors.Is(err, client.ErrNoSuchCertificate):
+		code = exitNoSuchOrder
+		msg = fmt.Errorf("%w: it is not a certificate of member %s's orders (another CA's, or another member's)", err, name)
 	case errors.Is(err, client.ErrNoSuchOrder):
 		code = exitNoSuchOrder
 		msg = fmt.Errorf("no such order: %d is not an order of member %s (%w)", id, name, err)
