@@ -62,9 +62,14 @@ type Credential struct {
 
 // OrderQuery selects a page of one member's orders, in SQL.
 type OrderQuery struct {
-	MemberID    int64
-	Search      string    // only orders whose common name or a DNS name contains it (any case)
-	HideRenewed bool      // leave out orders whose renewal is issued (RenewalIssued): the member follows that one
+	MemberID int64
+	// Search: only orders whose common name or a DNS name contains it (any
+	// case), or that it names (SearchKeys): by order number, or by the
+	// serial number or thumbprint of any certificate the order has had.
+	Search string
+	// HideRenewed leaves out orders whose renewal is issued (RenewalIssued):
+	// the member follows that one. An order a search names is never left out.
+	HideRenewed bool
 	Sort        OrderSort // the order of the list
 	AfterID     int64     // with SortByID: only orders numbered above it (keyset paging)
 	Offset      int       // skip this many
@@ -245,6 +250,7 @@ type Store interface {
 	NoticeStore
 	SyncStore
 	LifecycleReader
+	CertificateFinder
 	Pinger
 
 	// Restore loads an export (see internal/export) into an empty

@@ -5,7 +5,12 @@
 // that skipped, with its reason and a count. It exits 1 if a test failed,
 // or, with -no-skips, if any test skipped (CI runs everything).
 //
-//	go test -json ./... | go run .ci/testsummary.go -no-skips
+// It also counts the tests that need PostgreSQL, whether they ran on it or
+// skipped without it, and with -readme FILE fails unless FILE states that
+// count ("N tests and subtests (counted by .ci/testsummary.go"), so that the
+// README's figure of skips without PostgreSQL stays true.
+//
+//	go test -json ./... | go run .ci/testsummary.go -no-skips -readme README.md
 package main
 
 import (
@@ -14,10 +19,22 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
+
+// internal/testdb's messages (testdb.UsesPostgres, testdb.SkipsPostgres):
+// one of them is in the output of every test that needs PostgreSQL.
+const (
+	usesPostgres  = "testdb: this test uses PostgreSQL"
+	skipsPostgres = "PostgreSQL tests skipped"
+)
+
+// readmeFigure finds the README's count of the tests that need PostgreSQL.
+var readmeFigure = regexp.MustCompile("(\\d+) tests and subtests \\(counted by `?\\.ci/testsummary\\.go")
 
 // event is one line of test2json's output.
 type event struct {
@@ -33,7 +50,9 @@ type event struct {
 
 func main() {
 	noSkips := flag.Bool("no-skips", false, "fail if any test skipped")
+	readme := flag.String("readme", "", "fail unless this file states the number of tests that need PostgreSQL")
 	flag.Parse()
+	needsPostgres := map[string]bool{} // package + test
 
 	output := map[string]*strings.Builder{} // package + test -> its output so far
 	var failed, skipped []string
@@ -61,6 +80,9 @@ func main() {
 				output[key] = &strings.Builder{}
 			}
 			output[key].WriteString(e.Output)
+			if e.Test != "" && (strings.Contains(e.Output, usesPostgres) || strings.Contains(e.Output, skipsPostgres)) {
+				needsPostgres[key] = true
+			}
 		case "pass":
 			if e.Test == "" {
 				fmt.Printf("ok   %s\t%.1fs\n", e.Package, e.Elapsed)
@@ -103,6 +125,13 @@ func main() {
 	for _, name := range skipped {
 		fmt.Printf("  SKIP %s: %s\n", name, skipReason[name])
 	}
+	fmt.Printf("%d tests and subtests need PostgreSQL (%s): they skip without it\n", len(needsPostgres), "CERTORDER_TEST_POSTGRES")
+	if *readme != "" && len(failed) == 0 {
+		if err := checkReadme(*readme, len(needsPostgres)); err != nil {
+			fmt.Println("FAIL:", err)
+			os.Exit(1)
+		}
+	}
 	switch {
 	case len(failed) > 0 || badLines > 0:
 		os.Exit(1)
@@ -110,6 +139,23 @@ func main() {
 		fmt.Println("FAIL: tests skipped, and CI must run them all (see the reasons above)")
 		os.Exit(1)
 	}
+}
+
+// checkReadme fails unless file states n as the count of tests that need
+// PostgreSQL.
+func checkReadme(file string, n int) error {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	m := readmeFigure.FindSubmatch(b)
+	if m == nil {
+		return fmt.Errorf("%s does not state how many tests need PostgreSQL (\"N tests and subtests (counted by .ci/testsummary.go\")", file)
+	}
+	if stated, _ := strconv.Atoi(string(m[1])); stated != n {
+		return fmt.Errorf("%s says %d tests and subtests skip without PostgreSQL; this run counted %d: correct the figure", file, stated, n)
+	}
+	return nil
 }
 
 // reason is the last line a skipped test logged: its t.Skip message.

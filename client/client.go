@@ -187,11 +187,20 @@ func (c *Client) Current(ctx context.Context, orderID int64) (*CurrentOrder, err
 // back as *APIError (the service's error_message), *HTTPError (an answer
 // that is not the service's JSON) or a network or context error.
 func (c *Client) Call(ctx context.Context, action string, orderID int64) (json.RawMessage, error) {
+	params := map[string]any{}
+	if orderID != 0 {
+		params["orderId"] = orderID
+	}
+	return c.call(ctx, action, params)
+}
+
+// call is Call with the action's parameters, beside the credentials.
+func (c *Client) call(ctx context.Context, action string, params map[string]any) (json.RawMessage, error) {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	req := map[string]any{"AccessName": c.name, "AccessKey": c.key, "action": action}
-	if orderID != 0 {
-		req["orderId"] = orderID
+	for k, v := range params {
+		req[k] = v
 	}
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -227,6 +236,11 @@ func (c *Client) try(ctx context.Context, body []byte) (json.RawMessage, time.Du
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.httpClient.Do(req)
 	if err != nil {
+		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+			// The attempt failed of itself (refused, say) as the call's
+			// time ran out: both are the answer.
+			return nil, -1, fmt.Errorf("client: %w: %w", ctx.Err(), err)
+		}
 		if ctx.Err() != nil {
 			return nil, -1, ctx.Err()
 		}

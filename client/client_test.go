@@ -18,7 +18,7 @@ import (
 )
 
 // newService starts the real server on a temp SQLite store, with alice's
-// orders 1 -> 2 -> 3 (a chain of two renewals) and 4, and bob's order 9.
+// orders 1 -> 2 -> 3 (a chain of two renewals), 4 and 11 (reissued), and bob's order 9.
 func newService(t *testing.T) (endpoint, aliceKey string) {
 	t.Helper()
 	ctx := context.Background()
@@ -56,6 +56,13 @@ func newService(t *testing.T) (endpoint, aliceKey string) {
 	}
 	if err := s.RecordRenewal(ctx, 4, 5); err != nil {
 		t.Fatal(err)
+	}
+	// 11: certificate 501 (serial 0A01) reissued as 502 (0A02).
+	for _, doc := range []string{storetest.CertJSON(11, 501, "0A01", "2026-03-01", "2026-09-16", "2029-03-01"),
+		storetest.CertJSON(11, 502, "0A02", "2026-09-01", "2027-03-19", "2029-03-01")} {
+		if _, err := s.ImportOrders(ctx, "alice", storetest.Orders(t, doc)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	h, err := server.New(s, server.Config{CASegment: "digicert"})
 	if err != nil {

@@ -17,6 +17,7 @@ var (
 	ErrCredentialsRejected = wire.ErrCredentialsRejected
 	ErrNoSuchOrder         = wire.ErrNoSuchOrder
 	ErrNotRenewed          = wire.ErrNotRenewed
+	ErrNoSuchCertificate   = wire.ErrNoSuchCertificate
 	ErrRateLimited         = wire.ErrRateLimited
 	ErrUnavailable         = wire.ErrUnavailable
 )
@@ -74,6 +75,8 @@ func (e *APIError) Is(target error) bool {
 		return strings.HasPrefix(e.Text, "AccessName") || e.Status == 401
 	case ErrNoSuchOrder:
 		return strings.HasPrefix(e.Text, "orderId")
+	case ErrNoSuchCertificate:
+		return strings.HasPrefix(e.Text, "serial_number") || strings.HasPrefix(e.Text, "thumbprint")
 	case ErrRateLimited:
 		return e.Status == 429
 	case ErrUnavailable:

@@ -10,6 +10,10 @@ import (
 	"github.com/certorder/certorder"
 )
 
+// historyColumns are the columns of a history entry, in the order of entryDest.
+const historyColumns = `order_id, seq, cert_id, serial_number, thumbprint, common_name, dns_names, status,
+	date_issued, valid_from, valid_till`
+
 // historyColumnNames are the columns a history entry is written to, in the
 // order of historyRow.
 var historyColumnNames = []string{"order_id", "cert_id", "serial_number", "thumbprint", "common_name", "dns_names",
@@ -27,13 +31,11 @@ func historyRow(e certorder.CertificateEntry, stamp time.Time) ([]any, error) {
 
 // histories reads the certificate histories of the orders ids, each oldest first.
 func histories(ctx context.Context, q querier, ids []int64) (map[int64][]certorder.CertificateEntry, error) {
-	rows, _ := q.Query(ctx, `SELECT order_id, seq, cert_id, serial_number, thumbprint, common_name, dns_names, status,
-		date_issued, valid_from, valid_till FROM order_certificates WHERE order_id = ANY($1) ORDER BY order_id, seq`, ids)
+	rows, _ := q.Query(ctx, `SELECT `+historyColumns+` FROM order_certificates WHERE order_id = ANY($1) ORDER BY order_id, seq`, ids)
 	out := map[int64][]certorder.CertificateEntry{}
 	var e certorder.CertificateEntry
 	var names string
-	_, err := pgx.ForEachRow(rows, []any{&e.OrderID, &e.Seq, &e.ID, &e.SerialNumber, &e.Thumbprint, &e.CommonName, &names,
-		&e.Status, &e.DateIssued, &e.ValidFrom, &e.ValidTill}, func() error {
+	_, err := pgx.ForEachRow(rows, entryDest(&e, &names), func() error {
 		e.DNSNames = nil
 		if err := json.Unmarshal([]byte(names), &e.DNSNames); err != nil {
 			return err
@@ -42,6 +44,13 @@ func histories(ctx context.Context, q querier, ids []int64) (map[int64][]certord
 		return nil
 	})
 	return out, err
+}
+
+// entryDest is where the columns of a history entry are scanned, in the
+// order histories selects them; the DNS names come as JSON text.
+func entryDest(e *certorder.CertificateEntry, names *string) []any {
+	return []any{&e.OrderID, &e.Seq, &e.ID, &e.SerialNumber, &e.Thumbprint, &e.CommonName, names,
+		&e.Status, &e.DateIssued, &e.ValidFrom, &e.ValidTill}
 }
 
 // Certificates returns the certificate histories of orders.

@@ -76,11 +76,8 @@ func orderFilter(q certorder.OrderQuery) (string, []any) {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
-	if q.Search != "" {
-		where = append(where, "strpos(o.names, "+arg(strings.ToLower(q.Search))+") > 0")
-	}
-	if q.HideRenewed {
-		where = append(where, storekit.HideRenewed)
+	if cond := storekit.OrderSearch(q, "strpos(o.names, %s) > 0", arg); cond != "" {
+		where = append(where, cond)
 	}
 	if q.AfterID != 0 {
 		where = append(where, "o.id > "+arg(q.AfterID))

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -127,7 +128,28 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 		return nil
 	})
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "3F000" { // invalid_schema_name: "no schema has been selected to create in"
+		return s.noSchema()
+	}
 	return s.wrap("postgres: migrate", err)
+}
+
+// noSchema is the error of a database where no schema of the search_path
+// exists, so the tables have nowhere to go: what to create, or to fix.
+func (s *Store) noSchema() error {
+	path := s.cfg.ConnConfig.RuntimeParams["search_path"]
+	if path == "" {
+		return errors.New(`postgres: the database has no schema to create the certorder tables in: no schema of its search_path ` +
+			`(the server's, by default "$user", public) exists; create one (CREATE SCHEMA certorder) and name it in the DSN ` +
+			`(search_path=certorder), or restore the public schema`)
+	}
+	create := "CREATE SCHEMA " + pgx.Identifier{path}.Sanitize()
+	if strings.Contains(path, ",") {
+		create = "CREATE SCHEMA for one of them"
+	}
+	return fmt.Errorf("postgres: the database has no schema to create the certorder tables in: no schema of the DSN's search_path=%s exists; "+
+		"create it (%s) or correct search_path in the DSN", path, create)
 }
 
 // Close closes the pool; every call after it fails with ErrUnavailable.

@@ -127,7 +127,10 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request, ev *event, body *[
 	if known && act.NeedsOrder {
 		c.OrderID, _ = wire.ParseOrderID(req.OrderID)
 	}
-	req.OrderID = nil
+	if known && act.NeedsCertificate {
+		c.CertKey = wire.ParseCertificateKey(req.SerialNumber, req.Thumbprint)
+	}
+	req.OrderID, req.SerialNumber, req.Thumbprint = nil, nil, nil
 	putBody(body) // everything the request said is now copied out of it
 	if !req.CredsOK {
 		return wire.Fail(wire.CredentialsMissing)
@@ -145,6 +148,14 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request, ev *event, body *[
 	}
 	if !known {
 		return wire.Fail(wire.UnknownAction)
+	}
+	if act.NeedsCertificate && c.CertKey.Key != "" {
+		if c.Certificate, f = s.findCertificate(r.Context(), c.Credential.MemberID, c.CertKey); f != nil {
+			return f
+		}
+		if c.Certificate != nil {
+			ev.orderID = c.Certificate.OrderID // for the access log and the audit trail
+		}
 	}
 	answer, f := act.Answer(r.Context(), c)
 	if f != nil {
@@ -272,6 +283,31 @@ func (s *Server) authenticate(ctx context.Context, name, key string, orderID int
 		return certorder.Credential{}, nil, wire.Fail(wire.CredentialsFailed)
 	}
 	return cred, order, nil
+}
+
+// findCertificate reads the member's certificate key names, nil if the
+// member has none, within StoreTimeout. Another member's certificate is not
+// read (the query asks for the member's own): one query, whose answer and
+// work are those of an unknown certificate. Should one member's orders hold
+// the serial twice (a CA's serial is unique, an import might not be), the
+// newest order's is taken.
+func (s *Server) findCertificate(ctx context.Context, memberID int64, key wire.CertificateKey) (*certorder.CertificateMatch, *wire.Failure) {
+	q := certorder.CertificateQuery{MemberID: memberID}
+	if key.Thumbprint {
+		q.Thumbprints = []string{key.Key}
+	} else {
+		q.Serials = []string{key.Key}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+	defer cancel()
+	ms, err := s.certs.FindCertificates(ctx, q)
+	if err != nil {
+		return nil, s.storeFailure(err)
+	}
+	if len(ms) == 0 {
+		return nil, nil
+	}
+	return &ms[len(ms)-1], nil
 }
 
 // storeFailure logs a store error and turns it into an answer: 503 when the

@@ -262,8 +262,11 @@ func TestMetricsAndHealth(t *testing.T) {
 	f.post(t, f.alice("OrderInfo", "orderId", "2001"))
 	f.post(t, body("AccessName", `"alice"`, "AccessKey", `"nope"`, "action", `"Auth"`))
 	f.post(t, f.alice("Frobnicate"))
+	f.post(t, f.alice("CertificateCheck", "serial_number", `"0"`))
+	f.post(t, f.alice("CertificateCheck", "thumbprint", `"`+strings.Repeat("ab", 20)+`"`))
 	for _, labels := range [][]string{{"Auth", "ok"}, {"OrderInfo", "ok"}, {"OrderInfo", "no_such_order"},
-		{"Auth", "credentials_rejected"}, {"other", "unknown_action"}} {
+		{"Auth", "credentials_rejected"}, {"other", "unknown_action"}, {"CertificateCheck", "bad_serial_number"},
+		{"CertificateCheck", "no_such_thumbprint"}} {
 		if got := counter(t, reg, "certorder_requests_total", labels...); got != 1 {
 			t.Errorf("certorder_requests_total%v = %v, want 1", labels, got)
 		}
@@ -272,7 +275,7 @@ func TestMetricsAndHealth(t *testing.T) {
 		t.Errorf("certorder_auth_failures_total = %v", got)
 	}
 	// Every action's latency series exists from the start (the handles are made once).
-	if n, err := testutil.GatherAndCount(reg, "certorder_build_info", "certorder_request_duration_seconds"); err != nil || n != 1+4 {
+	if n, err := testutil.GatherAndCount(reg, "certorder_build_info", "certorder_request_duration_seconds"); err != nil || n != 1+5 {
 		t.Errorf("metrics: %d series, %v", n, err)
 	}
 	base := strings.TrimSuffix(f.url, "/api/digicert/")

@@ -77,16 +77,18 @@ func ValidSegment(seg string) error {
 // Store is what the server needs of the store: each part goes to the part
 // of the server that uses it.
 type Store interface {
-	certorder.CredentialStore // the API's one read per request
-	certorder.AuditStore      // the audit trail's writer
-	certorder.Pinger          // /readyz
-	web.Store                 // the member web page
+	certorder.CredentialStore   // the API's one read per request
+	certorder.CertificateFinder // CertificateCheck's second read, once the credentials are accepted
+	certorder.AuditStore        // the audit trail's writer
+	certorder.Pinger            // /readyz
+	web.Store                   // the member web page
 }
 
 // Server is the service's HTTP handler. Close it after the http.Server
 // has shut down, to write the last audit entries.
 type Server struct {
 	creds   certorder.CredentialStore // Config.Credentials
+	certs   certorder.CertificateFinder
 	ping    certorder.Pinger
 	cfg     Config
 	mux     *http.ServeMux
@@ -128,7 +130,7 @@ func New(store Store, cfg Config) (*Server, error) {
 	}
 	l := cfg.Limits
 	s := &Server{
-		ping: store, cfg: cfg, realClock: realClock,
+		certs: store, ping: store, cfg: cfg, realClock: realClock,
 		metrics:    newMetrics(cfg.Metrics),
 		memberRate: newBuckets(l.MemberRate, l.MemberBurst),
 		ipRate:     newBuckets(l.IPRate, l.IPBurst),

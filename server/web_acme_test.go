@@ -33,7 +33,8 @@ func TestWebACMEURL(t *testing.T) {
 			p := b.get("/orders/" + id)
 			if p.status != 200 || !strings.Contains(p.body, `<code class="copyable" id="acme-url" aria-labelledby="acme-url-label">`+want+`</code>`) ||
 				!strings.Contains(p.body, title) || !strings.Contains(p.body, `<button type="button" data-copy="acme-url"`) ||
-				!strings.Contains(p.body, `<script src="/static/copy.js"></script>`) {
+				!strings.Contains(p.body, `<script src="/static/copy.js"></script>`) ||
+				!strings.Contains(html.UnescapeString(p.body), "certorder acme-url --help") || strings.Contains(p.body, "docs/ACME.md") {
 				t.Errorf("%s /orders/%s: %d, no URL for 1003:\n%s", lang, id, p.status, p.body)
 			}
 			if csp := p.header.Get("Content-Security-Policy"); !strings.HasSuffix(csp, "; script-src 'self'") || strings.Contains(csp, "unsafe") {

@@ -465,12 +465,15 @@ func TestWebPendingOrders(t *testing.T) {
 	for _, want := range []string{`<h1>Order 1021 <span class="current">(current)</span></h1>`,
 		`<span class="badge">pending</span> Awaiting issuance`, `<a href="/orders/1020">Order 1020</a>, valid till 1 Mar 2026`,
 		`<strong>Order 1021</strong> (this order) <span class="current">— current</span>, <span class="status pending">pending</span>`,
-		`<dd class="pending">Awaiting issuance</dd>`, `host1021.example.com`} {
+		`<dd class="pending">Awaiting issuance</dd>`, `host1021.example.com`,
+		// Who acts, and no "not stated to not stated" for the dates it lacks.
+		`Awaiting issuance: your ACME client (certbot, lego, acme.sh, ...) gets the certificate issued when it next runs`,
+		`<dt>Plan (contract)</dt><dd>not stated</dd>`, `<dt>Certificate valid</dt><dd>not stated</dd>`} {
 		if !strings.Contains(html.UnescapeString(order.body), want) {
 			t.Errorf("pending order page lacks %s", want)
 		}
 	}
-	if regexp.MustCompile(`days left|days ago|class="(expired|expiring)"`).MatchString(order.body) {
+	if regexp.MustCompile(`days left|days ago|class="(expired|expiring)"|not stated to`).MatchString(order.body) {
 		t.Errorf("the pending order page counts days:\n%s", order.body)
 	}
 	if old := b.get("/orders/1020"); !strings.Contains(old.body, `<a href="/orders/1021">Order 1021</a> <span class="current">— current</span>, <span class="status pending">pending</span>`) {

@@ -30,17 +30,22 @@ func histories(ctx context.Context, q querier, ids []int64) (map[int64][]certord
 	out := map[int64][]certorder.CertificateEntry{}
 	for rows.Next() {
 		var e certorder.CertificateEntry
-		var names string
-		if err := rows.Scan(&e.OrderID, &e.Seq, &e.ID, &e.SerialNumber, &e.Thumbprint, &e.CommonName, &names, &e.Status,
-			&e.DateIssued, &e.ValidFrom, &e.ValidTill); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal([]byte(names), &e.DNSNames); err != nil {
+		if err := scanEntry(rows, &e); err != nil {
 			return nil, err
 		}
 		out[e.OrderID] = append(out[e.OrderID], e)
 	}
 	return out, rows.Err()
+}
+
+// scanEntry scans historyColumns into e, then the columns after them into more.
+func scanEntry(rows *sql.Rows, e *certorder.CertificateEntry, more ...any) error {
+	var names string
+	if err := rows.Scan(append([]any{&e.OrderID, &e.Seq, &e.ID, &e.SerialNumber, &e.Thumbprint, &e.CommonName, &names,
+		&e.Status, &e.DateIssued, &e.ValidFrom, &e.ValidTill}, more...)...); err != nil {
+		return err
+	}
+	return json.Unmarshal([]byte(names), &e.DNSNames)
 }
 
 // Certificates returns the certificate histories of orders.

@@ -68,12 +68,12 @@ func (s *Store) FindOrder(ctx context.Context, id int64) (*certorder.Order, erro
 func orderFilter(q certorder.OrderQuery) (string, []any) {
 	where := []string{"o.member_id = ?"}
 	args := []any{q.MemberID}
-	if q.Search != "" {
-		where = append(where, "instr(o.names, ?) > 0")
-		args = append(args, strings.ToLower(q.Search))
+	arg := func(v any) string {
+		args = append(args, v)
+		return "?"
 	}
-	if q.HideRenewed {
-		where = append(where, storekit.HideRenewed)
+	if cond := storekit.OrderSearch(q, "instr(o.names, %s) > 0", arg); cond != "" {
+		where = append(where, cond)
 	}
 	if q.AfterID != 0 {
 		where = append(where, "o.id > ?")

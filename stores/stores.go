@@ -9,9 +9,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
+	"github.com/agnivade/levenshtein"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/certorder/certorder/internal/storekit"
@@ -24,9 +26,60 @@ import (
 // certorder schema.
 var ErrNoStore = errors.New("no certorder store")
 
+// ErrBadDSN is the error CheckDSN, Open and OpenExisting wrap for a DSN that
+// looks like a URL of a kind no store opens: it is not taken for a file name.
+var ErrBadDSN = errors.New("not a certorder store DSN")
+
+// Forms names the DSNs a store opens, for messages.
+const Forms = "a PostgreSQL URL (postgres://USER@HOST:5432/DATABASE, or postgresql://...) " +
+	"or a SQLite file path (./certorder.db, /var/lib/certorder/certorder.db, or sqlite:PATH)"
+
 // IsPostgres reports whether dsn names a PostgreSQL database.
 func IsPostgres(dsn string) bool {
 	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
+// scheme matches what may be a URL's scheme: RFC 3986's characters, two or
+// more of them (one is a Windows drive, C:\...), and the colon.
+var scheme = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]+):`)
+
+// CheckDSN refuses, wrapping ErrBadDSN, a DSN that is neither a postgres://
+// nor a postgresql:// URL but starts like a URL (mysql://..., file:/x), or
+// with a PostgreSQL scheme mistyped (pg://..., postgres:/x, postgress://...),
+// so that it is not opened as a SQLite file of that name. Its message names
+// the scheme, never the rest (which may hold a password), and the forms that
+// are accepted. Anything else is a file path: "backup:2026.db" is a file.
+func CheckDSN(dsn string) error {
+	m := scheme.FindStringSubmatch(dsn)
+	if m == nil || IsPostgres(dsn) {
+		return nil
+	}
+	name, rest := strings.ToLower(m[1]), dsn[len(m[0]):]
+	switch {
+	case name == "postgres" || name == "postgresql":
+		return fmt.Errorf("%w: a PostgreSQL URL starts with %s:// (two slashes), as in postgres://USER@HOST:5432/DATABASE",
+			ErrBadDSN, name)
+	case looksPostgres(name):
+		return fmt.Errorf("%w: scheme %q is not one certorder knows: for PostgreSQL, write postgres://USER@HOST:5432/DATABASE (or postgresql://...)",
+			ErrBadDSN, m[1])
+	case name == "sqlite" && strings.HasPrefix(rest, "//") && !strings.HasPrefix(rest, "///"):
+		// sqlite://x.db would open the file /x.db.
+		return fmt.Errorf("%w: after sqlite: comes a file path (sqlite:./certorder.db, sqlite:/var/lib/certorder/certorder.db), not //HOST",
+			ErrBadDSN)
+	case name != "sqlite" && strings.HasPrefix(rest, "/"):
+		return fmt.Errorf("%w: certorder has no store for scheme %q: give %s", ErrBadDSN, m[1], Forms)
+	}
+	return nil
+}
+
+// looksPostgres reports a scheme that is another name for PostgreSQL, or
+// its own mistyped.
+func looksPostgres(scheme string) bool {
+	switch scheme {
+	case "pg", "psql", "pgsql":
+		return true
+	}
+	return levenshtein.ComputeDistance(scheme, "postgres") <= 2 || levenshtein.ComputeDistance(scheme, "postgresql") <= 2
 }
 
 // SQLitePath is the file a non-PostgreSQL DSN names (an optional sqlite:
@@ -39,9 +92,12 @@ func SQLitePath(dsn string) string { return strings.TrimPrefix(dsn, "sqlite:") }
 type Store = storekit.Store
 
 // Open opens a postgres:// or postgresql:// URL with the PostgreSQL store,
-// and anything else as a SQLite file path (an optional sqlite: prefix is
-// dropped). It creates the store if it does not exist yet.
+// and anything else CheckDSN accepts as a SQLite file path (an optional
+// sqlite: prefix is dropped). It creates the store if it does not exist yet.
 func Open(ctx context.Context, dsn string) (Store, error) {
+	if err := CheckDSN(dsn); err != nil {
+		return nil, err
+	}
 	if IsPostgres(dsn) {
 		return postgres.Open(ctx, dsn)
 	}
@@ -54,16 +110,24 @@ func Open(ctx context.Context, dsn string) (Store, error) {
 // a database that lacks the certorder schema; the error wraps ErrNoStore.
 // An existing store of an older schema is migrated, as Open does.
 func OpenExisting(ctx context.Context, dsn string) (Store, error) {
-	var err error
-	if IsPostgres(dsn) {
-		err = postgresExists(ctx, dsn)
-	} else {
-		err = sqliteExists(ctx, SQLitePath(dsn))
-	}
-	if err != nil {
+	if err := Exists(ctx, dsn); err != nil {
 		return nil, err
 	}
 	return Open(ctx, dsn)
+}
+
+// Exists checks, creating and changing nothing, that dsn names a store: an
+// error wrapping ErrNoStore says what is missing (the file, its directory,
+// the certorder tables); other errors are a DSN CheckDSN refuses or a store
+// that cannot be read.
+func Exists(ctx context.Context, dsn string) error {
+	if err := CheckDSN(dsn); err != nil {
+		return err
+	}
+	if IsPostgres(dsn) {
+		return postgresExists(ctx, dsn)
+	}
+	return sqliteExists(ctx, SQLitePath(dsn))
 }
 
 func sqliteExists(ctx context.Context, path string) error {

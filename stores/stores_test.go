@@ -99,9 +99,63 @@ func TestOpenExistingPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	s, err = stores.OpenExisting(ctx, dsn)
-	if err != nil {
-		t.Fatalf("OpenExisting after Open: %v", err)
+	// postgresql:// is the same store.
+	for _, dsn := range []string{dsn, "postgresql://" + strings.TrimPrefix(dsn, "postgres://")} {
+		s, err = stores.OpenExisting(ctx, dsn)
+		if err != nil {
+			t.Fatalf("OpenExisting(%s) after Open: %v", dsn, err)
+		}
+		s.Close()
 	}
-	s.Close()
+}
+
+// A DSN that looks like a URL certorder does not open is refused, saying
+// which forms are accepted, and never taken for a SQLite file name.
+func TestCheckDSN(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir) // a refused DSN must leave no file here (t.Chdir rules out t.Parallel)
+	for _, tc := range []struct {
+		dsn  string
+		want string // in the error; "" for a DSN accepted
+	}{
+		{"pg://127.0.0.1/test", `scheme "pg" is not one certorder knows: for PostgreSQL, write postgres://`},
+		{"postgres:/x", "a PostgreSQL URL starts with postgres:// (two slashes)"},
+		{"postgresql:x", "a PostgreSQL URL starts with postgresql:// (two slashes)"},
+		{"postgress://127.0.0.1/test", `scheme "postgress" is not one certorder knows`},
+		{"mysql://u:s3cret@127.0.0.1/db", `certorder has no store for scheme "mysql": give a PostgreSQL URL (postgres://`},
+		{"file:/var/lib/certorder.db", `no store for scheme "file"`},
+		{"sqlite://certorder.db", "after sqlite: comes a file path"},
+		// Accepted: postgresql:// is PostgreSQL's own other name (libpq's too).
+		{"postgresql://127.0.0.1/test", ""},
+		{"postgres://u:s3cret@127.0.0.1/test", ""},
+		{"./certorder.db", ""},
+		{"certorder.db", ""},
+		{"sqlite:certorder.db", ""},
+		{"sqlite:///var/lib/certorder/certorder.db", ""},
+		{"backup:2026.db", ""}, // a file name with a colon
+		{`C:\certorder\certorder.db`, ""},
+	} {
+		err := stores.CheckDSN(tc.dsn)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("CheckDSN(%s) = %v, want it accepted", tc.dsn, err)
+			}
+			continue
+		}
+		if !errors.Is(err, stores.ErrBadDSN) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("CheckDSN(%s) = %v, want ErrBadDSN with %q", tc.dsn, err, tc.want)
+		}
+		for name, open := range map[string]func(context.Context, string) (stores.Store, error){
+			"Open": stores.Open, "OpenExisting": stores.OpenExisting} {
+			if s, err := open(context.Background(), tc.dsn); !errors.Is(err, stores.ErrBadDSN) {
+				if s != nil {
+					s.Close()
+				}
+				t.Errorf("%s(%s) = %v, want ErrBadDSN", name, tc.dsn, err)
+			}
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+		t.Errorf("a refused DSN left %s behind", entries[0].Name())
+	}
 }

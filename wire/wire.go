@@ -39,6 +39,10 @@ const (
 	NotRenewed         Code = 132
 	RateLimited        Code = 140
 	Unavailable        Code = 150
+	BadSerial          Code = 160
+	NoSuchSerial       Code = 161
+	BadThumbprint      Code = 162
+	NoSuchThumbprint   Code = 163
 	Internal           Code = 190
 )
 
@@ -48,6 +52,7 @@ var (
 	ErrCredentialsRejected = errors.New("credentials rejected")
 	ErrNoSuchOrder         = errors.New("no such order")
 	ErrNotRenewed          = errors.New("order not renewed")
+	ErrNoSuchCertificate   = errors.New("no such certificate")
 	ErrRateLimited         = errors.New("rate limited")
 	ErrUnavailable         = errors.New("service unavailable")
 )
@@ -75,6 +80,10 @@ var catalogue = []entry{
 	{NotRenewed, "orderId is failed.", 404, "not_renewed", ErrNotRenewed},                             // RenewCheck on an order not renewed
 	{RateLimited, "rate limit is exceeded.", 429, "rate_limited", ErrRateLimited},                     // a limit refused the request; Retry-After says when to retry
 	{Unavailable, "service is unavailable.", 503, "unavailable", ErrUnavailable},                      // store unreachable or server overloaded; retry
+	{BadSerial, "serial_number is failed.", 400, "bad_serial_number", nil},                            // CertificateCheck: serial_number not a serial (or neither or both of serial_number and thumbprint given)
+	{NoSuchSerial, "serial_number is failed.", 404, "no_such_serial_number", ErrNoSuchCertificate},    // no certificate of this member's orders has it; another member's looks the same
+	{BadThumbprint, "thumbprint is failed.", 400, "bad_thumbprint", nil},                              // thumbprint not 40 hex digits
+	{NoSuchThumbprint, "thumbprint is failed.", 404, "no_such_thumbprint", ErrNoSuchCertificate},      // no certificate of this member's orders has it; another member's looks the same
 	{Internal, "internal error.", 500, "internal", nil},                                               // anything else
 }
 
@@ -155,8 +164,11 @@ type Request struct {
 	AccessKey  string
 	Action     string
 	OrderID    []byte // raw JSON, read by ParseOrderID for the actions that need it
-	CredsOK    bool   // AccessName and AccessKey are non-empty strings
-	ActionOK   bool   // action is a string
+	// SerialNumber and Thumbprint are raw JSON, read by
+	// ParseCertificateKey for CertificateCheck.
+	SerialNumber, Thumbprint []byte
+	CredsOK                  bool // AccessName and AccessKey are non-empty strings
+	ActionOK                 bool // action is a string
 }
 
 // DecodeRequest reads a body: one JSON object, surrounded by nothing but
@@ -178,6 +190,10 @@ func DecodeRequest(body []byte) (Request, *Failure) {
 			}
 		case "orderId":
 			req.OrderID = value
+		case "serial_number":
+			req.SerialNumber = value
+		case "thumbprint":
+			req.Thumbprint = value
 		}
 	}
 	// A flat body (flat.go), as every client sends, is checked and read in
@@ -227,11 +243,47 @@ func ParseOrderID(raw []byte) (int64, bool) {
 	return jsonscan.ParsePositive(raw)
 }
 
+// CertificateKey is the certificate a CertificateCheck asks about.
+type CertificateKey struct {
+	Thumbprint bool   // asked by thumbprint; else by serial_number
+	Key        string // the look-up form (certorder.ParseSerial, ParseThumbprint); "" when the value is not one
+}
+
+// ParseCertificateKey reads CertificateCheck's parameters: serial_number
+// or thumbprint, exactly one, a JSON string (certorder.ParseSerial,
+// ParseThumbprint). Neither or both is a bad serial_number.
+func ParseCertificateKey(serial, thumbprint []byte) CertificateKey {
+	switch {
+	case serial != nil && thumbprint == nil:
+		return CertificateKey{Key: parsed(serial, certorder.ParseSerial)}
+	case thumbprint != nil && serial == nil:
+		return CertificateKey{Thumbprint: true, Key: parsed(thumbprint, certorder.ParseThumbprint)}
+	}
+	return CertificateKey{}
+}
+
+// parsed is the look-up form parse gives the JSON string raw, "" when raw
+// is not a string or parse refuses it.
+func parsed(raw []byte, parse func(string) (string, bool)) string {
+	s, ok := jsonString(raw)
+	if !ok {
+		return ""
+	}
+	key, ok := parse(s)
+	if !ok {
+		return ""
+	}
+	return key
+}
+
 // Action is one action of section 4. Answer returns the success body or the
 // failure; ctx is the request's (the order comes with the credentials).
 type Action struct {
 	NeedsOrder bool // the request names an order in orderId, read with the credentials
-	Answer     func(ctx context.Context, c *Call) ([]byte, *Failure)
+	// NeedsCertificate: the request names a certificate (ParseCertificateKey),
+	// read after the credentials are accepted, in the member's orders only.
+	NeedsCertificate bool
+	Answer           func(ctx context.Context, c *Call) ([]byte, *Failure)
 }
 
 // Call is an authenticated request, as an action sees it.
@@ -239,16 +291,22 @@ type Call struct {
 	Credential certorder.Credential
 	OrderID    int64            // 0 when orderId is absent or not a valid order number
 	Order      *certorder.Order // the member's order OrderID names; nil if the member has none
-	Now        time.Time
-	Buf        []byte // room an answer may be built in (the server pools it); nil: none
+	CertKey    CertificateKey
+	// Certificate is the member's certificate CertKey names; nil if none.
+	Certificate *certorder.CertificateMatch
+	Now         time.Time
+	Buf         []byte // room an answer may be built in (the server pools it); nil: none
 }
 
-// Actions are the actions of the interface, by name (case-sensitive).
-// Adding one is adding an entry here.
+// Actions are the actions of the interface, by name (case-sensitive), and
+// CertificateCheck, an extension on the same endpoint and in the same form
+// (the spec's section 1, item 5; docs/API.md). Adding one is adding an
+// entry here.
 var Actions = map[string]Action{
-	"Auth":       {Answer: answerAuth},
-	"OrderInfo":  {NeedsOrder: true, Answer: answerOrderInfo},
-	"RenewCheck": {NeedsOrder: true, Answer: answerRenewCheck},
+	"Auth":             {Answer: answerAuth},
+	"OrderInfo":        {NeedsOrder: true, Answer: answerOrderInfo},
+	"RenewCheck":       {NeedsOrder: true, Answer: answerRenewCheck},
+	"CertificateCheck": {NeedsCertificate: true, Answer: answerCertificateCheck},
 }
 
 var authenticated = []byte(`{"message":"Authenticated"}` + "\n")
@@ -295,6 +353,33 @@ func answerRenewCheck(_ context.Context, c *Call) ([]byte, *Failure) {
 	b = strconv.AppendInt(b, o.ID, 10)
 	b = append(b, `,"renewed_orderId":`...)
 	b = strconv.AppendInt(b, o.RenewedBy, 10)
+	return append(b, "}\n"...), nil
+}
+
+// answerCertificateCheck is {"orderId":N,"certificate_id":M,"is_current":B}:
+// the order the certificate belongs to (through its certificate history),
+// its certificate ID (absent when the CA gave none), and whether it is the
+// order's current certificate.
+func answerCertificateCheck(_ context.Context, c *Call) ([]byte, *Failure) {
+	bad, none := BadSerial, NoSuchSerial
+	if c.CertKey.Thumbprint {
+		bad, none = BadThumbprint, NoSuchThumbprint
+	}
+	switch {
+	case c.CertKey.Key == "":
+		return nil, Fail(bad)
+	case c.Certificate == nil:
+		return nil, Fail(none)
+	}
+	m := c.Certificate
+	b := append(c.Buf[:0], `{"orderId":`...)
+	b = strconv.AppendInt(b, m.OrderID, 10)
+	if m.ID != 0 {
+		b = append(b, `,"certificate_id":`...)
+		b = strconv.AppendInt(b, m.ID, 10)
+	}
+	b = append(b, `,"is_current":`...)
+	b = strconv.AppendBool(b, m.Current)
 	return append(b, "}\n"...), nil
 }
 

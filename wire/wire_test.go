@@ -2,6 +2,7 @@ package wire_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,6 +29,10 @@ func TestFailureBodies(t *testing.T) {
 		{code: 131, body: `{"error_message":"Error(131) orderId is failed."}`, status: 404, outcome: "no_such_order"},
 		{code: 132, body: `{"error_message":"Error(132) orderId is failed."}`, status: 404, outcome: "not_renewed"},
 		{code: 140, body: `{"error_message":"Error(140) rate limit is exceeded."}`, status: 429, outcome: "rate_limited"},
+		{code: 160, body: `{"error_message":"Error(160) serial_number is failed."}`, status: 400, outcome: "bad_serial_number"},
+		{code: 161, body: `{"error_message":"Error(161) serial_number is failed."}`, status: 404, outcome: "no_such_serial_number"},
+		{code: 162, body: `{"error_message":"Error(162) thumbprint is failed."}`, status: 400, outcome: "bad_thumbprint"},
+		{code: 163, body: `{"error_message":"Error(163) thumbprint is failed."}`, status: 404, outcome: "no_such_thumbprint"},
 		{code: 150, body: `{"error_message":"Error(150) service is unavailable."}`, status: 503, outcome: "unavailable"},
 		{code: 190, body: `{"error_message":"Error(190) internal error."}`, status: 500, outcome: "internal"},
 	} {
@@ -41,8 +46,8 @@ func TestFailureBodies(t *testing.T) {
 			t.Errorf("%d: outcome %s, want %s", tc.code, got, tc.outcome)
 		}
 	}
-	if n := len(wire.Codes()); n != 12 {
-		t.Errorf("the catalogue has %d numbers; the table above has 12: pin the new one", n)
+	if n := len(wire.Codes()); n != 16 {
+		t.Errorf("the catalogue has %d numbers; the table above has 16: pin the new one", n)
 	}
 }
 
@@ -117,6 +122,51 @@ func TestAppendOrderInfo(t *testing.T) {
 		got := string(wire.AppendOrderInfo(nil, o, now))
 		if got != tc.want || !json.Valid([]byte(got)) {
 			t.Errorf("AppendOrderInfo(%s)\n got %s\nwant %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+// CertificateCheck's parameters: hexadecimal in any case, colons and
+// spaces ignored; a serial's leading zeros too; exactly one of the two.
+func TestParseCertificateKey(t *testing.T) {
+	thumb := "A1B2C3D4E5F60718293A4B5C6D7E8F9001122334"
+	for _, tc := range []struct {
+		serial, thumbprint string // raw JSON; "" for absent
+		want               wire.CertificateKey
+	}{
+		{`"0A1B2C"`, "", wire.CertificateKey{Key: "a1b2c"}},
+		{`"0a:1b:2c"`, "", wire.CertificateKey{Key: "a1b2c"}},
+		{`"0A 1B 2C"`, "", wire.CertificateKey{Key: "a1b2c"}},
+		{`"000a1b2c"`, "", wire.CertificateKey{Key: "a1b2c"}},
+		{`"\u0030A1B2C"`, "", wire.CertificateKey{Key: "a1b2c"}}, // a string, as JSON decodes it
+		{`"` + strings.Repeat("f", 40) + `"`, "", wire.CertificateKey{Key: strings.Repeat("f", 40)}},
+		{`"` + strings.Repeat("f", 41) + `"`, "", wire.CertificateKey{}}, // over 20 octets
+		{`"00"`, "", wire.CertificateKey{}},
+		{`""`, "", wire.CertificateKey{}},
+		{`"0x0A"`, "", wire.CertificateKey{}},
+		{`"0A-1B"`, "", wire.CertificateKey{}},
+		{`"g1"`, "", wire.CertificateKey{}},
+		{`10`, "", wire.CertificateKey{}}, // a number, not a string
+		{`null`, "", wire.CertificateKey{}},
+		{"", `"` + thumb + `"`, wire.CertificateKey{Thumbprint: true, Key: strings.ToLower(thumb)}},
+		{"", `"` + strings.ToLower(thumb) + `"`, wire.CertificateKey{Thumbprint: true, Key: strings.ToLower(thumb)}},
+		{"", `"A1:B2:C3:D4:E5:F6:07:18:29:3A:4B:5C:6D:7E:8F:90:01:12:23:34"`, wire.CertificateKey{Thumbprint: true, Key: strings.ToLower(thumb)}},
+		{"", `"A1 B2 C3 D4 E5 F6 07 18 29 3A 4B 5C 6D 7E 8F 90 01 12 23 34"`, wire.CertificateKey{Thumbprint: true, Key: strings.ToLower(thumb)}},
+		{"", `"` + thumb[2:] + `"`, wire.CertificateKey{Thumbprint: true}},                           // 38 digits
+		{"", `"` + thumb + thumb[:24] + `"`, wire.CertificateKey{Thumbprint: true}},                  // a SHA-256 one
+		{"", `"` + strings.Replace(thumb, "A", "Z", 1) + `"`, wire.CertificateKey{Thumbprint: true}}, // not hex
+		{`"0A"`, `"` + thumb + `"`, wire.CertificateKey{}},                                           // both
+		{"", "", wire.CertificateKey{}}, // neither
+	} {
+		var serial, thumbprint []byte
+		if tc.serial != "" {
+			serial = []byte(tc.serial)
+		}
+		if tc.thumbprint != "" {
+			thumbprint = []byte(tc.thumbprint)
+		}
+		if got := wire.ParseCertificateKey(serial, thumbprint); got != tc.want {
+			t.Errorf("ParseCertificateKey(%s, %s) = %+v, want %+v", tc.serial, tc.thumbprint, got, tc.want)
 		}
 	}
 }

@@ -28,6 +28,7 @@ func (e *env) acmeURL(ctx context.Context, args []string) error {
 	action := fs.String("action", "", "set or replace the URL's action: "+strings.Join(acmeActions, ", "))
 	renewal := fs.String("certbot-renewal", "",
 		"take DIRECTORY_URL from the server line of this certbot renewal file (/etc/letsencrypt/renewal/NAME.conf); it is only read")
+	certFile := fs.String("cert", "", "start from the order of this certificate: a PEM, DER or chain file (its first certificate); the URL's orderId is replaced")
 	pos, err := parseRange(fs, args, 0, 1)
 	if err != nil {
 		return err
@@ -63,6 +64,15 @@ func (e *env) acmeURL(ctx context.Context, args []string) error {
 	if n := len(d.find("action")); n > 1 {
 		return usageError("%s: the URL has %d action parameters: which one is meant?", cmd, n)
 	}
+	var cert *certArg
+	if *certFile != "" {
+		if *order != "" {
+			return usageError("%s: give --order or --cert, not both", cmd)
+		}
+		if cert, err = readCertArg(cmd, *certFile); err != nil {
+			return err
+		}
+	}
 	if *order != "" {
 		flagID, err := orderIDArg(*order)
 		if err != nil {
@@ -73,16 +83,26 @@ func (e *env) acmeURL(ctx context.Context, args []string) error {
 		}
 		id = flagID
 	}
-	if id == 0 {
-		return usageError("%s: the URL has no orderId parameter: give the order with --order ID", cmd)
+	if id == 0 && cert == nil {
+		return usageError("%s: the URL has no orderId parameter: give the order with --order ID or --cert FILE", cmd)
 	}
 	c, err := creds.client(e, fs, cmd)
 	if err != nil {
 		return err
 	}
+	urlID := id
+	if cert != nil {
+		if id, err = e.certOrder(ctx, c, cert); err != nil {
+			return memberExit(err, cmd, id, creds.endpoint, creds.name)
+		}
+	}
 	cur, err := c.Current(ctx, id)
 	if err != nil {
 		return memberExit(err, cmd, id, creds.endpoint, creds.name)
+	}
+	if cert != nil && urlID != 0 && !slices.Contains(cur.Chain, urlID) {
+		// Not an error: the URL may name an order the certificate's renewed.
+		fmt.Fprintf(e.stderr, "the URL named order %d; the certificate belongs to order %d\n", urlID, id)
 	}
 	newest := cur.Order.OrderID
 	d.set("orderId", strconv.FormatInt(newest, 10))
@@ -93,15 +113,17 @@ func (e *env) acmeURL(ctx context.Context, args []string) error {
 		return err
 	}
 	if newest != id {
-		via := ""
+		// The chain starts at id: its second order is the one that renewed
+		// id, which is the newest only in a chain of two.
+		newestOf := ""
 		if len(cur.Chain) > 2 {
 			ids := make([]string, len(cur.Chain))
 			for i, n := range cur.Chain {
 				ids[i] = strconv.FormatInt(n, 10)
 			}
-			via = "; chain " + strings.Join(ids, " -> ")
+			newestOf = fmt.Sprintf("; the newest order of its chain (%s) is %d", strings.Join(ids, " -> "), newest)
 		}
-		fmt.Fprintf(e.stderr, "order %d was renewed by %d (%s%s)\n", id, newest, printable.String(cur.Order.Status), via)
+		fmt.Fprintf(e.stderr, "order %d was renewed by %d%s (%s)\n", id, cur.Chain[1], newestOf, printable.String(cur.Order.Status))
 	}
 	return nil
 }

@@ -66,9 +66,11 @@ func (e *env) adminCommands() []adminCommand {
 		{"order renew", "OLD NEW", "record that order NEW renewed order OLD", 2, false, noFlags(e.orderRenew)},
 		{"order list", "NAME [--next-step STEP]", "list a member's orders with their next step", 1, false, e.orderList},
 		{"order show", "ID [--summary]", "print an order as OrderInfo answers it", 1, false, e.orderShow},
+		{"order find", "--serial S|--thumbprint T|--from FILE [--json|--csv]",
+			"which order, member and order status each certificate belongs to, and whether it is current", 0, false, e.orderFind},
 		{"audit", "[--member NAME] [--since TIME] [--limit N]",
 			"list API calls, newest first (TIME: RFC 3339, YYYY-MM-DD, or a duration ago: 24h)", 0, false, e.audit},
-		{"webhook add", "MEMBER URL [--events TYPES] [--format standard|slack]", "add a webhook endpoint; its signing secret alone on the last line", 2, false, e.webhookAdd},
+		{"webhook add", "MEMBER URL [--events TYPES] [--format standard|slack] [--allow-private]", "add a webhook endpoint; its signing secret alone on the last line", 2, false, e.webhookAdd},
 		{"webhook list", "MEMBER", "list a member's endpoints", 1, false, noFlags(e.webhookList)},
 		{"webhook remove", "ID", "remove an endpoint and its deliveries", 1, false, noFlags(e.webhookRemove)},
 		{"webhook rotate", "ID", "new signing secret; the old one signs too for 24 hours", 1, false, noFlags(e.webhookRotate)},
@@ -152,6 +154,9 @@ func (e *env) admin(ctx context.Context, args []string) error {
 	if err := e.applyEnv(fs, opts); err != nil {
 		return err
 	}
+	if err := checkDSN("admin "+cmd.name, db); err != nil {
+		return err
+	}
 	if cmd.name == "backup" && stores.IsPostgres(db) {
 		return usageError(backupPostgres)
 	}
@@ -159,6 +164,7 @@ func (e *env) admin(ctx context.Context, args []string) error {
 	if cmd.creates {
 		open = stores.Open
 	}
+	created := cmd.creates && errors.Is(stores.Exists(ctx, db), stores.ErrNoStore)
 	store, err := open(ctx, db)
 	if errors.Is(err, stores.ErrNoStore) {
 		return &exitErr{code: exitUsage, err: fmt.Errorf("admin %s: %w\n"+
@@ -169,6 +175,10 @@ func (e *env) admin(ctx context.Context, args []string) error {
 		return fmt.Errorf("admin %s: opening the store %s: %w", cmd.name, redactDSN(db), err)
 	}
 	defer store.Close()
+	if created {
+		// Said first: a restore that then fails leaves the new store, empty.
+		fmt.Fprintf(e.stdout, "created a new, empty certorder store at %s\n", redactDSN(db))
+	}
 	return do(ctx, store, pos)
 }
 
@@ -211,17 +221,20 @@ func (e *env) memberList(ctx context.Context, store memberLister, _ []string) er
 		return err
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATUS\tCREATED\tDIVISIONS")
+	fmt.Fprintln(tw, "NAME\tSTATUS\tWEB KEYS\tCREATED\tDIVISIONS")
 	for _, m := range ms {
-		status := "enabled"
+		status, keys := "enabled", "on"
 		if m.Disabled {
 			status = "disabled"
+		}
+		if m.SelfServiceKeysOff {
+			keys = "off" // admin member keys NAME off
 		}
 		divisions := strings.Join(links[m.ID], ",")
 		if divisions == "" {
 			divisions = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, status, m.CreatedAt.Format(time.RFC3339), divisions)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.Name, status, keys, m.CreatedAt.Format(time.RFC3339), divisions)
 	}
 	return tw.Flush()
 }

@@ -19,9 +19,17 @@ import (
 	"github.com/certorder/certorder/wire"
 )
 
-func (e *env) migrate(context.Context, any, []string) error {
+func (e *env) migrate(ctx context.Context, store certorder.MemberStore, _ []string) error {
 	// Opening the store created it or applied the migrations.
 	fmt.Fprintln(e.stdout, "schema is up to date")
+	ms, err := store.Members(ctx)
+	if err != nil {
+		return err
+	}
+	if len(ms) == 0 {
+		fmt.Fprintln(e.stdout, "The store has no members yet. Next: certorder admin member add NAME, then certorder admin key create NAME "+
+			"(with the same --db or CERTORDER_DB); or fill it from an export: certorder admin restore FILE")
+	}
 	return nil
 }
 

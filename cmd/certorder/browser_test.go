@@ -254,6 +254,51 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("the current order's heading: %q", heading)
 	}
 
+	// The search takes an order number, a serial or thumbprint of any
+	// certificate an order has had, or a DNS name: the demo's 10003 by the
+	// serial of the certificate its reissue replaced (colons, lower case),
+	// 10001 by its number although renewed ones are hidden.
+	search := func(q string) chromedp.Tasks {
+		return chromedp.Tasks{
+			chromedp.Navigate(base + "orders"),
+			chromedp.WaitVisible(`#q`, chromedp.ByQuery),
+			chromedp.SendKeys(`#q`, q, chromedp.ByQuery),
+			chromedp.Click(`form.filters button[type=submit]`, chromedp.ByQuery),
+			// The answer's field holds the search as its value attribute
+			// (typing sets only the property): the new page, not the old.
+			chromedp.WaitVisible(`#q[value="`+q+`"]`, chromedp.ByQuery),
+		}
+	}
+	earlier := strings.ToLower(fmt.Sprintf("0%X", 520003*104729)) // demo.go: 10003's first certificate
+	var colons []string
+	for i := len(earlier); i > 0; i -= 2 {
+		colons = append([]string{earlier[max(i-2, 0):i]}, colons...)
+	}
+	// The rows' order numbers (their first cells).
+	const listed = `Array.from(document.querySelectorAll("table.orders tbody tr td:first-child")).map(td => td.textContent.trim()).join(" ")`
+	var bySerial, byNumber, byName string
+	err = chromedp.Run(ctx,
+		search(strings.Join(colons, ":")),
+		chromedp.Evaluate(listed, &bySerial),
+		check("orders found by a serial"),
+		search("10001"),
+		chromedp.Evaluate(listed, &byNumber),
+		search("mail.example"),
+		chromedp.Evaluate(listed, &byName),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ what, got, want string }{
+		{"an earlier certificate's serial", bySerial, "10003"},
+		{"an order number", byNumber, "10001"},
+		{"a DNS name", byName, "10004"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("search by %s: orders %q, want %s alone", tc.what, tc.got, tc.want)
+		}
+	}
+
 	// A renewal awaiting issuance: the chain leads to it, its page says so.
 	var pendingNote, pendingChain string
 	err = chromedp.Run(ctx,

@@ -135,6 +135,12 @@ func (e *env) children(path []string) []candidate {
 			}
 		}
 		return out
+	case len(path) == 1 && path[0] == "dev":
+		var out []candidate
+		for _, c := range devCommands {
+			out = append(out, candidate{c.name, c.summary})
+		}
+		return out
 	case len(path) == 2 && path[0] == "admin" && e.isAdminGroup(path[1]):
 		var out []candidate
 		for _, c := range admin {

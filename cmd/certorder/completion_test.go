@@ -30,8 +30,10 @@ func TestCompleteCandidates(t *testing.T) {
 		typed []string
 		want  []string
 	}{
-		{[]string{""}, []string{"serve", "admin", "sync", "auth", "info", "renew-check", "current", "acme-url", "version", "completion", "help"}},
+		{[]string{""}, []string{"serve", "admin", "sync", "auth", "info", "renew-check", "current", "acme-url", "dev", "version", "completion", "help"}},
 		{[]string{"re"}, []string{"renew-check"}},
+		{[]string{"dev", ""}, []string{"simulator"}},
+		{[]string{"dev", "simulator", "--"}, []string{"--addr", "--api-key-file"}},
 		{[]string{"admin", ""}, []string{"member", "key", "order", "audit", "webhook", "notice", "sync", "migrate", "export", "restore", "backup"}},
 		{[]string{"admin", "member", ""}, []string{"add", "list", "disable", "enable", "keys", "link", "unlink"}},
 		{[]string{"admin", "webhook", "r"}, []string{"remove", "rotate"}},
@@ -42,7 +44,7 @@ func TestCompleteCandidates(t *testing.T) {
 		{[]string{"admin", "--db", ""}, nil},
 		{[]string{"serve", "--tls"}, []string{"--tls-cert", "--tls-key"}},
 		{[]string{"current", "10001", "--i"}, []string{"--id"}},
-		{[]string{"acme-url", "--c"}, []string{"--certbot-renewal"}},
+		{[]string{"acme-url", "--c"}, []string{"--cert", "--certbot-renewal"}},
 		{[]string{"acme-url", "--action", "re"}, []string{"renew", "reissue"}},
 		{[]string{"acme-url", "--certbot-renewal", ""}, nil},
 		{[]string{"completion", ""}, []string{"bash", "zsh", "fish"}},

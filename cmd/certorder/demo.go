@@ -99,7 +99,7 @@ func demoOrders(now time.Time) [][]byte {
 		return fmt.Sprintf(`{
   "OrderId": %d,
   "certificate": {
-    "id": %d, "thumbprint": "%X", "serial_number": "0%X",
+    "id": %d, "thumbprint": "%040X", "serial_number": "0%X",
     "common_name": "%s", "dns_names": ["%s", "www.%s"],
     "status": "%s", "date_created": "%s", "date_issued": "%s",
     "valid_from": "%s", "valid_till": "%s",

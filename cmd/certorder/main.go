@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/agnivade/levenshtein"
 	"github.com/certorder/certorder/internal/printable"
 )
 
@@ -65,6 +66,7 @@ var topCommands = []topCommand{
 	{"renew-check", "ID [flags]", "show the order that renewed an order", groupMember},
 	{"current", "ID [flags]", "follow renewals to the newest order", groupMember},
 	{"acme-url", "DIRECTORY_URL [flags]", "an ACME directory URL with its orderId moved to the newest order", groupMember},
+	{"dev", "simulator [flags]", "try certorder sync against a CertCentral simulator on loopback (dev simulator --help)", groupOther},
 	{"version", "", "print the version, commit and build date (also --version)", groupOther},
 	{"completion", "bash|zsh|fish", "print a shell completion script", groupOther},
 	{"help", "[COMMAND]", "print this, or a command's usage", groupOther},
@@ -150,6 +152,8 @@ func (e *env) dispatch(ctx context.Context, args []string) error {
 		return e.member(ctx, cmd, rest)
 	case "acme-url":
 		return e.acmeURL(ctx, rest)
+	case "dev":
+		return e.dev(ctx, rest)
 	case "version", "--version", "-version":
 		return e.version(rest)
 	case "completion":
@@ -249,7 +253,7 @@ func parse(fs *flag.FlagSet, args []string, want int) ([]string, error) {
 // arguments.
 func parseRange(fs *flag.FlagSet, args []string, lo, hi int) ([]string, error) {
 	// The flag package prints the usage itself, on -h and on a bad flag:
-	// catch it, for stdout or stderr.
+	// catch it, for stdout, or for nothing: a bad flag is one line.
 	out := fs.Output()
 	var buf bytes.Buffer
 	fs.SetOutput(&buf)
@@ -260,10 +264,7 @@ func parseRange(fs *flag.FlagSet, args []string, lo, hi int) ([]string, error) {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, &helpShown{usage: buf.String()}
 			}
-			// The flag package wrote the error above the usage; main
-			// prints it again as the last line: once is enough.
-			out.Write(bytes.TrimPrefix(buf.Bytes(), []byte(err.Error()+"\n")))
-			return nil, usageError("%v", err)
+			return nil, flagError(fs, err)
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -282,4 +283,52 @@ func parseRange(fs *flag.FlagSet, args []string, lo, hi int) ([]string, error) {
 		return nil, usageError("%s: want %s argument(s), got %d", fs.Name(), want, len(pos))
 	}
 	return pos, nil
+}
+
+// undefinedFlag starts the flag package's error for a flag it does not
+// know (the same since Go 1); the flag's name follows.
+const undefinedFlag = "flag provided but not defined: -"
+
+// flagError is a bad flag's usage error: one line that names the closest
+// flag the command has, if one is close, and the way to list them all,
+// rather than the whole usage (serve's is over 90 lines).
+func flagError(fs *flag.FlagSet, err error) error {
+	help := fmt.Sprintf("'certorder %s --help' lists its flags", fs.Name())
+	name, unknown := strings.CutPrefix(err.Error(), undefinedFlag)
+	switch near := closestFlag(fs, name); {
+	case !unknown:
+		return usageError("%s: %v (%s)", fs.Name(), err, help)
+	case near != "":
+		return usageError("%s: unknown flag --%s: did you mean --%s? (%s)", fs.Name(), name, near, help)
+	default:
+		return usageError("%s: unknown flag --%s (%s)", fs.Name(), name, help)
+	}
+}
+
+// flagWords names the flag meant by a word other programs use for it.
+var flagWords = map[string]string{
+	"port": "addr", "listen": "addr", "bind": "addr", "host": "addr", "address": "addr",
+	"database": "db", "dsn": "db", "store": "db",
+	"key": "access-key-file", "user": "access-name", "name": "access-name", "endpoint": "url",
+}
+
+// closestFlag is the flag of fs that name most likely meant: the one
+// flagWords gives, else the one that starts with name, else the nearest by
+// edit distance if it is near enough (a third of the name's length, at
+// least one edit); "" if none is.
+func closestFlag(fs *flag.FlagSet, name string) string {
+	if w, ok := flagWords[name]; ok && fs.Lookup(w) != nil {
+		return w
+	}
+	best, bestDist := "", max(1, len(name)/3)+1
+	fs.VisitAll(func(f *flag.Flag) {
+		d := levenshtein.ComputeDistance(name, f.Name)
+		if len(name) >= 3 && strings.HasPrefix(f.Name, name) {
+			d = 0
+		}
+		if d < bestDist {
+			best, bestDist = f.Name, d
+		}
+	})
+	return best
 }

@@ -82,8 +82,18 @@ func testAdminCommands(t *testing.T, dsn string) {
 	if msg := c.fails(exitUsage, "admin", "member", "add", "alice"); !strings.Contains(msg, "certorder admin migrate --db") {
 		t.Fatalf("member add on no store: %s", msg)
 	}
-	c.ok("admin", "migrate")
+	// A new store is said to be new, with the next step.
+	if out := c.ok("admin", "migrate"); !strings.Contains(out, "created a new, empty certorder store at") ||
+		!strings.Contains(out, "no members yet. Next: certorder admin member add NAME") {
+		t.Fatalf("migrate on no store:\n%s", out)
+	}
+	if out := c.ok("admin", "migrate"); strings.Contains(out, "created") {
+		t.Fatalf("migrate on a store:\n%s", out)
+	}
 	c.ok("admin", "member", "add", "alice")
+	if out := c.ok("admin", "migrate"); out != "schema is up to date\n" {
+		t.Fatalf("migrate on a store with members:\n%s", out)
+	}
 	c.ok("admin", "member", "add", "bob")
 	if msg := c.fails(exitFailure, "admin", "member", "add", "alice"); !strings.Contains(msg, "member alice already exists") {
 		t.Fatalf("member add twice: %s", msg)

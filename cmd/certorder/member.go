@@ -5,10 +5,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -30,8 +32,11 @@ const (
 // member runs auth, info, renew-check and current (acme-url is in acmeurl.go).
 func (e *env) member(ctx context.Context, cmd string, args []string) error {
 	argsUsage := "ID [flags]"
-	if cmd == "auth" {
+	switch cmd {
+	case "auth":
 		argsUsage = "[flags]"
+	case "info", "current":
+		argsUsage = "ID|--cert FILE [flags]"
 	}
 	fs := e.newFlags(cmd, argsUsage)
 	creds := memberFlags(fs)
@@ -41,21 +46,37 @@ func (e *env) member(ctx context.Context, cmd string, args []string) error {
 		idOnly = fs.Bool("id", false, "print only the current order number")
 	}
 	var windows certorder.Windows
+	var certFile *string
 	if cmd == "info" || cmd == "current" {
 		wopts := windowOptions(&windows)
 		defineOptions(fs, wopts)
 		creds.opts = append(creds.opts, wopts...)
+		certFile = fs.String("cert", "", "start from the order of this certificate instead of ID: a PEM, DER or chain file (its first certificate)")
 	}
-	want := 1
-	if cmd == "auth" {
-		want = 0
+	lo, hi := 1, 1
+	switch {
+	case cmd == "auth":
+		lo, hi = 0, 0
+	case certFile != nil:
+		lo = 0
 	}
-	pos, err := parse(fs, args, want)
+	pos, err := parseRange(fs, args, lo, hi)
 	if err != nil {
 		return err
 	}
 	var id int64
-	if want == 1 {
+	var cert *certArg
+	switch {
+	case certFile != nil && *certFile != "" && len(pos) > 0:
+		return usageError("%s: give an order ID or --cert, not both", cmd)
+	case certFile != nil && *certFile != "":
+		if cert, err = readCertArg(cmd, *certFile); err != nil {
+			return err
+		}
+	case hi == 1 && len(pos) == 0:
+		fs.Usage()
+		return usageError("%s: want an order ID or --cert FILE", cmd)
+	case hi == 1:
 		if id, err = orderIDArg(pos[0]); err != nil {
 			return err
 		}
@@ -70,11 +91,19 @@ func (e *env) member(ctx context.Context, cmd string, args []string) error {
 		}
 	}
 
+	if cert != nil {
+		if id, err = e.certOrder(ctx, c, cert); err != nil {
+			return memberExit(err, cmd, id, creds.endpoint, creds.name)
+		}
+	}
 	switch cmd {
 	case "auth":
 		err = e.authCmd(ctx, c, *asJSON)
 	case "info":
 		err = e.infoCmd(ctx, c, id, *asJSON, windows)
+		if err == nil && cert != nil {
+			err = e.followChain(ctx, c, id, *asJSON) // as current does: the same exit codes
+		}
 	case "renew-check":
 		err = e.renewCheckCmd(ctx, c, id, *asJSON)
 	case "current":
@@ -340,14 +369,23 @@ func memberExit(err error, cmd string, id int64, endpoint, name string) error {
 	switch {
 	case wrongEndpoint(apiErr, httpErr):
 		code = exitUsage
-		msg = fmt.Errorf("%s does not answer as the service's endpoint: the URL probably lacks /api/<segment>/ "+
-			"(for example https://host/api/digicert/); check --url or CERTORDER_URL (%w)", endpoint, err)
+		// What answered, in a few words: the page itself (HTML, quoted)
+		// would bury the advice.
+		answered := `"Error(102) path is failed.", no endpoint at that path`
+		if httpErr != nil {
+			answered = fmt.Sprintf("HTTP %d and %s", httpErr.Status, pageKind(httpErr.Body))
+		}
+		msg = fmt.Errorf("%s does not answer as the service's endpoint (it answered %s): the URL probably lacks /api/<segment>/ "+
+			"or names another segment (for example https://host/api/digicert/); check --url or CERTORDER_URL", endpoint, answered)
 	case errors.Is(err, client.ErrCredentialsRejected):
 		code = exitCredentials
 		msg = fmt.Errorf("credentials rejected for AccessName %s: a wrong name or key, a revoked key or a disabled member (%w)", name, err)
 	case errors.Is(err, client.ErrNotRenewed):
 		code = exitNotRenewed
 		msg = fmt.Errorf("order %d has not been renewed (%w)", id, err)
+	case errors.Is(err, client.ErrNoSuchCertificate):
+		code = exitNoSuchOrder
+		msg = fmt.Errorf("%w: it is not a certificate of member %s's orders (another CA's, or another member's)", err, name)
 	case errors.Is(err, client.ErrNoSuchOrder):
 		code = exitNoSuchOrder
 		msg = fmt.Errorf("no such order: %d is not an order of member %s (%w)", id, name, err)
@@ -370,10 +408,48 @@ func memberExit(err error, cmd string, id int64, endpoint, name string) error {
 		if apiErr.Status >= 500 {
 			code = exitUnreachable
 		}
-	default: // not an answer of the service: network, HTTP or time-out trouble
+	case httpErr != nil: // an answer that is not the service's: a proxy's, or a server's in between
 		code = exitUnreachable
+	default: // no answer: network or time-out trouble
+		code = exitUnreachable
+		msg = fmt.Errorf("no answer from %s: %s (%w)", endpoint, unreachable(err), err)
 	}
 	return &exitErr{code: code, err: msg}
+}
+
+// unreachable says what a request that got no answer met, and what to
+// check or do.
+func unreachable(err error) string {
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "interrupted"
+	// What the last attempt met comes before --timeout, which may have
+	// ended the retries of a refused connection.
+	case errors.As(err, &dnsErr):
+		return fmt.Sprintf("the host name %s is not found; check --url (or CERTORDER_URL) and this machine's DNS", dnsErr.Name)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "nothing listens there; check that the service (certorder serve) runs on that host and port, " +
+			"and that --url (or CERTORDER_URL) names them"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "it did not answer within --timeout; the service or the network is slow or overloaded: try again later, or with a longer --timeout"
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		return "it cannot be connected to; check --url (or CERTORDER_URL), the network and any firewall between"
+	}
+	return "the connection failed; check the network and --url (or CERTORDER_URL), then try again"
+}
+
+// pageKind names what a body that is not the service's JSON looks like.
+func pageKind(body string) string {
+	b := strings.ToLower(strings.TrimSpace(body))
+	switch {
+	case b == "":
+		return "no body"
+	case strings.HasPrefix(b, "<!doctype html") || strings.HasPrefix(b, "<html"):
+		return "an HTML page"
+	}
+	return "a body that is not JSON"
 }
 
 // wrongEndpoint reports whether an answer says the URL is not the
@@ -388,9 +464,7 @@ func wrongEndpoint(apiErr *client.APIError, httpErr *client.HTTPError) bool {
 	if httpErr == nil || httpErr.Status >= 500 {
 		return false
 	}
-	body := strings.ToLower(strings.TrimSpace(httpErr.Body))
-	return httpErr.Status == 404 || httpErr.Status == 405 ||
-		strings.HasPrefix(body, "<!doctype html") || strings.HasPrefix(body, "<html")
+	return httpErr.Status == 404 || httpErr.Status == 405 || pageKind(httpErr.Body) == "an HTML page"
 }
 
 // readKeyFile reads a secret from the file a flag names: a file that cannot

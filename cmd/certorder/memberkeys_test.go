@@ -38,6 +38,9 @@ func TestAdminMemberKeys(t *testing.T) {
 		if !off() {
 			t.Fatal("alice's self-service keys still on")
 		}
+		if out := c.ok("admin", "member", "list"); !regexp.MustCompile(`(?m)^NAME\s+STATUS\s+WEB KEYS\s.*\n^alice\s+enabled\s+off\s`).MatchString(out) {
+			t.Errorf("member list does not show alice's keys off:\n%s", out)
+		}
 		c.ok("admin", "member", "keys", "alice", "on")
 		if off() {
 			t.Fatal("alice's self-service keys still off")

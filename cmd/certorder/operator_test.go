@@ -23,6 +23,9 @@ func helpPaths() [][]string {
 	for _, c := range topCommands {
 		paths = append(paths, []string{c.name})
 	}
+	for _, c := range devCommands {
+		paths = append(paths, []string{"dev", c.name})
+	}
 	groups := map[string]bool{}
 	for _, c := range (&env{}).adminCommands() {
 		words := strings.Fields(c.name)
@@ -279,10 +282,18 @@ func TestMemberMessages(t *testing.T) {
 
 	// A URL without /api/<segment>/: the configuration, not "try later".
 	base := strings.TrimSuffix(endpoint, "api/digicert/")
-	for _, url := range []string{base, base + "api/sectigo/"} {
-		if msg := m.fails(exitUsage, "auth", "--url", url); !strings.Contains(msg, "probably lacks /api/<segment>/") {
+	// What answered is said in a few words, not quoted (the member page's HTML).
+	for url, answered := range map[string]string{base: "it answered HTTP 404 and an HTML page",
+		base + "api/sectigo/": `it answered "Error(102) path is failed.", no endpoint at that path`} {
+		if msg := m.fails(exitUsage, "auth", "--url", url); !strings.Contains(msg, "probably lacks /api/<segment>/") ||
+			!strings.Contains(msg, answered) || strings.Contains(strings.ToLower(msg), "<html") {
 			t.Errorf("auth --url %s: %s", url, msg)
 		}
+	}
+	// Nobody listening: what to check.
+	if msg := m.fails(exitUnreachable, "auth", "--url", "http://127.0.0.1:1/api/digicert/", "--timeout", "2s"); !strings.Contains(msg,
+		"no answer from http://127.0.0.1:1/api/digicert/: nothing listens there; check that the service (certorder serve) runs") {
+		t.Errorf("service down: %s", msg)
 	}
 
 	// Locked out after one failure: how long to wait, from Retry-After.

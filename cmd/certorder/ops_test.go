@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/certorder/certorder/internal/apispec"
 	"github.com/certorder/certorder/internal/poll"
 	"github.com/certorder/certorder/internal/testdb"
 )
@@ -245,7 +246,8 @@ func TestMain(m *testing.M) {
 	// default 100 (the CLI commands, in-process servers and simulators of
 	// many parallel tests, each heap short-lived); 400 took a tenth less CPU.
 	debug.SetGCPercent(400)
-	code := m.Run()
+	spec := apispec.Install() // every API answer of these tests is checked against docs/openapi.yaml
+	code := spec.Done(m.Run())
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
 	}

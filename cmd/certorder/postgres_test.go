@@ -51,6 +51,13 @@ func TestExportRestoreAcrossStores(t *testing.T) {
 		t.Fatalf("export:\n%s", first)
 	}
 
+	// A search_path that names no existing schema: what to create.
+	missing := newCLI(t, strings.Replace(pg, "search_path=", "search_path=missing_", 1))
+	if msg := missing.fails(exitFailure, "admin", "restore", "-"); !regexp.MustCompile(
+		`no schema of the DSN's search_path=missing_certorder_test_\w+ exists; create it \(CREATE SCHEMA "missing_certorder_test_\w+"\)`).MatchString(msg) {
+		t.Errorf("restore into a missing schema: %s", msg)
+	}
+
 	dst := newCLI(t, pg)
 	if _, errOut, err := dst.run(first, "admin", "restore", "-"); err != nil {
 		t.Fatalf("restore into PostgreSQL: %v %s", err, errOut)

@@ -154,9 +154,13 @@ func checkAddr(flagName, addr string) error {
 	return nil
 }
 
-// checkDBDir checks that a SQLite store's directory exists: SQLite's own
-// error ("unable to open database file") names neither the file nor why.
+// checkDBDir checks that --db is a DSN a store opens and that a SQLite
+// store's directory exists: SQLite's own error ("unable to open database
+// file") names neither the file nor why.
 func checkDBDir(db string) error {
+	if err := checkDSN("serve", db); err != nil {
+		return err
+	}
 	path := stores.SQLitePath(db)
 	if stores.IsPostgres(db) || path == "" || strings.ContainsAny(path, "?#") {
 		return nil // stores.Open says what is wrong

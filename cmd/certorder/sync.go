@@ -112,6 +112,9 @@ func (e *env) sync(ctx context.Context, args []string) error {
 	if err := e.applyEnv(fs, opts); err != nil {
 		return err
 	}
+	if err := checkDSN("sync", db); err != nil {
+		return err
+	}
 	client, err := up.client(e, "sync")
 	if err != nil {
 		return err

@@ -155,7 +155,7 @@ func testSyncThroughServe(t *testing.T, dsn string) {
 	c.fails(exitFailure, "admin", "member", "link", "bob", "--container", "10001") // alice's
 	c.fails(exitUsage, "admin", "member", "link", "bob")
 	c.fails(exitFailure, "admin", "member", "link", "nobody", "--container", "5")
-	if out := c.ok("admin", "member", "list"); !regexp.MustCompile(`(?m)^alice\s+enabled\s+\S+\s+10001$`).MatchString(out) {
+	if out := c.ok("admin", "member", "list"); !regexp.MustCompile(`(?m)^alice\s+enabled\s+on\s+\S+\s+10001$`).MatchString(out) {
 		t.Fatalf("member list does not show the link:\n%s", out)
 	}
 
@@ -299,7 +299,7 @@ func testSyncThroughServe(t *testing.T, dsn string) {
 		}
 	}
 	c.ok("admin", "member", "unlink", "alice", "--container", "10001")
-	if !regexp.MustCompile(`(?m)^alice\s+enabled\s+\S+\s+-$`).MatchString(c.ok("admin", "member", "list")) {
+	if !regexp.MustCompile(`(?m)^alice\s+enabled\s+on\s+\S+\s+-$`).MatchString(c.ok("admin", "member", "list")) {
 		t.Error("unlink left the link")
 	}
 	c.fails(exitFailure, "admin", "member", "unlink", "alice", "--container", "10001")

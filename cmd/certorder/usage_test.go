@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/certorder/certorder/internal/testdb"
+	"github.com/certorder/certorder/storetest"
 )
 
 // Usage errors exit 2 and say what is wrong; failures of the machine exit 1
@@ -28,6 +29,7 @@ func TestUsageErrors(t *testing.T) {
 	empty := write("empty.key", "", 0o600)
 	private := write("private.key", "cok_x\n", 0o600)
 	public := write("public.key", "cok_x\n", 0o644)
+	syntaxError := write("syntax.json", "[\n"+storetest.OrderJSON(7, 0, "2027-01-01")+",\n{\"OrderId\": 8, \"status\": \"issued\",}\n]", 0o600)
 	noStatus := write("order.json", `{"OrderId": 5, "certificate": {"common_name": "x.example", "valid_till": "2027-01-01"}}`, 0o600)
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -67,6 +69,15 @@ func TestUsageErrors(t *testing.T) {
 			want: "--db /nonexistent/certorder.db: the directory /nonexistent does not exist"},
 		{name: "sqlite: --db in no directory", args: []string{"serve", "--db", "sqlite:/nonexistent/certorder.db"}, code: exitUsage,
 			want: "the directory /nonexistent does not exist"},
+		// A mistyped PostgreSQL URL is not a SQLite file name, nor advice to make one.
+		{name: "pg:// DSN", args: []string{"admin", "migrate", "--db", "pg://127.0.0.1/test"}, code: exitUsage,
+			want: `scheme "pg" is not one certorder knows: for PostgreSQL, write postgres://`, absent: "sqlite"},
+		{name: "postgres:/ DSN", args: []string{"admin", "member", "list", "--db", "postgres:/x"}, code: exitUsage,
+			want: "a PostgreSQL URL starts with postgres:// (two slashes)", absent: "admin migrate"},
+		{name: "mysql:// DSN", args: []string{"serve", "--db", "mysql://u:s3cret@127.0.0.1/db", "--addr", "127.0.0.1:0"}, code: exitUsage,
+			want: `no store for scheme "mysql": give a PostgreSQL URL`, absent: "s3cret"},
+		{name: "sync with a pg:// DSN", args: []string{"sync", "--db", "pg://127.0.0.1/test"}, code: exitUsage,
+			want: `scheme "pg"`},
 		{name: "sync without a key", args: []string{"sync", "--db", store}, code: exitUsage,
 			want: "no CertCentral API key"},
 		{name: "sync with a missing key file", args: []string{"sync", "--db", store, "--digicert-api-key-file", filepath.Join(dir, "nope")},
@@ -86,11 +97,26 @@ func TestUsageErrors(t *testing.T) {
 		{name: "a private key file", args: []string{"auth", "--url", refused, "--access-name", "alice", "--access-key-file", private},
 			code: exitUnreachable, absent: "readable by every user"},
 		{name: "unknown flag", args: []string{"admin", "member", "list", "--db", store, "--bogus"}, code: exitUsage,
-			once: "flag provided but not defined: -bogus"},
+			once: "unknown flag --bogus"},
 		{name: "unknown flag of serve", args: []string{"serve", "--bogus"}, code: exitUsage,
-			once: "flag provided but not defined: -bogus"},
+			once: "unknown flag --bogus", absent: "Flags:"},
+		// One line naming the flag meant, not the usage's 90.
+		{name: "serve --port", args: []string{"serve", "--port", "9090"}, code: exitUsage,
+			want: "serve: unknown flag --port: did you mean --addr? ('certorder serve --help' lists its flags)", absent: "Flags:"},
+		{name: "a flag mistyped", args: []string{"admin", "order", "import", "--membr", "alice", noStatus}, code: exitUsage,
+			want: "unknown flag --membr: did you mean --member?", absent: "Flags:"},
+		{name: "a flag without its value", args: []string{"info", "5", "--url"}, code: exitUsage,
+			want: "info: flag needs an argument: -url ('certorder info --help' lists its flags)", absent: "Flags:"},
 		{name: "import without --member", args: []string{"admin", "order", "import", "--db", store, noStatus}, code: exitUsage,
 			want: "--member is required"},
+		{name: "webhook add http", args: []string{"admin", "webhook", "add", "--db", store, "alice", "http://hooks.example.com/x"},
+			code: exitUsage, want: "it must be https; an intranet or test endpoint (http, or a loopback, private or link-local address) needs --allow-private"},
+		{name: "webhook add loopback", args: []string{"admin", "webhook", "add", "--db", store, "alice", "https://127.0.0.1/x"},
+			code: exitUsage, want: "needs --allow-private here, and serve --webhook-allow-private"},
+		{name: "webhook add ftp", args: []string{"admin", "webhook", "add", "--db", store, "alice", "ftp://hooks.example.com/x"},
+			code: exitUsage, want: `scheme "ftp" is not http(s)`, absent: "--allow-private"},
+		{name: "import with a syntax error", args: []string{"admin", "order", "import", "--db", store, "--member", "alice", syntaxError},
+			code: exitFailure, want: "order 2: OrderId 8: not valid JSON at line 3, column 35 (byte "},
 		{name: "import without status", args: []string{"admin", "order", "import", "--db", store, "--member", "alice", noStatus},
 			code: exitFailure, want: "OrderId 5: status is missing"},
 	} {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"strconv"
@@ -34,6 +35,12 @@ func (e *env) webhookAdd(fs *flag.FlagSet) adminFunc {
 			return err
 		}
 		ep, err := webhook.NewEndpoint(args[1], strings.Split(*events, ","), allowPrivate)
+		urlRefused := errors.Is(err, webhook.ErrInvalidURL) || errors.Is(err, webhook.ErrBlocked)
+		if urlRefused && !allowPrivate && webhook.CheckURL(args[1], true) == nil {
+			// Refused only for being http or on a private address.
+			return usageError("webhook add: %v; an intranet or test endpoint (http, or a loopback, private or link-local address) "+
+				"needs --allow-private here, and serve --webhook-allow-private to be delivered to", err)
+		}
 		if err != nil {
 			return usageError("webhook add: %v", err)
 		}

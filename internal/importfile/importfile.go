@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"regexp"
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/inorder"
@@ -30,20 +31,21 @@ func Decode(r io.Reader) iter.Seq2[*certorder.Order, error] {
 	return func(yield func(*certorder.Order, error) bool) {
 		type item struct {
 			place int // in the file, from 1; 0 for a file of one object; -1: err is the file's, as it is
+			at    pos // where the order starts
 			raw   []byte
 			o     *certorder.Order
 			err   error // with raw: what is wrong if the document is right
 		}
 		seen := map[int64]int{} // OrderId -> place in the file
 		inorder.Run(func(emit func(item) bool) {
-			splitOrders(r, func(place int, raw []byte, err error) bool {
-				return emit(item{place: place, raw: raw, err: err})
+			splitOrders(r, func(place int, at pos, raw []byte, err error) bool {
+				return emit(item{place: place, at: at, raw: raw, err: err})
 			})
 		}, func(it item) item {
 			if it.raw != nil {
 				o, err := orderdoc.Parse(it.raw)
 				if err != nil {
-					it.err = err
+					it.err = located(err, it.raw, it.at)
 				} else if it.err == nil {
 					it.o = o
 				}
@@ -73,94 +75,155 @@ func Decode(r io.Reader) iter.Seq2[*certorder.Order, error] {
 }
 
 // splitOrders reads the documents of an import file, in order, and hands
-// each to emit with its place (0 for a file of one object); an error ends
-// it. An error at place -1 is the file's, to be reported as it is.
-func splitOrders(r io.Reader, emit func(place int, raw []byte, err error) bool) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	first, err := firstByte(br)
+// each to emit with its place (0 for a file of one object) and where it
+// starts; an error ends it. An error at place -1 is the file's, to be
+// reported as it is.
+func splitOrders(r io.Reader, emit func(place int, at pos, raw []byte, err error) bool) {
+	// The documents are split by a scanner that only matches braces and
+	// strings (encoding/json's decoder took a fifth of an import's time);
+	// each order is then checked in full, json.Valid first, by the workers.
+	a := arrayScanner{br: bufio.NewReaderSize(r, 64<<10), at: pos{line: 1, col: 1}}
+	first, err := a.skipSpace()
 	if err != nil {
-		emit(-1, nil, fmt.Errorf("%w: the file holds no JSON object or array", certorder.ErrInvalid))
+		emit(-1, a.at, nil, fmt.Errorf("%w: the file holds no JSON object or array", certorder.ErrInvalid))
 		return
 	}
 	if first == '{' {
-		dec := json.NewDecoder(br)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			emit(0, nil, err)
-			return
+		at := a.at
+		raw, err := a.object()
+		switch {
+		case err != nil:
+			emit(0, at, nil, endsEarly(err, at))
+		case dataAfter(&a):
+			emit(0, at, raw, fmt.Errorf("data after the order, at %s", a.at)) // unless the order itself is wrong
+		default:
+			emit(0, at, raw, nil)
 		}
-		if dataAfter(io.MultiReader(dec.Buffered(), br)) {
-			emit(0, raw, errors.New("data after the order")) // unless the order itself is wrong
-			return
-		}
-		emit(0, raw, nil)
 		return
 	}
 	if first != '[' {
-		emit(-1, nil, fmt.Errorf("%w: the file must hold an order object or an array of them", certorder.ErrInvalid))
+		emit(-1, a.at, nil, fmt.Errorf("%w: the file must hold an order object or an array of them", certorder.ErrInvalid))
 		return
 	}
-	// The array is split by a scanner that only matches braces and
-	// strings (encoding/json's decoder took a fifth of an import's time);
-	// each order is then checked in full, json.Valid first, by the workers.
-	br.ReadByte() // '['
-	a := arrayScanner{br: br}
+	a.readByte() // '['
 	for i := 1; ; i++ {
 		c, err := a.skipSpace()
 		switch {
 		case err != nil:
-			emit(-1, nil, fmt.Errorf("%w: the array of orders ends early", certorder.ErrInvalid))
+			emit(-1, a.at, nil, fmt.Errorf("%w: the array of orders ends early, at %s", certorder.ErrInvalid, a.at))
 			return
 		case c == ']' && i == 1:
 		case c == ']':
-			emit(-1, nil, fmt.Errorf("%w: order %d: the array of orders ends after a comma", certorder.ErrInvalid, i))
+			emit(-1, a.at, nil, fmt.Errorf("%w: order %d: the array of orders ends after a comma, at %s", certorder.ErrInvalid, i, a.at))
 			return
 		case c != '{':
-			emit(i, nil, errors.New("not a JSON object"))
+			emit(i, a.at, nil, fmt.Errorf("not a JSON object, at %s", a.at))
 			return
 		default:
+			at := a.at
 			raw, err := a.object()
 			if err != nil {
-				emit(i, nil, err)
+				emit(i, at, nil, endsEarly(err, at))
 				return
 			}
-			if !emit(i, raw, nil) {
+			if !emit(i, at, raw, nil) {
 				return
 			}
 			if c, err = a.skipSpace(); err != nil {
-				emit(-1, nil, fmt.Errorf("%w: the array of orders ends early", certorder.ErrInvalid))
+				emit(-1, a.at, nil, fmt.Errorf("%w: the array of orders ends early, at %s", certorder.ErrInvalid, a.at))
 				return
 			}
 			if c == ',' {
-				a.br.ReadByte()
+				a.readByte()
 				continue
 			}
 			if c != ']' {
-				emit(-1, nil, fmt.Errorf("%w: after order %d, %q where a comma or ] belongs", certorder.ErrInvalid, i, c))
+				emit(-1, a.at, nil, fmt.Errorf("%w: after order %d, %q where a comma or ] belongs, at %s", certorder.ErrInvalid, i, c, a.at))
 				return
 			}
 		}
-		a.br.ReadByte() // ']'
+		a.readByte() // ']'
 		switch _, err := a.skipSpace(); {
 		case err == nil:
-			emit(-1, nil, fmt.Errorf("%w: data after the array of orders", certorder.ErrInvalid))
+			emit(-1, a.at, nil, fmt.Errorf("%w: data after the array of orders, at %s", certorder.ErrInvalid, a.at))
 		case err != io.EOF:
-			emit(-1, nil, fmt.Errorf("%w: %v", certorder.ErrInvalid, err))
+			emit(-1, a.at, nil, fmt.Errorf("%w: %v", certorder.ErrInvalid, err))
 		}
 		return
 	}
 }
 
-// dataAfter reports whether r holds anything but JSON whitespace.
-func dataAfter(r io.Reader) bool {
-	a := arrayScanner{br: bufio.NewReader(r)}
+// pos is a place in the file: the byte offset (from 0), and the line and
+// column (from 1, the column in bytes) of that byte.
+type pos struct {
+	off       int64
+	line, col int
+}
+
+func (p pos) String() string {
+	return fmt.Sprintf("line %d, column %d (byte %d)", p.line, p.col, p.off)
+}
+
+// step moves p past the byte c.
+func (p *pos) step(c byte) {
+	p.off++
+	if c == '\n' {
+		p.line, p.col = p.line+1, 1
+	} else {
+		p.col++
+	}
+}
+
+// after is the place after b, which starts at p.
+func (p pos) after(b []byte) pos {
+	p.off += int64(len(b))
+	if n := bytes.Count(b, []byte{'\n'}); n > 0 {
+		p.line += n
+		p.col = len(b) - bytes.LastIndexByte(b, '\n')
+	} else {
+		p.col += len(b)
+	}
+	return p
+}
+
+// endsEarly says where an order that does not end starts.
+func endsEarly(err error, at pos) error {
+	return fmt.Errorf("%w: it starts at %s", err, at)
+}
+
+// orderIDField finds a document's OrderId when the document is not JSON, to
+// name the order in the error.
+var orderIDField = regexp.MustCompile(`"OrderId"\s*:\s*"?(\d{1,19})\b`)
+
+// located adds to a syntax error in raw, which starts at at, the place in
+// the file (a document's own offsets would mean nothing to the operator)
+// and the document's OrderId when it can be found.
+func located(err error, raw []byte, at pos) error {
+	var syn *json.SyntaxError
+	if !errors.As(err, &syn) {
+		return err
+	}
+	// Offset counts the byte that is wrong; Parse does not trim a document
+	// the scanner cut, which starts with its brace.
+	off := min(max(int(syn.Offset)-1, 0), len(raw))
+	where := at.after(raw[:off])
+	if m := orderIDField.FindSubmatch(raw); m != nil {
+		return fmt.Errorf("OrderId %s: not valid JSON at %s: %v", m[1], where, syn)
+	}
+	return fmt.Errorf("not valid JSON at %s: %v", where, syn)
+}
+
+// dataAfter reports whether a holds anything but JSON whitespace.
+func dataAfter(a *arrayScanner) bool {
 	_, err := a.skipSpace()
 	return err != io.EOF
 }
 
-// arrayScanner reads the objects of a JSON array without decoding them.
+// arrayScanner reads the objects of a JSON array without decoding them,
+// and keeps count of where it is in the file.
 type arrayScanner struct {
 	br *bufio.Reader
+	at pos // of the next byte
 }
 
 // skipSpace skips JSON whitespace and returns the next byte, unread.
@@ -173,6 +236,14 @@ func (a *arrayScanner) skipSpace() (byte, error) {
 		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
 			return c, a.br.UnreadByte()
 		}
+		a.at.step(c)
+	}
+}
+
+// readByte consumes the next byte, which the caller has seen.
+func (a *arrayScanner) readByte() {
+	if c, err := a.br.ReadByte(); err == nil {
+		a.at.step(c)
 	}
 }
 
@@ -232,6 +303,7 @@ func (a *arrayScanner) object() ([]byte, error) {
 		if end >= 0 {
 			out = append(out, chunk[:end+1]...)
 			a.br.Discard(end + 1)
+			a.at = a.at.after(out)
 			return out, nil
 		}
 		out = append(out, chunk...)
@@ -252,18 +324,4 @@ func stringStop(s []byte) int {
 		return -1
 	}
 	return q
-}
-
-func firstByte(br *bufio.Reader) (byte, error) {
-	for {
-		c, err := br.ReadByte()
-		if err != nil {
-			return 0, err
-		}
-		switch c {
-		case ' ', '\t', '\r', '\n':
-			continue
-		}
-		return c, br.UnreadByte()
-	}
 }

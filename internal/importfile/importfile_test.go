@@ -42,6 +42,38 @@ func TestDecodeOrders(t *testing.T) {
 	}
 }
 
+// An error names the order (its place in the file and, when it can be
+// found, its OrderId) and where in the file a syntax error is. The places
+// were counted by hand (a Python one-liner) on each input.
+func TestDecodeErrorsSayWhere(t *testing.T) {
+	t.Parallel()
+	good := `{"OrderId": 10001, "status": "issued", "certificate": {"valid_till": "2027-01-01"}}`
+	for _, tc := range []struct{ input, want string }{
+		{"[\n  " + good + ",\n  {\"OrderId\": 10002,\n   \"certificate\": {\"valid_till\": \"2027-01-01\",}}\n]",
+			"order 2: OrderId 10002: not valid JSON at line 4, column 47 (byte 156): invalid character '}' looking for beginning of object key string"},
+		{`[{"certificate": {"valid_till": 2027-01-01}}]`,
+			"order 1: not valid JSON at line 1, column 37 (byte 36): invalid character '-' after object key:value pair"},
+		{"{\"OrderId\": \"5\",\r\n \"x\": }",
+			`OrderId 5: not valid JSON at line 2, column 7 (byte 24): invalid character '}' looking for beginning of value`},
+		{"[\n" + good + ",\n  {\"OrderId\": 10002, \"certif",
+			"order 2: the order ends early: it starts at line 3, column 3 (byte 89)"},
+		{"[" + good + ", 7]", "order 2: not a JSON object, at line 1, column 87 (byte 86)"},
+		{"[" + good + "]\n]", "data after the array of orders, at line 2, column 1 (byte 86)"},
+		{good + "\n" + good, "data after the order, at line 2, column 1 (byte 84)"},
+		{"[" + good + " x", `after order 1, 'x' where a comma or ] belongs, at line 1, column 86 (byte 85)`},
+	} {
+		var err error
+		for _, err = range importfile.Decode(strings.NewReader(tc.input)) {
+			if err != nil {
+				break
+			}
+		}
+		if !errors.Is(err, certorder.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q:\n got %v\nwant %s", tc.input, err, tc.want)
+		}
+	}
+}
+
 // A consumer that stops early does not leave the reading goroutine stuck.
 func TestDecodeOrdersStopEarly(t *testing.T) {
 	var b strings.Builder

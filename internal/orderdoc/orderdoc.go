@@ -40,7 +40,8 @@ func readObject(data []byte, checked bool) ([]field, error) {
 	if !checked && !valid(data) {
 		var v any
 		err := json.Unmarshal(data, &v) // for a message that says where
-		return nil, fmt.Errorf("not valid JSON: %v", err)
+		// %w: importfile finds the *json.SyntaxError, to say where in the file.
+		return nil, fmt.Errorf("not valid JSON: %w", err)
 	}
 	if len(data) == 0 || data[0] != '{' {
 		return nil, errors.New("not a JSON object")

@@ -21,6 +21,15 @@ import (
 // EnvDSN names the variable that points the tests at a PostgreSQL server.
 const EnvDSN = "CERTORDER_TEST_POSTGRES"
 
+// Postgres's two messages: a test logs UsesPostgres when it runs on
+// PostgreSQL and skips with SkipsPostgres without it, so that
+// .ci/testsummary.go counts the tests that need PostgreSQL either way (and
+// checks the README's figure with it). It spells them out too: keep them equal.
+const (
+	UsesPostgres  = "testdb: this test uses PostgreSQL"
+	SkipsPostgres = "PostgreSQL tests skipped"
+)
+
 // Postgres returns a DSN for a new, empty schema on the server named by
 // CERTORDER_TEST_POSTGRES; the schema is dropped when the test ends.
 // Without the variable the test is skipped, unless CI=true: CI must run them.
@@ -31,8 +40,9 @@ func Postgres(t testing.TB) string {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("CI=true but %s is not set: the PostgreSQL tests must run in CI", EnvDSN)
 		}
-		t.Skipf("PostgreSQL tests skipped: set %s (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run them", EnvDSN)
+		t.Skipf("%s: set %s (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run them", SkipsPostgres, EnvDSN)
 	}
+	t.Log(UsesPostgres)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, base)
 	if err != nil {

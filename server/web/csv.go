@@ -104,6 +104,11 @@ func csvRow(cells ...string) []string {
 // formulaStarts are the characters a formula starts with.
 const formulaStarts = "=+-@＝＋－＠﹦﹢﹣"
 
+// CSVCell is a cell as every CSV the service writes has it: one a
+// spreadsheet would run as a formula gets a leading ' (the orders page's
+// download; admin order find).
+func CSVCell(c string) string { return csvCell(c) }
+
 func csvCell(c string) string {
 	trimmed := strings.TrimLeftFunc(c, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsGraphic(r) })
 	first, _ := utf8.DecodeRuneInString(trimmed)

@@ -111,11 +111,18 @@ func (c *catalogue) Date(t client.Time) string {
 	return t.UTC().Format(c.S("format.date"))
 }
 
-// Period formats a period of an order, from to till; one that states
-// neither end reads "not stated" once.
+// Period is a span of two dates of an order: "not stated" once when
+// neither is, and which end is missing when one is (never "not stated to
+// not stated").
 func (c *catalogue) Period(from, till client.Time) string {
-	if from.IsZero() && from.Raw == "" && till.IsZero() && till.Raw == "" {
+	noFrom, noTill := from.IsZero() && from.Raw == "", till.IsZero() && till.Raw == ""
+	switch {
+	case noFrom && noTill:
 		return c.notStated()
+	case noTill:
+		return c.S("field.from", c.Date(from))
+	case noFrom:
+		return c.S("field.to", c.Date(till))
 	}
 	return c.S("field.from_to", c.Date(from), c.Date(till))
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/client"
 )
 
 // The one rule behind every page and the CSV: an order whose renewal is
@@ -238,6 +239,34 @@ func TestTimelineScale(t *testing.T) {
 	} {
 		if got := sc.x(tc.day); got < tc.want-1e-9 || got > tc.want+1e-9 {
 			t.Errorf("x(%s) = %f, want %f", tc.day.Format(time.DateOnly), got, tc.want)
+		}
+	}
+}
+
+// A period says "not stated" once, and which end is missing when one is.
+func TestPeriod(t *testing.T) {
+	cats, err := loadCatalogues()
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := func(s string) client.Time {
+		d, _ := time.Parse("2006-01-02", s)
+		return client.Time{Time: d, Raw: s}
+	}
+	from, till, none := day("2026-03-01"), day("2027-03-01"), client.Time{}
+	for _, tc := range []struct {
+		lang       string
+		from, till client.Time
+		want       string
+	}{
+		{"en", from, till, "1 Mar 2026 to 1 Mar 2027"},
+		{"en", none, none, "not stated"},
+		{"en", from, none, "from 1 Mar 2026 (end not stated)"},
+		{"en", none, till, "until 1 Mar 2027 (start not stated)"},
+		{"ja", none, none, "記載なし"},
+	} {
+		if got := cats[tc.lang].Period(tc.from, tc.till); got != tc.want {
+			t.Errorf("%s Period(%q, %q) = %q, want %q", tc.lang, tc.from.Raw, tc.till.Raw, got, tc.want)
 		}
 	}
 }

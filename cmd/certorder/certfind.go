@@ -1,0 +1,294 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/x509"
+	"encoding/csv"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/client"
+	"github.com/certorder/certorder/internal/printable"
+	"github.com/certorder/certorder/server/web"
+)
+
+// certArg is the certificate a member command starts from (--cert FILE).
+type certArg struct {
+	file string
+	cert *x509.Certificate
+}
+
+// readCertArg reads the leaf of a certificate file: PEM (the first
+// certificate, the leaf of a chain file), or DER. A file that cannot be
+// read or holds no certificate is a usage error.
+func readCertArg(cmd, file string) (*certArg, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, usageError("%s: --cert: %v", cmd, err)
+	}
+	cert, err := client.ParseCertificate(b)
+	if err != nil {
+		return nil, usageError("%s: --cert %s: %v", cmd, file, err)
+	}
+	return &certArg{file: file, cert: cert}, nil
+}
+
+// certOrder asks CertificateCheck for the order of a certificate, by its
+// serial number. One that is no longer the order's current certificate is
+// said on stderr, with the current one (one more call: OrderInfo).
+func (e *env) certOrder(ctx context.Context, c *client.Client, a *certArg) (int64, error) {
+	key := client.KeyOf(a.cert)
+	check, err := c.CertificateCheck(ctx, key)
+	if err != nil {
+		return 0, fmt.Errorf("certificate %s (serial %s): %w", a.file, strings.ToUpper(key.SerialNumber), err)
+	}
+	if check.IsCurrent {
+		return check.OrderID, nil
+	}
+	o, err := c.OrderInfo(ctx, check.OrderID)
+	if err != nil {
+		return check.OrderID, err
+	}
+	cur := o.Certificate
+	on := ""
+	if d := cur.DateIssued.Raw; len(d) >= len("2006-01-02") {
+		on = " on " + d[:len("2006-01-02")]
+	} else if d := cur.ValidFrom.Raw; d != "" {
+		on = " on " + d
+	}
+	if cur.SerialNumber == "" {
+		fmt.Fprintf(e.stderr, "this certificate was replaced by a reissue of order %d; the order's next certificate awaits issuance (status %s)\n",
+			o.OrderID, printable.String(o.Status))
+	} else {
+		fmt.Fprintf(e.stderr, "this certificate was replaced by a reissue%s; the order's current certificate is serial %s (valid till %s)\n",
+			printable.String(on), printable.String(cur.SerialNumber), printable.String(cur.ValidTill.Raw))
+	}
+	return check.OrderID, nil
+}
+
+// followChain follows the renewal chain from order id as current does
+// (with its errors, and so its exit codes) and, when the order was
+// renewed, says where the chain leads.
+func (e *env) followChain(ctx context.Context, c *client.Client, id int64, asJSON bool) error {
+	cur, err := c.Current(ctx, id)
+	if err != nil || len(cur.Chain) < 2 || asJSON {
+		return err
+	}
+	ids := make([]string, len(cur.Chain))
+	for i, n := range cur.Chain {
+		ids[i] = strconv.FormatInt(n, 10)
+	}
+	_, err = fmt.Fprintf(e.stdout, "Current order: %d (renewal chain %s)\n", cur.Order.OrderID, strings.Join(ids, " -> "))
+	return err
+}
+
+// findBatch is how many serials and thumbprints admin order find asks the
+// store for in one query.
+const findBatch = 5000
+
+// certQuery is one serial number or thumbprint admin order find looks up:
+// as given, and its look-up forms ("" for a form it cannot be). A line of
+// --from that is 40 hex digits is both: a thumbprint, or a serial of 20
+// octets.
+type certQuery struct {
+	given, serial, thumbprint string
+}
+
+// orderFind is "admin order find": the order, member, currency and order
+// status of each certificate given, one indexed query per findBatch.
+func (e *env) orderFind(fs *flag.FlagSet) adminFunc {
+	var queries []certQuery
+	var bad []string
+	add := func(what string, serial, thumbprint bool) func(string) error {
+		return func(s string) error {
+			q := certQuery{given: strings.TrimSpace(s)}
+			var ok1, ok2 bool
+			if serial {
+				q.serial, ok1 = certorder.ParseSerial(q.given)
+			}
+			if thumbprint {
+				q.thumbprint, ok2 = certorder.ParseThumbprint(q.given)
+			}
+			if !ok1 {
+				q.serial = ""
+			}
+			if !ok2 {
+				q.thumbprint = ""
+			}
+			if !ok1 && !ok2 {
+				return fmt.Errorf("%q is not a %s", s, what)
+			}
+			queries = append(queries, q)
+			return nil
+		}
+	}
+	fs.Func("serial", "a certificate's serial number, hexadecimal (colons, spaces and case ignored); repeatable", add("serial number", true, false))
+	fs.Func("thumbprint", "a certificate's SHA-1 thumbprint, 40 hex digits; repeatable", add("thumbprint", false, true))
+	from := fs.String("from", "", "read serial numbers or thumbprints from this file (- for stdin), one a line, as a CA's revocation notice lists them; blank lines and # comments are skipped")
+	asJSON := fs.Bool("json", false, "print one JSON object a line")
+	asCSV := fs.Bool("csv", false, "print CSV with a header line")
+	return role(func(ctx context.Context, store certorder.CertificateFinder, _ []string) error {
+		if *asJSON && *asCSV {
+			return usageError("order find: give --json or --csv, not both")
+		}
+		if *from != "" {
+			r, err := e.openInput(*from)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			sc := bufio.NewScanner(r)
+			either := add("serial number or thumbprint", true, true)
+			for n := 1; sc.Scan(); n++ {
+				line := strings.TrimSpace(sc.Text())
+				if line == "" || strings.HasPrefix(line, "#") {
+					continue
+				}
+				if err := either(line); err != nil {
+					bad = append(bad, fmt.Sprintf("line %d: %v", n, err))
+				}
+			}
+			if err := sc.Err(); err != nil {
+				return fmt.Errorf("order find: reading %s: %w", *from, err)
+			}
+		}
+		if len(bad) > 0 {
+			more := ""
+			if len(bad) > 10 {
+				more = fmt.Sprintf("\n(and %d more)", len(bad)-10)
+				bad = bad[:10]
+			}
+			return fmt.Errorf("order find: %s: nothing looked up:\n%s%s", *from, strings.Join(bad, "\n"), more)
+		}
+		if len(queries) == 0 {
+			return usageError("order find: give --serial, --thumbprint or --from FILE")
+		}
+		out := newFindWriter(e.stdout, *asJSON, *asCSV)
+		var found, missing int
+		members := map[string]bool{}
+		for batch := range slices.Chunk(queries, findBatch) {
+			var q certorder.CertificateQuery
+			for _, c := range batch {
+				if c.serial != "" {
+					q.Serials = append(q.Serials, c.serial)
+				}
+				if c.thumbprint != "" {
+					q.Thumbprints = append(q.Thumbprints, c.thumbprint)
+				}
+			}
+			ms, err := store.FindCertificates(ctx, q)
+			if err != nil {
+				return fmt.Errorf("order find: %w", err)
+			}
+			bySerial, byThumbprint := map[string][]int{}, map[string][]int{}
+			for i, m := range ms {
+				k := certorder.SerialKey(m.SerialNumber)
+				bySerial[k] = append(bySerial[k], i)
+				k = certorder.HexKey(m.Thumbprint)
+				byThumbprint[k] = append(byThumbprint[k], i)
+			}
+			for _, c := range batch {
+				at := slices.Concat(bySerial[c.serial], byThumbprint[c.thumbprint])
+				slices.Sort(at)
+				at = slices.Compact(at) // a 40-digit line found both ways is one certificate
+				if len(at) == 0 {
+					missing++
+					out.missing(c.given)
+				}
+				for _, i := range at {
+					found++
+					members[ms[i].Member] = true
+					out.match(c.given, &ms[i])
+				}
+			}
+		}
+		if err := out.flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "looked up %d: %d certificate(s) found, of %d member(s); %d not found\n",
+			len(queries), found, len(members), missing)
+		return nil
+	})
+}
+
+// findWriter prints admin order find's rows: a table, JSON lines or CSV.
+type findWriter struct {
+	table *tabwriter.Writer
+	json  *json.Encoder
+	csv   *csv.Writer
+}
+
+func newFindWriter(w io.Writer, asJSON, asCSV bool) *findWriter {
+	switch {
+	case asJSON:
+		return &findWriter{json: json.NewEncoder(w)}
+	case asCSV:
+		f := &findWriter{csv: csv.NewWriter(w)}
+		f.csv.Write([]string{"query", "found", "order_id", "member", "certificate_id", "serial_number", "is_current", "order_status"})
+		return f
+	}
+	f := &findWriter{table: tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)}
+	fmt.Fprintln(f.table, "QUERY\tORDER\tMEMBER\tCERTIFICATE\tSERIAL\tCURRENT\tORDER STATUS")
+	return f
+}
+
+// findRecord is a row of --json.
+type findRecord struct {
+	Query         string `json:"query"`
+	Found         bool   `json:"found"`
+	OrderID       int64  `json:"order_id,omitempty"`
+	Member        string `json:"member,omitempty"`
+	CertificateID int64  `json:"certificate_id,omitempty"`
+	SerialNumber  string `json:"serial_number,omitempty"`
+	IsCurrent     bool   `json:"is_current,omitempty"`
+	OrderStatus   string `json:"order_status,omitempty"`
+}
+
+func (f *findWriter) match(query string, m *certorder.CertificateMatch) {
+	switch {
+	case f.json != nil:
+		f.json.Encode(findRecord{Query: query, Found: true, OrderID: m.OrderID, Member: m.Member, CertificateID: m.ID,
+			SerialNumber: m.SerialNumber, IsCurrent: m.Current, OrderStatus: m.OrderStatus})
+	case f.csv != nil:
+		f.csv.Write([]string{web.CSVCell(query), "true", strconv.FormatInt(m.OrderID, 10), web.CSVCell(m.Member),
+			strconv.FormatInt(m.ID, 10), web.CSVCell(m.SerialNumber), strconv.FormatBool(m.Current), web.CSVCell(m.OrderStatus)})
+	default:
+		current := "no (reissued)"
+		if m.Current {
+			current = "yes"
+		}
+		fmt.Fprintf(f.table, "%s\t%d\t%s\t%d\t%s\t%s\t%s\n", printable.String(query), m.OrderID, printable.String(m.Member), m.ID,
+			printable.String(m.SerialNumber), current, printable.String(m.OrderStatus))
+	}
+}
+
+func (f *findWriter) missing(query string) {
+	switch {
+	case f.json != nil:
+		f.json.Encode(findRecord{Query: query})
+	case f.csv != nil:
+		f.csv.Write([]string{web.CSVCell(query), "false", "", "", "", "", "", ""})
+	default:
+		fmt.Fprintf(f.table, "%s\t-\t-\t-\t-\t-\tnot found\n", printable.String(query))
+	}
+}
+
+func (f *findWriter) flush() error {
+	switch {
+	case f.csv != nil:
+		f.csv.Flush()
+		return f.csv.Error()
+	case f.table != nil:
+		return f.table.Flush()
+	}
+	return nil
+}

@@ -1,0 +1,21 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/certorder/certorder/internal/testdb"
+	"github.com/certorder/certorder/postgres"
+	"github.com/certorder/certorder/storetest"
+)
+
+// BenchmarkFindCertificates: admin order find on a CA's list of 100,000
+// serials, all stored, 5,000 a query (docs/PERFORMANCE.md).
+func BenchmarkFindCertificates(b *testing.B) {
+	s, err := postgres.Open(context.Background(), testdb.Postgres(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	storetest.BenchFindCertificates(b, s, 100_000, 5000)
+}
