@@ -81,7 +81,7 @@ func TestRevocationUnderLoad(t *testing.T) {
 // were answered, and checks that every request sent after it returned was
 // refused, and that requests were sent, and answered, before and after.
 // The load goes on until 2,000 requests sent after the command returned
-// were refused, or 2 seconds after it returned if that comes first.
+// were refused, or 10 seconds after it returned if that comes first.
 func takeAway(t *testing.T, endpoints []string, name, key string, first int, command func()) {
 	t.Helper()
 	var mu sync.Mutex
@@ -89,14 +89,16 @@ func takeAway(t *testing.T, endpoints []string, name, key string, first int, com
 	var stale []string
 	okBefore, refusedAfter := 0, 0
 	var wg sync.WaitGroup
-	// The load runs until 2,000 refusals or 2 seconds after the command
+	// The load runs until 2,000 refusals or 10 seconds after the command
 	// returned, however long it took (a busy machine slows it). A stale
 	// cache answers at once: 2,000 requests across the instances tell as
 	// much as the 12,000 or so of 2 seconds did, for a sixth of the CPU.
+	// (2 seconds gave 78 refusals, under the 100 asserted, when CI's full
+	// suite ran beside it; alone, 2,000 come within half a second.)
 	over := func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return !returned.IsZero() && (refusedAfter >= 2000 || time.Since(returned) > 2*time.Second)
+		return !returned.IsZero() && (refusedAfter >= 2000 || time.Since(returned) > 10*time.Second)
 	}
 	for w := range 8 {
 		wg.Add(1)
