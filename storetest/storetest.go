@@ -69,6 +69,8 @@ func Run(t *testing.T, open func(t *testing.T) storekit.Store) {
 	t.Run("Renewals", func(t *testing.T) { t.Parallel(); testRenewals(t, newStore(t)) })
 	t.Run("ExportRestore", func(t *testing.T) { t.Parallel(); testExportRestore(t, newStore(t), newStore(t)) })
 	t.Run("RestoreRules", func(t *testing.T) { t.Parallel(); testRestoreRules(t, open) })
+	t.Run("RestoreNoticeChecks", func(t *testing.T) { t.Parallel(); testRestoreNoticeChecks(t, open) })
+	t.Run("RestoreLongHistory", func(t *testing.T) { t.Parallel(); testRestoreLongHistory(t, newStore(t)) })
 	t.Run("Audit", func(t *testing.T) { t.Parallel(); testAudit(t, newStore(t)) })
 	t.Run("Sessions", func(t *testing.T) { t.Parallel(); testSessions(t, newStore(t)) })
 	t.Run("Webhooks", func(t *testing.T) { t.Parallel(); testWebhooks(t, open) })
