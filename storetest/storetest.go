@@ -78,6 +78,7 @@ func Run(t *testing.T, open func(t *testing.T) storekit.Store) {
 	t.Run("OrderEvents", func(t *testing.T) { t.Parallel(); testOrderEvents(t, open) })
 	t.Run("CertificateHistory", func(t *testing.T) { t.Parallel(); testCertificateHistory(t, open) })
 	t.Run("FindCertificates", func(t *testing.T) { t.Parallel(); testFindCertificates(t, newStore(t)) })
+	t.Run("FindCertificatesOfMember", func(t *testing.T) { t.Parallel(); testFindCertificatesOfMember(t, newStore(t)) })
 	t.Run("ContainerLinks", func(t *testing.T) { t.Parallel(); testContainerLinks(t, newStore(t)) })
 	t.Run("ApplyUpstream", func(t *testing.T) { t.Parallel(); testApplyUpstream(t, newStore(t)) })
 	t.Run("SyncState", func(t *testing.T) { t.Parallel(); testSyncState(t, newStore(t)) })
