@@ -55,6 +55,11 @@ type Config struct {
 	// puts the cache in front of the store here (credcache.Store); nil: the
 	// store's FindCredential, each read within StoreTimeout.
 	Credentials certorder.CredentialStore
+	// Certificates is where CertificateCheck reads the member's
+	// certificate, bounding its reads of the store by itself: serve puts
+	// the same cache in front (credcache.Store.Certificates); nil: the
+	// store's FindCertificates, each read within StoreTimeout.
+	Certificates certorder.CertificateFinder
 }
 
 // DefaultMaxBodyBytes bounds a request body. A real request is well under 1 KiB.
@@ -87,8 +92,8 @@ type Store interface {
 // Server is the service's HTTP handler. Close it after the http.Server
 // has shut down, to write the last audit entries.
 type Server struct {
-	creds   certorder.CredentialStore // Config.Credentials
-	certs   certorder.CertificateFinder
+	creds   certorder.CredentialStore   // Config.Credentials
+	certs   certorder.CertificateFinder // Config.Certificates
 	ping    certorder.Pinger
 	cfg     Config
 	mux     *http.ServeMux
@@ -130,7 +135,7 @@ func New(store Store, cfg Config) (*Server, error) {
 	}
 	l := cfg.Limits
 	s := &Server{
-		certs: store, ping: store, cfg: cfg, realClock: realClock,
+		ping: store, cfg: cfg, realClock: realClock,
 		metrics:    newMetrics(cfg.Metrics),
 		memberRate: newBuckets(l.MemberRate, l.MemberBurst),
 		ipRate:     newBuckets(l.IPRate, l.IPBurst),
@@ -142,8 +147,12 @@ func New(store Store, cfg Config) (*Server, error) {
 	if l.MaxInFlight > 0 {
 		s.maxInFlight = int64(l.MaxInFlight)
 	}
+	uncached := credcache.NewStore(store, nil, 0, cfg.StoreTimeout)
 	if s.creds = cfg.Credentials; s.creds == nil {
-		s.creds = credcache.NewStore(store, nil, 0, cfg.StoreTimeout)
+		s.creds = uncached
+	}
+	if s.certs = cfg.Certificates; s.certs == nil {
+		s.certs = uncached.Certificates(store)
 	}
 	if cfg.AuditRetention > 0 {
 		s.audit = newAuditor(store, cfg.AuditRetention, cfg.Now, s.metrics.auditDropped, cfg.Logger)
