@@ -107,11 +107,12 @@ type Server struct {
 	draining    atomic.Bool  // shutting down: answers close their connections, /readyz says 503
 	lastRequest atomic.Int64 // when the last request arrived, in UnixNano
 
-	endpoint           string    // the path of the endpoint, /api/<segment>/
-	memberRate, ipRate *buckets  // nil when off
-	ipFails, pairFails *failures // per IP, per IP and AccessName; nil when off
-	perIP              *holds    // nil when off
-	maxInFlight        int64     // 0 when off
+	endpoint           string     // the path of the endpoint, /api/<segment>/
+	memberRate, ipRate *buckets   // nil when off
+	ipFails, pairFails *failures  // per IP, per IP and AccessName; nil when off
+	perIP              *holds     // nil when off
+	web                *webLimits // the web page's; nil when off
+	maxInFlight        int64      // 0 when off
 	inFlight           atomic.Int64
 }
 
@@ -142,6 +143,7 @@ func New(store Store, cfg Config) (*Server, error) {
 		ipFails:    newFailures(l.AuthFailuresPerIP, l),
 		pairFails:  newFailures(l.AuthFailures, l),
 		perIP:      newHolds(l.MaxPerIP),
+		web:        newWebLimits(l),
 		endpoint:   "/api/" + cfg.CASegment + "/",
 	}
 	if l.MaxInFlight > 0 {
@@ -167,6 +169,7 @@ func New(store Store, cfg Config) (*Server, error) {
 	if cfg.Web {
 		wc := web.Config{SignIn: s.signIn, Secure: s.secure, Now: cfg.Now, Logger: cfg.Logger, StoreTimeout: cfg.StoreTimeout,
 			ClientIP:           func(r *http.Request) string { return clientIP(r, cfg.Limits.TrustedProxies) },
+			Admit:              s.admitWeb,
 			SelfServiceKeysOff: cfg.SelfServiceKeysOff, PrivateWebhooks: cfg.PrivateWebhooks, Notices: cfg.Notices,
 			ACMEURLTemplate: cfg.ACMEURLTemplate, Windows: cfg.Windows}
 		if s.audit != nil {
