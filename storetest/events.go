@@ -13,6 +13,8 @@ import (
 	"github.com/certorder/certorder/ccsync"
 	"github.com/certorder/certorder/internal/export"
 	"github.com/certorder/certorder/internal/storekit"
+	"github.com/certorder/certorder/queue"
+	"github.com/certorder/certorder/webhook"
 )
 
 // withStatus is an import document with another order status.
@@ -25,12 +27,12 @@ func withStatus(doc, status string) string {
 func outbox(t *testing.T, s storekit.Store, since time.Time) []string {
 	t.Helper()
 	var got []string
-	n, err := s.FanOut(context.Background(), 10000, func(ev certorder.Event, _ string) (string, []byte, error) {
+	n, err := s.FanOut(context.Background(), 10000, func(ev certorder.Event, ep certorder.Endpoint) (queue.Job, error) {
 		if ev.At.Before(since.Add(-time.Second)) || ev.At.After(time.Now().Add(time.Second)) {
 			t.Errorf("event %s %s at %v, not within the test", ev.Type, ev.Data, ev.At)
 		}
 		got = append(got, fmt.Sprintf("%d %s %s", ev.MemberID, ev.Type, ev.Data))
-		return fmt.Sprintf("msg_%d", ev.ID), []byte("{}"), nil
+		return webhook.NewDelivery(ep, ev.Type, fmt.Sprintf("msg_%d", ev.ID), []byte("{}")), nil
 	})
 	must(t, err)
 	if n != len(got) {
