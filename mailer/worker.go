@@ -91,6 +91,7 @@ type Worker struct {
 const servedMemory = 1000
 
 type metrics struct {
+	rounds prometheus.Counter
 	queued prometheus.Counter
 	sent   *prometheus.CounterVec // by kind
 	failed *prometheus.CounterVec // by failure: temporary, permanent
@@ -117,6 +118,7 @@ func NewWorker(cfg WorkerConfig) *Worker {
 		cfg.SMTP.Timeout = DefaultTimeout
 	}
 	m := &metrics{
+		rounds: queue.RoundsCounter("notices"),
 		queued: prometheus.NewCounter(prometheus.CounterOpts{Name: "certorder_notices_queued_total",
 			Help: "Order events queued for a member's e-mail address (each a message, or part of a day's digest)."}),
 		sent: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "certorder_notices_sent_total",
@@ -130,7 +132,7 @@ func NewWorker(cfg WorkerConfig) *Worker {
 	m.failed.WithLabelValues("temporary")
 	m.failed.WithLabelValues("permanent")
 	if cfg.Metrics != nil {
-		cfg.Metrics.MustRegister(m.queued, m.sent, m.failed)
+		cfg.Metrics.MustRegister(m.rounds, m.queued, m.sent, m.failed)
 	}
 	// An attempt is a few exchanges (connect, TLS, AUTH, MAIL, RCPT, DATA,
 	// the message), each bounded by the timeout; the claim outlasts them.
@@ -146,6 +148,7 @@ func (w *Worker) Run(ctx context.Context) {
 		if err := w.Tick(ctx); err != nil && ctx.Err() == nil {
 			w.cfg.Logger.Error("notices", "err", err)
 		}
+		w.metrics.rounds.Inc()
 		select {
 		case <-ctx.Done():
 			return

@@ -22,6 +22,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // The kinds of job, each with its one consumer.
@@ -196,4 +198,13 @@ func Backoff(attempt int, r *rand.Rand) time.Duration {
 func Owner(worker string) string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s/%d/%s/%08x", host, os.Getpid(), worker, rand.Uint32())
+}
+
+// RoundsCounter is the metric of a consumer's rounds (each a look for new
+// work and the jobs due): certorder_worker_rounds_total{worker}. A test, or
+// an operator, that saw a round end after a change knows the consumer has
+// seen it.
+func RoundsCounter(worker string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: "certorder_worker_rounds_total",
+		Help: "Rounds of the background workers (a look for new work and the jobs due), by worker.", ConstLabels: prometheus.Labels{"worker": worker}})
 }

@@ -145,6 +145,7 @@ const (
 type workerMetrics struct {
 	deliveries *prometheus.CounterVec // by outcome
 	queueAge   prometheus.Gauge
+	rounds     prometheus.Counter
 }
 
 // NewWorker returns a worker; Run starts it.
@@ -197,9 +198,10 @@ func NewWorker(cfg WorkerConfig) *Worker {
 		queueAge: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "certorder_webhook_queue_age_seconds", Help: "How late the latest deliveries taken were, in seconds past their due time.",
 		}),
+		rounds: queue.RoundsCounter("webhooks"),
 	}
 	if cfg.Metrics != nil {
-		cfg.Metrics.MustRegister(m.deliveries, m.queueAge)
+		cfg.Metrics.MustRegister(m.deliveries, m.queueAge, m.rounds)
 	}
 	return &Worker{cfg: cfg, metrics: m, byEndpoint: map[int64]int{}, byMember: map[int64]int{},
 		served: map[int64]servedAt{}, freed: make(chan struct{}, 1)}
@@ -216,6 +218,7 @@ func (w *Worker) Run(ctx context.Context) {
 		if err := w.tick(ctx); err != nil && ctx.Err() == nil {
 			w.cfg.Logger.Error("webhooks", "err", err)
 		}
+		w.metrics.rounds.Inc()
 		for again := true; again; {
 			select {
 			case <-ctx.Done():
