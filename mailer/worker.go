@@ -68,15 +68,17 @@ const (
 	keep       = 30 * 24 * time.Hour
 )
 
-// Worker queues the order events for the members' addresses and sends the
-// notices due, one at a time over one connection. Several workers on one
-// PostgreSQL store share the work: the store hands each event and each
-// notice to one of them, and a notice is claimed for longer than its
-// attempt may take, so that no other worker sends it meanwhile. A
-// temporary failure (4xx, no connection) is tried again on the webhooks'
-// schedule (webhook.Backoff, webhook.MaxAttempts attempts over about three
-// days); a permanent one (5xx to the recipient or the message) is recorded
-// on the address, where the member sees it.
+// Worker queues the order events for the members' addresses (jobs of the
+// notice kinds) and sends the notices due, one at a time over one
+// connection, taking the members in turn (the queue's round-robin, those
+// sent to lately last), so that one member's flood delays no one else's
+// notices. Several workers on one PostgreSQL store share the work: the
+// store hands each event and each notice to one of them, and a notice is
+// claimed for longer than its attempt may take, so that no other worker
+// sends it meanwhile. A temporary failure (4xx, no connection) is tried
+// again on the queue's schedule (queue.Backoff, queue.MaxAttempts attempts
+// over about three days); a permanent one (5xx to the recipient or the
+// message) is recorded on the address, where the member sees it.
 type Worker struct {
 	cfg     WorkerConfig
 	lease   time.Duration
