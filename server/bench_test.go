@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
-	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/internal/credcache"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/stores"

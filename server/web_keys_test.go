@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
-	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/internal/credcache"
 	"github.com/certorder/certorder/internal/poll"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/server/web"

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/queue"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/server/web"
-	"github.com/certorder/certorder/queue"
 	"github.com/certorder/certorder/webhook"
 )
 

@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
-	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/internal/poll"
-	"github.com/certorder/certorder/server"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/queue"
+	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/webhook"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )

@@ -112,18 +112,18 @@ func testOrderEvents(t *testing.T, open func(t *testing.T) storekit.Store) {
 	// The sync: the events of the stored orders it changes, to their
 	// owner; none for an order it adds.
 	must(t, s.LinkContainer(ctx, "bob", 200))
-	_, err = ccsync.ApplyBatch(ctx, s, []certorder.UpstreamOrder{upstream(t, 9, 10, 200, "revoked"), upstream(t, 10, 0, 200, "pending")})
+	_, err = ccsync.ApplyBatch(ctx, s, []storekit.UpstreamOrder{upstream(t, 9, 10, 200, "revoked"), upstream(t, 10, 0, 200, "pending")})
 	must(t, err)
 	check("a sync", renewed(bob, 9, 10), status(bob, 9, "revoked", "issued"))
 
 	// A dry run and a batch rolled back write none.
 	dry := ccsync.NewDryRun(s)
-	res, err := ccsync.ApplyBatch(ctx, dry, []certorder.UpstreamOrder{upstream(t, 10, 0, 200, "issued")})
+	res, err := ccsync.ApplyBatch(ctx, dry, []storekit.UpstreamOrder{upstream(t, 10, 0, 200, "issued")})
 	must(t, err)
 	if changeList(res) != "10:pending->issued" {
 		t.Fatalf("the dry run: %+v", res)
 	}
-	_, err = ccsync.ApplyBatch(ctx, s, []certorder.UpstreamOrder{upstream(t, 10, 0, 200, "issued"),
+	_, err = ccsync.ApplyBatch(ctx, s, []storekit.UpstreamOrder{upstream(t, 10, 0, 200, "issued"),
 		upstream(t, 11, 0, 200, "issued"), upstream(t, 11, 0, 200, "issued")})
 	wantErr(t, err, certorder.ErrInvalid)
 	check("a dry run, a batch refused")

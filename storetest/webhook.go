@@ -156,8 +156,8 @@ func testWebhooks(t *testing.T, open func(t *testing.T) storekit.Store) {
 	if due := claimDeliveries(t, s, at.Add(30*time.Minute), 10); len(due) != 0 {
 		t.Fatalf("claimed before it was due: %v", due)
 	}
-	wantErr(t, s.RetryJob(ctx, queue.KindWebhook, all.MemberID, all.ID, ds[0].ID), certorder.ErrConflict) // pending still
-	wantErr(t, s.RetryJob(ctx, queue.KindWebhook, bobs.MemberID, all.ID, ds[1].ID), certorder.ErrNotFound)   // not bob's
+	wantErr(t, s.RetryJob(ctx, queue.KindWebhook, all.MemberID, all.ID, ds[0].ID), certorder.ErrConflict)  // pending still
+	wantErr(t, s.RetryJob(ctx, queue.KindWebhook, bobs.MemberID, all.ID, ds[1].ID), certorder.ErrNotFound) // not bob's
 	must(t, s.RetryJob(ctx, queue.KindWebhook, all.MemberID, all.ID, ds[1].ID))
 	due := claimDeliveries(t, s, time.Now().Add(time.Second), 10)
 	if len(due) != 1 || due[0].MsgID != ds[1].MsgID || due[0].EndpointID != all.ID || due[0].MemberID != all.MemberID ||
@@ -226,9 +226,9 @@ func testWebhooks(t *testing.T, open func(t *testing.T) storekit.Store) {
 	}
 	// The CertCentral sync's writes emit the same events.
 	must(t, s.LinkContainer(ctx, "alice", 100))
-	_, err = ccsync.ApplyBatch(ctx, s, []certorder.UpstreamOrder{upstream(t, 50, 0, 100, "issued")})
+	_, err = ccsync.ApplyBatch(ctx, s, []storekit.UpstreamOrder{upstream(t, 50, 0, 100, "issued")})
 	must(t, err)
-	_, err = ccsync.ApplyBatch(ctx, s, []certorder.UpstreamOrder{upstream(t, 51, 0, 100, "issued"), upstream(t, 50, 51, 100, "issued")})
+	_, err = ccsync.ApplyBatch(ctx, s, []storekit.UpstreamOrder{upstream(t, 51, 0, 100, "issued"), upstream(t, 50, 51, 100, "issued")})
 	must(t, err)
 	if got := fanOut(t, s); !equalJSONLines(got[all.ID], []string{`order.renewed {"order_id":50,"renewed_order_id":51}`}) {
 		t.Fatalf("the sync's renewal: %v", got)

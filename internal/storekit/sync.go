@@ -26,13 +26,13 @@ type SyncTx interface {
 	// ContainerMember returns the member linked to the division; 0 if none.
 	ContainerMember(ctx context.Context, container int64) (int64, error)
 	// UnassignedOrder reads an unassigned order; certorder.ErrNotFound if none.
-	UnassignedOrder(ctx context.Context, id int64) (*certorder.UpstreamOrder, error)
+	UnassignedOrder(ctx context.Context, id int64) (*UpstreamOrder, error)
 	// SaveOrder stores o for the member with the renewal relation
 	// renewedBy, as ImportOrders stores an order it has checked.
 	SaveOrder(ctx context.Context, memberID int64, o *certorder.Order, renewedBy int64) error
 	// SaveUnassigned stores u as unassigned; DeleteUnassigned forgets one
 	// (deleting one that is not there is not an error).
-	SaveUnassigned(ctx context.Context, u certorder.UpstreamOrder) error
+	SaveUnassigned(ctx context.Context, u UpstreamOrder) error
 	DeleteUnassigned(ctx context.Context, id int64) error
 	// AddEvents writes the events of the orders saved (OrderChange.Events).
 	certorder.EventWriter
@@ -65,7 +65,7 @@ type Store interface {
 	certorder.MemberWebhookStore
 	certorder.EndpointAdmin
 	certorder.MemberNoticeStore
-	certorder.SyncStore
+	SyncStore
 	certorder.LifecycleReader
 	certorder.CertificateFinder
 	certorder.Pinger
