@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // A member's look-up of a certificate (CertificateCheck's) visits the
@@ -16,7 +17,7 @@ import (
 // what a missing one costs (issue 46: 12 ms against 0.9), so that the time
 // of the answer says nothing of other members' certificates. The operator's
 // look-up across members finds them all.
-func testFindCertificatesOfMember(t *testing.T, s certorder.Store) {
+func testFindCertificatesOfMember(t *testing.T, s storekit.Store) {
 	ctx := context.Background()
 	alice, err := s.AddMember(ctx, "alice")
 	must(t, err)
