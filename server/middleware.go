@@ -74,7 +74,8 @@ func (s *Server) authFailed(ip, name string, now time.Time) {
 	}
 }
 
-// signIn checks the web page's sign-in with the API's limits and refusals.
+// signIn checks the web page's sign-in with the API's refusals and
+// failed-authentication lockouts.
 func (s *Server) signIn(r *http.Request, name, key string) (certorder.Credential, error) {
 	// The page's own limits (admitWeb) have counted the attempt: the
 	// API's per-IP budget is not spent on it.

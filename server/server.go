@@ -169,11 +169,13 @@ func New(store Store, cfg Config) (*Server, error) {
 	if cfg.Web {
 		wc := web.Config{SignIn: s.signIn, Secure: s.secure, Now: cfg.Now, Logger: cfg.Logger, StoreTimeout: cfg.StoreTimeout,
 			ClientIP:           func(r *http.Request) string { return clientIP(r, cfg.Limits.TrustedProxies) },
-			Admit:              s.admitWeb,
 			SelfServiceKeysOff: cfg.SelfServiceKeysOff, PrivateWebhooks: cfg.PrivateWebhooks, Notices: cfg.Notices,
 			ACMEURLTemplate: cfg.ACMEURLTemplate, Windows: cfg.Windows}
 		if s.audit != nil {
 			wc.Audit = s.audit.record // sign-ins and key changes, beside the API's calls
+		}
+		if s.web != nil {
+			wc.Admit = s.admitWeb
 		}
 		page, err := web.New(store, wc)
 		if err != nil {

@@ -55,14 +55,12 @@ func (w *webLimits) take(key string, form bool, now time.Time) (bool, time.Durat
 	return true, 0
 }
 
-// admitWeb is the web page's Config.Admit: the page's limits for the
-// request's address. A refusal is counted in the metrics and, per address,
-// in the audit trail (one entry a flush with its count, as the API's
-// refusals before authentication: a flood is not a flood of entries).
+// admitWeb is the web page's Config.Admit when its limits are on: the
+// limits of the request's address. A refusal is counted in the metrics
+// and, per address, in the audit trail (one entry a flush with its count,
+// as the API's refusals before authentication: a flood is not a flood of
+// entries).
 func (s *Server) admitWeb(r *http.Request) (bool, time.Duration) {
-	if s.web == nil {
-		return true, 0
-	}
 	ip := clientIP(r, s.cfg.Limits.TrustedProxies)
 	now := s.cfg.Now()
 	ok, wait := s.web.take(limitKey(ip), r.Method == http.MethodPost, now)
