@@ -145,7 +145,9 @@ func TestWebPerAddressLimits(t *testing.T) {
 			adds++
 		}
 	}
-	if entries == 0 || entries > 12 || counted < refused {
+	// (An entry per address and flush of the audit writer, 250 ms: a few
+	// dozen on a slow machine, for hundreds of refusals.)
+	if entries == 0 || entries*10 > counted || counted < refused {
 		t.Errorf("audit: %d entries counting %d refusals (the form flood alone refused %d)", entries, counted, refused)
 	}
 	if adds > burst/5 {
