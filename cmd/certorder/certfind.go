@@ -60,9 +60,7 @@ func (e *env) certOrder(ctx context.Context, c *client.Client, a *certArg) (int6
 	}
 	cur := o.Certificate
 	on := ""
-	if d := cur.DateIssued.Raw; len(d) >= len("2006-01-02") {
-		on = " on " + d[:len("2006-01-02")]
-	} else if d := cur.ValidFrom.Raw; d != "" {
+	if d := issuedOn(cur); d != "" {
 		on = " on " + d
 	}
 	if cur.SerialNumber == "" {
@@ -73,6 +71,15 @@ func (e *env) certOrder(ctx context.Context, c *client.Client, a *certArg) (int6
 			printable.String(on), printable.String(cur.SerialNumber), printable.String(cur.ValidTill.Raw))
 	}
 	return check.OrderID, nil
+}
+
+// issuedOn is the day a certificate was issued, YYYY-MM-DD: its
+// date_issued, else its valid_from; "" when neither is stated.
+func issuedOn(cert client.Certificate) string {
+	if d := cert.DateIssued.Raw; len(d) >= len(certorder.DateLayout) {
+		return d[:len(certorder.DateLayout)]
+	}
+	return cert.ValidFrom.Raw
 }
 
 // followChain follows the renewal chain from order id as current does

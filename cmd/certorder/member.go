@@ -27,6 +27,7 @@ const (
 	exitNotRenewed  = 5 // renew-check: the order has not been renewed
 	exitUnreachable = 6 // network, server or rate-limit trouble: try again later
 	exitOrderEnded  = 7 // current: the newest order of the chain is canceled or rejected
+	exitReplaced    = 8 // deployed: a server serves a replaced or renewed order's certificate, or one ending soon
 )
 
 // member runs auth, info, renew-check and current (acme-url is in acmeurl.go).
