@@ -90,11 +90,7 @@ func (e *env) followChain(ctx context.Context, c *client.Client, id int64, asJSO
 	if err != nil || len(cur.Chain) < 2 || asJSON {
 		return err
 	}
-	ids := make([]string, len(cur.Chain))
-	for i, n := range cur.Chain {
-		ids[i] = strconv.FormatInt(n, 10)
-	}
-	_, err = fmt.Fprintf(e.stdout, "Current order: %d (renewal chain %s)\n", cur.Order.OrderID, strings.Join(ids, " -> "))
+	_, err = fmt.Fprintf(e.stdout, "Current order: %d (renewal chain %s)\n", cur.Order.OrderID, chainText(cur.Chain))
 	return err
 }
 

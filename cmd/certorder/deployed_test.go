@@ -176,7 +176,7 @@ func testDeployed(t *testing.T, dsn string) {
 	out, _ = deploy(exitUnreachable, refused)
 	oneLine(out, regexp.QuoteMeta(refused)+`: unreachable: connection refused \(nothing listens on port \d+\): .*`)
 	out, _ = deploy(exitUnreachable, "nowhere.invalid")
-	oneLine(out, `nowhere\.invalid:443: unreachable: the host name is not found: .*`)
+	oneLine(out, `nowhere\.invalid:443: unreachable: the host name does not resolve: .*`)
 	out, _ = deploy(exitUnreachable, "--connect-timeout", "300ms", silent.Addr().String())
 	oneLine(out, regexp.QuoteMeta(silent.Addr().String())+`: unreachable: no TLS handshake within --connect-timeout 300ms: .*`)
 

@@ -47,7 +47,7 @@ func (p prober) certificates(ctx context.Context, t deploytarget.Target, serverN
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	if reservedInvalid(t.Host) {
-		return nil, &probeError{"the host name is not found", &net.DNSError{Err: "no such host (RFC 6761: .invalid never resolves)", Name: t.Host, IsNotFound: true}}
+		return nil, &probeError{"the host name does not resolve", &net.DNSError{Err: "no such host (RFC 6761: .invalid never resolves)", Name: t.Host, IsNotFound: true}}
 	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", t.String())
@@ -120,7 +120,7 @@ func (p prober) dialError(err error, t deploytarget.Target) error {
 	var dnsErr *net.DNSError
 	switch {
 	case errors.As(err, &dnsErr):
-		return &probeError{"the host name is not found", err}
+		return &probeError{"the host name does not resolve", err}
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return &probeError{fmt.Sprintf("connection refused (nothing listens on port %d)", t.Port), err}
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):

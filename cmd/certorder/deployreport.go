@@ -4,7 +4,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"math/big"
-	"strconv"
 	"strings"
 	"time"
 
@@ -112,10 +111,10 @@ func (r *deployReport) judge(o *client.Order, isCurrent bool, chain []int64, nex
 		}
 		on := ""
 		if d := issuedOn(cur); d != "" {
-			on = " on " + d
+			on = " on " + printable.String(d)
 		}
-		r.detail += printable.String(fmt.Sprintf(", replaced by a reissue%s: the order's current certificate is serial %s (valid till %s)",
-			on, serialForm(cur.SerialNumber), cur.ValidTill.Raw))
+		r.detail += fmt.Sprintf(", replaced by a reissue%s: the order's current certificate is serial %s (valid till %s)",
+			on, printable.String(serialForm(cur.SerialNumber)), printable.String(cur.ValidTill.Raw))
 	case next.Step == certorder.StepEnded:
 		r.State = stateEnding
 		r.detail += fmt.Sprintf(" is %s: it will have no further certificate", printable.String(o.Status))
@@ -135,15 +134,6 @@ func (r *deployReport) judge(o *client.Order, isCurrent bool, chain []int64, nex
 	if next.Step != certorder.StepNone || next.Due != "" {
 		r.next = stepText(next)
 	}
-}
-
-// chainText is a renewal chain as the commands write it: "A -> B -> C".
-func chainText(chain []int64) string {
-	ids := make([]string, len(chain))
-	for i, id := range chain {
-		ids[i] = strconv.FormatInt(id, 10)
-	}
-	return strings.Join(ids, " -> ")
 }
 
 // where names the target: HOST:PORT, and the name asked for when it is

@@ -244,11 +244,7 @@ func (e *env) printOrder(o *client.Order, chain []int64, member string, next *ce
 		fmt.Fprintf(tw, "Member:\t%s\n", printable.String(member))
 	}
 	if len(chain) > 0 {
-		ids := make([]string, len(chain))
-		for i, id := range chain {
-			ids[i] = strconv.FormatInt(id, 10)
-		}
-		fmt.Fprintf(tw, "Renewal chain:\t%s\n", strings.Join(ids, " -> "))
+		fmt.Fprintf(tw, "Renewal chain:\t%s\n", chainText(chain))
 		fmt.Fprintf(tw, "Current order:\t%d\n", o.OrderID)
 	} else {
 		fmt.Fprintf(tw, "Order:\t%d\n", o.OrderID)
@@ -298,6 +294,15 @@ func (e *env) printOrder(o *client.Order, chain []int64, member string, next *ce
 		}
 	}
 	return tw.Flush()
+}
+
+// chainText is a renewal chain as the commands write it: "A -> B -> C".
+func chainText(chain []int64) string {
+	ids := make([]string, len(chain))
+	for i, id := range chain {
+		ids[i] = strconv.FormatInt(id, 10)
+	}
+	return strings.Join(ids, " -> ")
 }
 
 // daysLeft says how far a date is from today, UTC.
