@@ -205,7 +205,9 @@ func (d *deployCheck) check(ctx context.Context, t deploytarget.Target) *deployR
 // follow follows the renewal chain of the certificate's order id as
 // current does, and returns the order, the order that renewed it (nil
 // when none, or not stored) and the chain. A chain that ends canceled or
-// rejected is no error here: the order's next step says what it means.
+// rejected is no error here: the order's next step says what that means
+// (a renewal canceled is none), and the chain ends before such a renewal,
+// at the newest order that can have a certificate.
 func (d *deployCheck) follow(ctx context.Context, id int64) (o, renewal *client.Order, chain []int64, err error) {
 	var newest *client.Order
 	cur, err := d.c.Current(ctx, id)
@@ -230,6 +232,9 @@ func (d *deployCheck) follow(ctx context.Context, id int64) (o, renewal *client.
 		if errors.Is(err, client.ErrNoSuchOrder) {
 			renewal, err = nil, nil // not stored (yet): a renewal not issued
 		}
+	}
+	if ended != nil {
+		chain = chain[:len(chain)-1]
 	}
 	return o, renewal, chain, err
 }

@@ -106,6 +106,9 @@ func testDeployed(t *testing.T, dsn string) {
 		storetest.CertJSON(7102, 512, "0B02", day(-1), day(190), day(800)),
 		storetest.CertJSON(7201, 521, "00C5A1", day(-190), day(5), day(700)))
 	c.ok("admin", "order", "renew", "7101", "7102")
+	// 7301's renewal 7302 was canceled: 7301 stays the one to serve.
+	importDocs(t, c, "alice", storetest.CertJSON(7301, 531, "0E01", day(-10), day(150), day(700)), storetest.PendingJSON(7302, "canceled"))
+	c.ok("admin", "order", "renew", "7301", "7302")
 	importDocs(t, c, "bob", storetest.CertJSON(8001, 601, "0D01", day(-10), day(100), day(700)))
 	endpoint, _ := startServe(t, c, "--rate-limit", "0", "--ip-rate-limit", "0")
 	key := lastLine(c.ok("admin", "key", "create", "alice"))
@@ -162,6 +165,10 @@ func testDeployed(t *testing.T, dsn string) {
 		`; next step: reissue by `+day(5))
 	out, _ = deploy(exitReplaced, ending) // the certificate's reissue window: 30 days
 	oneLine(out, regexp.QuoteMeta(ending+": ending: order 7201, ending within its reissue window (30 days);")+`.*`)
+	out, _ = deploy(0, "--json", serveTLS(t, "127.0.0.1:0", always(deployCert(t, "0E01", "kept.example.com", -10, 150))))
+	if !strings.Contains(out, `"order_id":7301,"is_current":true,"state":"current","current_serial_number":"0e01","newest_order_id":7301,`) {
+		t.Errorf("a certificate whose renewal was canceled: %s", out)
+	}
 	out, _ = deploy(0, "--warn-days", "3", ending)
 	oneLine(out, regexp.QuoteMeta(ending+": current: order 7201;")+`.*; next step: reissue by `+day(5))
 	for _, addr := range []string{bobs, unknown} {
