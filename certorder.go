@@ -95,7 +95,8 @@ type ChainLink struct {
 }
 
 // The store's roles, each sized for the consumers that need it. One
-// concrete store (sqlite, postgres) implements them all: Store.
+// concrete store (sqlite, postgres) implements them all
+// (internal/storekit.Store).
 
 // CredentialStore is the hot path: every API request makes one call, to
 // the cache in front of the store (internal/credcache.Store), which reads
@@ -238,29 +239,7 @@ type OrderLifecycle struct {
 	Lifecycle
 }
 
-// Store is every role, implemented by each backend.
-type Store interface {
-	CredentialStore
-	MemberStore
-	KeyStore
-	OrderStore
-	AuditStore
-	SessionStore
-	WebhookStore
-	NoticeStore
-	SyncStore
-	LifecycleReader
-	CertificateFinder
-	Pinger
-
-	// Restore loads an export (see internal/export) into an empty
-	// store, in one transaction; ErrConflict if the store holds anything.
-	Restore(ctx context.Context, records iter.Seq2[Record, error]) error
-	// Close releases the store; every call after it fails with ErrUnavailable.
-	Close() error
-}
-
-// Errors a Store returns, wrapped with detail; test them with errors.Is.
+// Errors a store returns, wrapped with detail; test them with errors.Is.
 // Every store classifies its failures by one rule: what a retry may cure
 // (the database refused, reset or shut the connection, is restarting or
 // out of connections; the store is closed; the deadline passed) is

@@ -85,7 +85,7 @@ func (c *noticeConfig) check(e *env, webOn bool) (*mailer.Config, error) {
 
 // startNotices sends members' e-mail notices in the background until the
 // function it returns is called.
-func startNotices(ctx context.Context, c *serveConfig, logger *slog.Logger, store mailer.Outbox, reg prometheus.Registerer) func() {
+func startNotices(ctx context.Context, c *serveConfig, logger *slog.Logger, store mailer.Store, reg prometheus.Registerer) func() {
 	w := mailer.NewWorker(mailer.WorkerConfig{Store: store, SMTP: *c.smtp, Logger: logger, Metrics: reg,
 		Texts: notice.Texts{PublicURL: c.notices.publicURL, Windows: c.windows}})
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))

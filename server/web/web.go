@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/queue"
 	"github.com/certorder/certorder/webhook"
 )
 
@@ -55,6 +56,11 @@ type Store interface {
 
 	certorder.MemberWebhookStore
 	certorder.MemberNoticeStore
+	// The queue, for a webhook endpoint's deliveries: the latest
+	// (kind queue.KindWebhook), a test event, one sent again.
+	Jobs(ctx context.Context, l queue.List) ([]queue.Job, error)
+	Enqueue(ctx context.Context, jobs ...queue.Job) ([]int64, error)
+	RetryJob(ctx context.Context, kind string, memberID, subjectID, id int64) error
 }
 
 // Config is what New needs besides the store.

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/queue"
 	"github.com/certorder/certorder/webhook"
 )
 
@@ -252,14 +253,14 @@ var classKeys = map[string]string{
 	"disabled":                   "webhooks.class.disabled", // the worker's, for an endpoint disabled meanwhile
 }
 
-func deliveryRowOf(cat *catalogue, d certorder.Delivery, endpointEnabled bool) deliveryRow {
+func deliveryRowOf(cat *catalogue, d webhook.Delivery, endpointEnabled bool) deliveryRow {
 	row := deliveryRow{ID: d.ID, EventType: d.EventType, Queued: d.CreatedAt, Attempts: d.Attempts, LastAttempt: d.LastAttempt,
-		StateClass: d.State, CanRedo: endpointEnabled && d.State != certorder.DeliveryPending}
+		StateClass: d.State, CanRedo: endpointEnabled && d.State != webhook.StatePending}
 	tried := !d.LastAttempt.IsZero()
 	switch {
-	case d.State == certorder.DeliveryDelivered:
+	case d.State == webhook.StateDelivered:
 		row.State = cat.S("webhooks.delivery.delivered")
-	case d.State == certorder.DeliveryFailed:
+	case d.State == webhook.StateFailed:
 		row.State = cat.S("webhooks.delivery.failed")
 	case d.Attempts == 0:
 		row.State = cat.S("webhooks.delivery.queued")
@@ -324,13 +325,19 @@ func (h *handler) memberEndpoint(w http.ResponseWriter, r *http.Request, s *cert
 // endpointPage shows one endpoint, its actions and its latest deliveries.
 func (h *handler) endpointPage(w http.ResponseWriter, r *http.Request, s *certorder.Session, ep certorder.Endpoint, status int, data webhookData) {
 	cat := h.cat(r)
-	ds, err := h.store.MemberDeliveries(r.Context(), s.MemberID, ep.ID, deliveriesShown)
+	jobs, err := h.store.Jobs(r.Context(), queue.List{Kind: queue.KindWebhook, MemberID: s.MemberID, SubjectID: ep.ID,
+		Limit: deliveriesShown})
 	if err != nil {
 		h.serverError(w, r, err)
 		return
 	}
 	data.Endpoint, data.Shown = endpointRowOf(cat, ep), deliveriesShown
-	for _, d := range ds {
+	for _, j := range jobs {
+		d, err := webhook.DeliveryOf(j)
+		if err != nil {
+			h.serverError(w, r, err)
+			return
+		}
 		data.Deliveries = append(data.Deliveries, deliveryRowOf(cat, d, ep.Enabled))
 	}
 	h.render(w, r, status, "webhook", signedIn(view{Title: cat.S("webhook.title", ep.ID), Section: "webhooks", Data: data}, s))
@@ -380,7 +387,9 @@ func (h *handler) testWebhook(w http.ResponseWriter, r *http.Request, s *certord
 		body = webhook.ChatBody(webhook.TestMessage)
 	}
 	if err == nil {
-		_, err = h.store.QueueMemberDelivery(r.Context(), s.MemberID, ep.ID, webhook.TypeTest, webhook.NewMessageID(), body)
+		// The endpoint is the member's (memberEndpoint); the worker checks it
+		// still is when it sends.
+		_, err = h.store.Enqueue(r.Context(), webhook.NewDelivery(ep, webhook.TypeTest, webhook.NewMessageID(), body))
 	}
 	if err != nil {
 		undo()
@@ -507,7 +516,7 @@ func (h *handler) redeliver(w http.ResponseWriter, r *http.Request, s *certorder
 	if undo == nil {
 		return
 	}
-	err := h.store.RedeliverMemberDelivery(r.Context(), s.MemberID, ep.ID, did)
+	err := h.store.RetryJob(r.Context(), queue.KindWebhook, s.MemberID, ep.ID, did)
 	if err != nil {
 		undo() // nothing queued: a delivery pending, gone, or the store down
 	}
