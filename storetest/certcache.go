@@ -42,7 +42,7 @@ func CertificateCache(t *testing.T, server, admin storekit.Store) {
 	must(t, err)
 	settle := func() {
 		t.Helper()
-		if w, ok := admin.(certorder.InstanceAwaiter); ok {
+		if w, ok := admin.(storekit.InstanceAwaiter); ok {
 			wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 			defer cancel()
 			if unconfirmed, err := w.AwaitInstances(wctx); err != nil || len(unconfirmed) > 0 {

@@ -6,6 +6,7 @@ import (
 	"iter"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // Restorer is how a store writes each kind of record of a restore. Run
@@ -33,7 +34,7 @@ type Restorer struct {
 // without cycles (a renewal may name an order not in the export, as an
 // import may). A record refused is named by its line (records is Read's:
 // one record a line).
-func (r Restorer) Run(records iter.Seq2[certorder.Record, error]) error {
+func (r Restorer) Run(records iter.Seq2[storekit.Record, error]) error {
 	run := restoreRun{Restorer: r, ids: map[string]int64{}, owners: map[int64]int64{}, renewals: map[int64]int64{},
 		mailboxes: map[string]map[string]int{}}
 	n := 0
@@ -72,7 +73,7 @@ type restoreRun struct {
 }
 
 // restore writes rec, the record of line n.
-func (r *restoreRun) restore(rec certorder.Record, n int) error {
+func (r *restoreRun) restore(rec storekit.Record, n int) error {
 	if rec.Member != nil {
 		id, err := r.Member(rec.Member)
 		r.ids[rec.Member.Name] = id
