@@ -37,11 +37,11 @@ func (s *Store) FindCertificates(ctx context.Context, q certorder.CertificateQue
 	return out, s.wrap("find certificates", err)
 }
 
-// nonNil is keys, or an empty array for none (a nil slice is NULL, and
-// "= ANY(NULL)" is NULL, not false: the same rows, but said plainly).
-func nonNil(keys []string) []string {
-	if keys == nil {
-		return []string{}
+// nonNil is s, or an empty array for none: pgx sends a nil slice as NULL
+// ("= ANY(NULL)" is NULL, not false; and a NULL parameter is no bytes).
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
 	}
-	return keys
+	return s
 }
