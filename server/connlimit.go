@@ -187,20 +187,30 @@ func (l *ConnLimiter) admit(c net.Conn) (lc *limitedConn, victim *limitedConn, r
 
 // evictable marks c to be closed if it is idle, or has been reading a
 // request's headers for longer than HeaderTimeout; false if it is busy.
+// The time a connection began reading is the time admission first saw it
+// reading (the request path reads no clock for it), so it may be
+// protected up to HeaderTimeout past its real deadline, which for
+// HTTP/1.1 the server enforces itself.
 func (l *ConnLimiter) evictable(c *limitedConn) bool {
-	switch c.state.Load() {
-	case connIdle:
+	switch st := c.state.Load(); {
+	case st == connIdle:
 		return c.state.CompareAndSwap(connIdle, connEvicted)
-	case connReading:
-		if l.lim.HeaderTimeout > 0 && l.since()-c.readingSince.Load() > int64(l.lim.HeaderTimeout) {
-			return c.state.CompareAndSwap(connReading, connEvicted)
+	case st&connStateMask == connReading && l.lim.HeaderTimeout > 0:
+		now := l.since()
+		if st == connReading { // seen reading for the first time: from now on
+			c.state.CompareAndSwap(connReading, connReading|now<<connStateBits)
+			return false
+		}
+		if now-st>>connStateBits > int64(l.lim.HeaderTimeout) {
+			return c.state.CompareAndSwap(st, connEvicted)
 		}
 	}
 	return false
 }
 
-// since is the time now, in nanoseconds since l.epoch (monotonic).
-func (l *ConnLimiter) since() int64 { return int64(time.Since(l.epoch)) }
+// since is the time now, in nanoseconds since l.epoch (monotonic), at
+// least 1.
+func (l *ConnLimiter) since() int64 { return max(1, int64(time.Since(l.epoch))) }
 
 // release takes c out of the counts, once. Called with l.mu held.
 func (l *ConnLimiter) release(c *limitedConn) {
@@ -233,12 +243,15 @@ func (l *ConnLimiter) ConnState(c net.Conn, s http.ConnState) {
 	if s != http.StateActive && s != http.StateIdle {
 		return
 	}
-	if tc, ok := c.(interface{ NetConn() net.Conn }); ok { // TLS
-		c = tc.NetConn()
-	}
 	lc, ok := c.(*limitedConn)
 	if !ok {
-		return
+		tc, tls := c.(interface{ NetConn() net.Conn })
+		if !tls {
+			return
+		}
+		if lc, ok = tc.NetConn().(*limitedConn); !ok {
+			return
+		}
 	}
 	// A connection chosen to be closed was released already: what it is
 	// marked now no longer matters.
@@ -249,12 +262,17 @@ func (l *ConnLimiter) ConnState(c net.Conn, s http.ConnState) {
 	}
 }
 
-// The states of a connection (limitedConn.state).
+// The states of a connection (limitedConn.state): the low connStateBits;
+// a connection reading has above them the time admission first saw it so
+// (ConnLimiter.since), or 0 until then.
 const (
 	connIdle    = iota // admitted, or between requests: may be closed to admit another
-	connReading        // a request's bytes have begun to arrive, since readingSince
+	connReading        // a request's bytes have begun to arrive
 	connActive         // its request is whole and being served
 	connEvicted        // chosen to be closed
+
+	connStateBits = 2
+	connStateMask = 1<<connStateBits - 1
 )
 
 type limitedConn struct {
@@ -265,8 +283,7 @@ type limitedConn struct {
 	wide    netip.Addr // IPv6: the /56; else invalid
 	fairKey netip.Addr // FairKey; invalid for an address not parsed
 
-	state        atomic.Int32 // connIdle...
-	readingSince atomic.Int64 // ConnLimiter.since when it began reading
+	state atomic.Int64 // connIdle...
 
 	// Guarded by l.mu.
 	group      *connGroup
@@ -278,8 +295,8 @@ type limitedConn struct {
 // arrive: one load of its state on every read after that.
 func (c *limitedConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
-	if n > 0 && c.state.Load() == connIdle && c.state.CompareAndSwap(connIdle, connReading) {
-		c.readingSince.Store(c.l.since())
+	if n > 0 && c.state.Load() == connIdle {
+		c.state.CompareAndSwap(connIdle, connReading)
 	}
 	return n, err
 }

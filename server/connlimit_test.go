@@ -157,7 +157,11 @@ func TestConnLimitsHeaderTimeout(t *testing.T) {
 	b, _ := admit(t, l, "192.0.2.1:2")
 	read(t, a)
 	read(t, b)
-	if !poll.Within(5*time.Second, func() bool { return l.since()-b.(*limitedConn).readingSince.Load() > int64(time.Millisecond) }) {
+	if c, closed := admit(t, l, "192.0.2.9:1"); c != nil || closed != nil {
+		t.Fatalf("both reading, first seen so: admitted %v, closed %v; want refused", c != nil, closed)
+	}
+	seen := b.(*limitedConn).state.Load() >> connStateBits
+	if !poll.Within(5*time.Second, func() bool { return l.since()-seen > int64(time.Millisecond) }) {
 		t.Fatal("the clock did not move")
 	}
 	if c, closed := admit(t, l, "192.0.2.9:1"); c == nil || closed != a.(*limitedConn).Conn {
