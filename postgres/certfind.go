@@ -37,11 +37,12 @@ func (s *Store) FindCertificates(ctx context.Context, q certorder.CertificateQue
 	return out, s.wrap("find certificates", err)
 }
 
-// nonNil is s, or an empty array for none: pgx sends a nil slice as NULL
-// ("= ANY(NULL)" is NULL, not false; and a NULL parameter is no bytes).
-func nonNil[T any](s []T) []T {
-	if s == nil {
+// nonNil is xs, or an empty array for none (a nil slice is NULL, and
+// "= ANY(NULL)" is NULL, not false; "<> ALL(NULL)" is NULL, not true; and
+// pgx encodes a NULL parameter as no bytes).
+func nonNil[T any](xs []T) []T {
+	if xs == nil {
 		return []T{}
 	}
-	return s
+	return xs
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/acmeurl"
 	"github.com/certorder/certorder/internal/printable"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/mailer"
 	"github.com/certorder/certorder/notice"
 )
@@ -85,7 +86,7 @@ func (c *noticeConfig) check(e *env, webOn bool) (*mailer.Config, error) {
 
 // startNotices sends members' e-mail notices in the background until the
 // function it returns is called.
-func startNotices(ctx context.Context, c *serveConfig, logger *slog.Logger, store mailer.Outbox, reg prometheus.Registerer) func() {
+func startNotices(ctx context.Context, c *serveConfig, logger *slog.Logger, store mailer.Store, reg prometheus.Registerer) func() {
 	w := mailer.NewWorker(mailer.WorkerConfig{Store: store, SMTP: *c.smtp, Logger: logger, Metrics: reg,
 		Texts: notice.Texts{PublicURL: c.notices.publicURL, Windows: c.windows}})
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -101,8 +102,8 @@ func startNotices(ctx context.Context, c *serveConfig, logger *slog.Logger, stor
 // noticeAdmin is what admin notice ... uses.
 type noticeAdmin interface {
 	FindMember(ctx context.Context, name string) (certorder.Member, error)
-	certorder.MemberNoticeStore
-	certorder.AuditStore
+	storekit.MemberNoticeStore
+	storekit.AuditStore
 }
 
 func (e *env) noticeAdd(fs *flag.FlagSet) adminFunc {
