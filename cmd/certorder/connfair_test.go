@@ -3,10 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -28,11 +30,7 @@ import (
 // keep-alive one failing 9 of 18.
 func TestConnFairness(t *testing.T) {
 	t.Parallel()
-	bin := buildBinary(t)
-	p := startProcess(t, "prlimit", "--nofile=256:256", bin, "serve", "--addr", "127.0.0.1:0", "--db", testdb.SQLite(t),
-		"--webhooks=false", "--metrics-addr", "127.0.0.1:0")
-	addr := strings.TrimPrefix(strings.TrimSuffix(p.endpoint, "/api/digicert/"), "http://")
-	metricsAddr := p.waitFor(p.log, `msg="metrics listening" addr=(\S+)`)
+	p, addr, metricsAddr := serveWithin(t, 256)
 	if !strings.Contains(p.log.String(), "max_conns=128") {
 		t.Fatalf("not at 128 connections:\n%s", p.log.String())
 	}
@@ -89,6 +87,18 @@ func TestConnFairness(t *testing.T) {
 	}
 	t.Logf("attackers dialled %v connections; %v closed to admit others; slow %d/6, keep-alive %d/18, new %d/18",
 		dials, idleClosed(t, metricsAddr), slow.ok, keepAlive.ok, fresh.ok)
+}
+
+// serveWithin starts serve on SQLite with a limit of nofile descriptors
+// (prlimit), webhooks off, and the metrics listener; it returns the process
+// and the API's and the metrics' addresses.
+func serveWithin(t *testing.T, nofile int, args ...string) (p *process, addr, metricsAddr string) {
+	t.Helper()
+	limit := fmt.Sprintf("--nofile=%d:%d", nofile, nofile)
+	p = startProcess(t, "prlimit", append([]string{limit, buildBinary(t), "serve", "--addr", "127.0.0.1:0", "--db", testdb.SQLite(t),
+		"--webhooks=false", "--metrics-addr", "127.0.0.1:0"}, args...)...)
+	addr = strings.TrimPrefix(strings.TrimSuffix(p.endpoint, "/api/digicert/"), "http://")
+	return p, addr, p.waitFor(p.log, `msg="metrics listening" addr=(\S+)`)
 }
 
 // churn holds up to held connections from ip to addr, dialling a new one as
@@ -192,9 +202,6 @@ func idleClosed(t *testing.T, metricsAddr string) int {
 	if m == nil {
 		return 0
 	}
-	n := 0
-	for _, d := range m[1] {
-		n = n*10 + int(d-'0')
-	}
+	n, _ := strconv.Atoi(string(m[1]))
 	return n
 }
