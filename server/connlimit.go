@@ -50,12 +50,12 @@ type ConnLimits struct {
 // no such idle connection the new one is closed instead. So accept never
 // runs out of descriptors, and clients churning connections from a few
 // addresses close their own, not the connections of slow, keep-alive or
-// new clients elsewhere. Hand ConnState to the http.Server (it tells
-// between requests from serving one).
+// new clients elsewhere. Hand ConnState to the http.Server (it tells a
+// connection serving a request from one between requests).
 //
-// A request costs the limiter two atomic operations on its connection
-// (Read marks it reading, ConnState idle again); the lock is taken only
-// to admit and to release a connection.
+// A request costs the limiter a few atomic operations on its connection
+// (its first read marks it reading, StateActive serving, StateIdle idle);
+// the lock is taken only to admit and to release a connection.
 type ConnLimiter struct {
 	net.Listener
 	lim        ConnLimits
