@@ -248,6 +248,7 @@ type Store interface {
 	SessionStore
 	WebhookStore
 	NoticeStore
+	NoticeRecipientStore
 	SyncStore
 	LifecycleReader
 	CertificateFinder

@@ -351,3 +351,49 @@ func TestConfigCheck(t *testing.T) {
 		t.Errorf("none on loopback: %v", err)
 	}
 }
+
+// A confirmation says who asked (the member, and the service), how to
+// refuse, and carries the block link, which is its one-click unsubscribe
+// too: a mail client's button refuses every later confirmation.
+func TestConfirmationMessage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, false)
+	ctx := context.Background()
+	m, err := f.store.AddMember(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lang := range []string{"en", "ja"} {
+		a, err := notice.NewAddress(lang+"@stranger.example", lang, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.CreatedAt = f.clock.now()
+		if _, err := f.store.AddNoticeAddress(ctx, m.ID, a, certorder.MaxNoticeAddresses); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.tick()
+	for _, raw := range f.smtp.Wait(2, 10*time.Second) {
+		r, err := smtptest.Parse(raw.Raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unsub := strings.Trim(r.Header.Get("List-Unsubscribe"), "<>")
+		want := map[string][]string{
+			"en@stranger.example": {"Member acme of the certorder service at certorder.example asked for notices about its orders to be sent to en@stranger.example.",
+				"To refuse this and every later request to send certorder messages to this address, open this link and press Refuse: " + unsub},
+			"ja@stranger.example": {"certorder サービス（certorder.example）のメンバー acme が、注文に関する通知を ja@stranger.example に送るよう依頼しました。",
+				"今後すべて拒否するには、次のリンクを開き、「拒否」を押してください： " + unsub},
+		}[raw.To[0]]
+		if !strings.HasPrefix(unsub, "https://certorder.example/notices/block?t=b.") ||
+			r.Header.Get("List-Unsubscribe-Post") != "List-Unsubscribe=One-Click" || len(want) == 0 {
+			t.Fatalf("%v: List-Unsubscribe %q %q", raw.To, unsub, r.Header.Get("List-Unsubscribe-Post"))
+		}
+		for _, w := range want {
+			if !strings.Contains(r.Text, w) || !strings.Contains(r.HTML, strings.ReplaceAll(w, " "+unsub, "")) {
+				t.Errorf("%v lacks %q:\n%s\n%s", raw.To, w, r.Text, r.HTML)
+			}
+		}
+	}
+}

@@ -79,31 +79,52 @@ func ChooseEventTypes(types []string) ([]string, error) {
 	return chosen, nil
 }
 
-// The links' tokens: "c.ID.EXPIRES.MAC" (confirm) and "u.ID.MAC"
-// (unsubscribe), MAC the HMAC-SHA256 of what precedes it and the address,
-// keyed by the address's own secret. A link names its address, so that
-// the service finds the secret to check it with; it cannot be made for
-// another address or another expiry, and removing the address (or adding
-// it again: a new secret) voids it. The store makes a confirmation single
-// use; an unsubscribe link works as long as the address exists.
+// The links' tokens: "c.ID.EXPIRES.MAC" (confirm), "u.ID.MAC"
+// (unsubscribe) and "b.ID.MAC" (block: refuse every later confirmation),
+// MAC the HMAC-SHA256 of what precedes it and the address, keyed by the
+// address's own secret. A link names its address, so that the service
+// finds the secret to check it with; it cannot be made for another address
+// or another expiry, and removing the address (or adding it again: a new
+// secret) voids a confirm or unsubscribe link. The store makes a
+// confirmation single use; an unsubscribe link works as long as the
+// address exists. A block link is checked against the store's record of
+// the confirmation it came in (certorder.NoticeConfirmation, which keeps
+// the address and its secret), so that it works after the address was
+// removed: that is what a flood of confirmations does.
 
 // ConfirmToken is the token of address a's confirmation link, valid
 // ConfirmFor from its creation.
 func ConfirmToken(a certorder.NoticeAddress) string {
 	payload := fmt.Sprintf("c.%d.%d", a.ID, a.CreatedAt.Add(ConfirmFor).Unix())
-	return payload + "." + mac(a, payload)
+	return payload + "." + mac(a.Secret, a.Address, payload)
 }
 
 // UnsubscribeToken is the token of address a's unsubscribe link.
 func UnsubscribeToken(a certorder.NoticeAddress) string {
 	payload := fmt.Sprintf("u.%d", a.ID)
-	return payload + "." + mac(a, payload)
+	return payload + "." + mac(a.Secret, a.Address, payload)
 }
 
-func mac(a certorder.NoticeAddress, payload string) string {
-	key, _ := base64.StdEncoding.DecodeString(a.Secret)
+// BlockToken is the token of the block link in address a's confirmation.
+func BlockToken(a certorder.NoticeAddress) string {
+	payload := fmt.Sprintf("b.%d", a.ID)
+	return payload + "." + mac(a.Secret, a.Address, payload)
+}
+
+// minSecret is the shortest secret that signs a link: a shorter one (an
+// address restored from a doctored export) signs nothing, so that no link
+// of it can be forged by guessing its key. NewAddress makes 32 bytes.
+const minSecret = 16
+
+// mac is the MAC of a link's payload for an address; "" when the secret is
+// too short to sign with.
+func mac(secret, address, payload string) string {
+	key, err := base64.StdEncoding.DecodeString(secret)
+	if err != nil || len(key) < minSecret {
+		return ""
+	}
 	h := hmac.New(sha256.New, key)
-	h.Write([]byte(payload + "." + a.Address))
+	h.Write([]byte(payload + "." + address))
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
 }
 
@@ -119,12 +140,19 @@ func TokenAddress(token string) (int64, bool) {
 	return id, err == nil && id > 0
 }
 
+// signed reports whether a token's last part is the MAC of the parts
+// before it, for the address and its secret.
+func signed(secret, address string, parts []string) bool {
+	want := mac(secret, address, strings.Join(parts[:len(parts)-1], "."))
+	return want != "" && hmac.Equal([]byte(parts[len(parts)-1]), []byte(want))
+}
+
 // CheckConfirmToken checks a confirmation token of address a at now:
 // ErrLink if it is not a's, ErrExpired if it is too old. (That it was not
 // used already is the store's ConfirmNoticeAddress.)
 func CheckConfirmToken(a certorder.NoticeAddress, token string, now time.Time) error {
 	parts := strings.Split(token, ".")
-	if len(parts) != 4 || parts[0] != "c" || !hmac.Equal([]byte(parts[3]), []byte(mac(a, strings.Join(parts[:3], ".")))) ||
+	if len(parts) != 4 || parts[0] != "c" || !signed(a.Secret, a.Address, parts) ||
 		parts[1] != strconv.FormatInt(a.ID, 10) {
 		return ErrLink
 	}
@@ -142,8 +170,23 @@ func CheckConfirmToken(a certorder.NoticeAddress, token string, now time.Time) e
 func CheckUnsubscribeToken(a certorder.NoticeAddress, token string) error {
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 || parts[0] != "u" || parts[1] != strconv.FormatInt(a.ID, 10) ||
-		!hmac.Equal([]byte(parts[2]), []byte(mac(a, strings.Join(parts[:2], ".")))) {
+		!signed(a.Secret, a.Address, parts) {
 		return ErrLink
 	}
 	return nil
+}
+
+// CheckBlockToken finds the confirmation, among those recorded for the
+// address the token names, whose block link it is: ErrLink if none.
+func CheckBlockToken(cs []certorder.NoticeConfirmation, token string) (certorder.NoticeConfirmation, error) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 || parts[0] != "b" {
+		return certorder.NoticeConfirmation{}, ErrLink
+	}
+	for _, c := range cs {
+		if parts[1] == strconv.FormatInt(c.AddressID, 10) && signed(c.Secret, c.Address, parts) {
+			return c, nil
+		}
+	}
+	return certorder.NoticeConfirmation{}, ErrLink
 }

@@ -21,7 +21,7 @@ type Message struct {
 	HTML      string // the text/html part
 	MessageID string // without angle brackets; the same on every attempt
 	// Unsubscribe is the https link of List-Unsubscribe (RFC 8058's
-	// one-click, POSTed to); "" for a confirmation, which subscribes to nothing.
+	// one-click, POSTed to): a confirmation's is its block link.
 	Unsubscribe string
 }
 
@@ -67,10 +67,14 @@ func (t Texts) Compose(n certorder.Notice, told []Told) (Message, error) {
 	b := body{Lang: lang}
 	switch n.Kind {
 	case certorder.NoticeConfirm:
+		// Who asked, and how to refuse: the recipient may never have heard
+		// of certorder. The block link is the message's one-click
+		// unsubscribe too (RFC 8058): a mail client's button refuses.
 		m.Subject = s(lang, "confirm.subject")
-		b.Intro = []string{s(lang, "confirm.text", a.Member, a.Address), s(lang, "confirm.action", int(ConfirmFor.Hours()))}
+		b.Intro = []string{s(lang, "confirm.text", a.Member, t.host(), a.Address), s(lang, "confirm.action", int(ConfirmFor.Hours()))}
 		b.Link = t.ConfirmURL(a)
-		b.Footer = []line{{Text: s(lang, "confirm.ignore")}}
+		m.Unsubscribe = t.BlockURL(a)
+		b.Footer = []line{{Text: s(lang, "confirm.ignore")}, {Text: s(lang, "confirm.block"), URL: m.Unsubscribe}}
 	case certorder.NoticeEvent, certorder.NoticeDigest:
 		if len(told) == 0 {
 			return Message{}, fmt.Errorf("notice %d: no event to tell", n.ID)
@@ -127,9 +131,13 @@ func (t Texts) item(lang string, e Told) item {
 // same on every attempt, unique to the notice (its ID and the microsecond
 // it was queued), at the public URL's host.
 func (t Texts) MessageID(n certorder.Notice) string {
-	host := "certorder.invalid"
+	return fmt.Sprintf("certorder.%s.%d.%d@%s", n.Kind, n.ID, n.CreatedAt.UnixMicro(), t.host())
+}
+
+// host is the public URL's host name, in lower case.
+func (t Texts) host() string {
 	if u, err := url.Parse(t.PublicURL); err == nil && u.Hostname() != "" {
-		host = strings.ToLower(u.Hostname())
+		return strings.ToLower(u.Hostname())
 	}
-	return fmt.Sprintf("certorder.%s.%d.%d@%s", n.Kind, n.ID, n.CreatedAt.UnixMicro(), host)
+	return "certorder.invalid"
 }

@@ -192,6 +192,12 @@ func (t Texts) ConfirmURL(a certorder.NoticeAddress) string {
 	return t.link("/notices/confirm", url.Values{"t": {ConfirmToken(a)}})
 }
 
+// BlockURL is the link in address a's confirmation that refuses every
+// later confirmation to its recipient.
+func (t Texts) BlockURL(a certorder.NoticeAddress) string {
+	return t.link("/notices/block", url.Values{"t": {BlockToken(a)}})
+}
+
 // ChatLine is an event for a chat room: the line and the order page's link.
 func (t Texts) ChatLine(e Told) string {
 	return t.Line("en", e) + " " + t.OrderURL(OrderID(e.Event))

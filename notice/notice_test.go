@@ -131,7 +131,8 @@ func TestCompose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Unsubscribe != "" || !strings.Contains(c.Text, "https://certorder.example/notices/confirm?t=c.3.") {
+	if !strings.HasPrefix(c.Unsubscribe, "https://certorder.example/notices/block?t=b.3.") ||
+		!strings.Contains(c.Text, "https://certorder.example/notices/confirm?t=c.3.") || !strings.Contains(c.Text, c.Unsubscribe) {
 		t.Errorf("confirmation: unsubscribe %q\n%s", c.Unsubscribe, c.Text)
 	}
 	// HTML escapes what an order carries.
@@ -188,6 +189,34 @@ func TestTokens(t *testing.T) {
 	}
 	if err := notice.CheckUnsubscribeToken(a, u); err != nil {
 		t.Errorf("unsubscribe: %v", err)
+	}
+	// A block link is checked against the confirmations recorded for its
+	// address ID: the one it came in, not another of the same ID.
+	bt := notice.BlockToken(a)
+	record := func(x certorder.NoticeAddress) certorder.NoticeConfirmation {
+		return certorder.NoticeConfirmation{AddressID: x.ID, Address: x.Address, Secret: x.Secret}
+	}
+	if got, err := notice.CheckBlockToken([]certorder.NoticeConfirmation{record(b), record(a)}, bt); err != nil || got.Secret != a.Secret {
+		t.Errorf("block token: %+v %v", got, err)
+	}
+	for name, cs := range map[string][]certorder.NoticeConfirmation{"another secret": {record(b)}, "none": nil} {
+		if _, err := notice.CheckBlockToken(cs, bt); !errors.Is(err, notice.ErrLink) {
+			t.Errorf("block token, %s: %v", name, err)
+		}
+	}
+	if _, err := notice.CheckBlockToken([]certorder.NoticeConfirmation{record(a)}, u); !errors.Is(err, notice.ErrLink) {
+		t.Errorf("an unsubscribe token as a block token: %v", err)
+	}
+	// A secret too short to sign with (a doctored restore) signs nothing:
+	// no token of it is accepted, not even its own.
+	weak := a
+	weak.Secret = "eA=="
+	for name, err := range map[string]error{"confirm": notice.CheckConfirmToken(weak, notice.ConfirmToken(weak), now),
+		"unsubscribe": notice.CheckUnsubscribeToken(weak, notice.UnsubscribeToken(weak)),
+		"forged":      notice.CheckUnsubscribeToken(weak, "u.3.")} {
+		if !errors.Is(err, notice.ErrLink) {
+			t.Errorf("a weak secret's %s token: %v", name, err)
+		}
 	}
 	for _, s := range []string{"", "u", "u.x.y", "u.-1.y", strings.Repeat("u.1.", 60)} {
 		if _, ok := notice.TokenAddress(s); ok {

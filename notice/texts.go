@@ -34,9 +34,10 @@ var catalogues = map[string]map[string]string{
 		"digest.intro":   "More than %d events concerned the orders of member %s on %s. The first %d came one by one; here are the others, in one message:",
 
 		"confirm.subject": "Confirm your address for certorder notices",
-		"confirm.text":    "Member %s asked for certorder notices about its orders to be sent to %s.",
+		"confirm.text":    "Member %s of the certorder service at %s asked for notices about its orders to be sent to %s.",
 		"confirm.action":  "To receive them, open this link within %d hours and press Confirm:",
-		"confirm.ignore":  "If you did not expect this message, ignore it: nothing more will be sent.",
+		"confirm.ignore":  "If you did not expect this message, ignore it: nothing more is sent unless the link above is opened.",
+		"confirm.block":   "To refuse this and every later request to send certorder messages to this address, open this link and press Refuse:",
 
 		"next.reissue":           "Reissue by %s",
 		"next.renew":             "Renew the contract by %s",
@@ -79,9 +80,10 @@ var catalogues = map[string]map[string]string{
 		"digest.intro":   "%[3]s にメンバー %[2]s の注文について %[1]d 件を超えるイベントがありました。最初の %[4]d 件は個別にお送りしました。残りをまとめてお送りします：",
 
 		"confirm.subject": "certorder 通知の宛先の確認",
-		"confirm.text":    "メンバー %s が、注文に関する certorder の通知を %s に送るよう依頼しました。",
+		"confirm.text":    "certorder サービス（%[2]s）のメンバー %[1]s が、注文に関する通知を %[3]s に送るよう依頼しました。",
 		"confirm.action":  "通知を受け取るには、%d 時間以内に次のリンクを開き、「確認」を押してください：",
-		"confirm.ignore":  "お心当たりのない場合は、このメールを無視してください。今後メールは送信されません。",
+		"confirm.ignore":  "お心当たりのない場合は、このメールを無視してください。上のリンクを開かない限り、今後メールは送信されません。",
+		"confirm.block":   "このアドレスへの certorder からのメールの依頼を今後すべて拒否するには、次のリンクを開き、「拒否」を押してください：",
 
 		"next.reissue":           "%s までに再発行",
 		"next.renew":             "%s までに契約を更新",

@@ -57,7 +57,10 @@ func (s *Store) AddNoticeAddress(ctx context.Context, memberID int64, a certorde
 		err = tx.QueryRow(ctx, `INSERT INTO notice_addresses (member_id, address, lang, event_types, secret, created_at, confirmed_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`, memberID, a.Address, a.Lang, strings.Join(a.EventTypes, ","),
 			a.Secret, a.CreatedAt, nullTime(a.ConfirmedAt)).Scan(&a.ID)
-		if err != nil || !a.ConfirmedAt.IsZero() {
+		if err != nil {
+			return err
+		}
+		if err := admitNoticeAddress(ctx, tx, a); err != nil || !a.ConfirmedAt.IsZero() {
 			return err
 		}
 		_, err = insertNotice(ctx, tx, a.ID, certorder.NoticeConfirm, a.CreatedAt, a.CreatedAt)

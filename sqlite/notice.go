@@ -80,7 +80,10 @@ func (s *Store) AddNoticeAddress(ctx context.Context, memberID int64, a certorde
 		if err != nil {
 			return err
 		}
-		if a.ID, err = res.LastInsertId(); err != nil || !a.ConfirmedAt.IsZero() {
+		if a.ID, err = res.LastInsertId(); err != nil {
+			return err
+		}
+		if err := admitNoticeAddress(ctx, tx, a); err != nil || !a.ConfirmedAt.IsZero() {
 			return err
 		}
 		_, err = insertNotice(ctx, tx, a.ID, certorder.NoticeConfirm, a.CreatedAt, a.CreatedAt)

@@ -77,6 +77,7 @@ func (e *env) adminCommands() []adminCommand {
 		{"notice add", "MEMBER ADDRESS [--lang en|ja] [--events TYPES]", "e-mail the member's events to ADDRESS (active at once)", 2, false, e.noticeAdd},
 		{"notice list", "MEMBER", "list a member's notice addresses, their state and last failure", 1, false, noFlags(e.noticeList)},
 		{"notice remove", "ID", "remove a notice address", 1, false, noFlags(e.noticeRemove)},
+		{"notice unblock", "ADDRESS", "let ADDRESS be added again after its owner refused certorder's messages", 1, false, noFlags(e.noticeUnblock)},
 		{"sync status", "", "the CertCentral sync's cursor, last runs, links and unassigned orders", 0, false, noFlags(e.syncStatus)},
 		{"migrate", "", "create the store, or apply its schema migrations; nothing else", 0, true, noFlags(e.migrate)},
 		{"export", "", "write every member, key hash, order, renewal and webhook endpoint (with its signing secrets) as JSON lines", 0, false, noFlags(e.export)},

@@ -105,6 +105,12 @@ type noticeAdmin interface {
 	certorder.AuditStore
 }
 
+// noticeUnblocker is what admin notice unblock uses.
+type noticeUnblocker interface {
+	certorder.NoticeRecipientStore
+	certorder.AuditStore
+}
+
 func (e *env) noticeAdd(fs *flag.FlagSet) adminFunc {
 	lang := fs.String("lang", "en", "the messages' language: "+strings.Join(notice.Languages, " or "))
 	events := fs.String("events", "", "comma-separated event types ("+strings.Join(certorder.OrderEventTypes, ", ")+"); default all")
@@ -121,11 +127,16 @@ func (e *env) noticeAdd(fs *flag.FlagSet) adminFunc {
 		a.CreatedAt = time.Now()
 		a.ConfirmedAt = a.CreatedAt
 		a, err = store.AddNoticeAddress(ctx, m.ID, a, certorder.MaxNoticeAddresses)
+		var blocked *certorder.BlockedError
 		switch {
 		case errors.Is(err, certorder.ErrLimit):
 			return fmt.Errorf("notice add: member %s has %d addresses already, the most it may", m.Name, certorder.MaxNoticeAddresses)
 		case errors.Is(err, certorder.ErrConflict):
 			return fmt.Errorf("notice add: member %s has the address %s already", m.Name, a.Address)
+		case errors.As(err, &blocked):
+			return fmt.Errorf("notice add: %s: the owner of %s refused certorder's messages on %s (with the link in a confirmation); "+
+				"lift that only if they ask for notices: certorder admin notice unblock %s",
+				a.Address, blocked.Recipient, blocked.Since.UTC().Format(certorder.DateLayout), a.Address)
 		case err != nil:
 			return err
 		}
@@ -186,5 +197,23 @@ func (e *env) noticeRemove(ctx context.Context, store noticeAdmin, args []string
 	}
 	auditAdmin(ctx, store, a.Member, "notice_remove")
 	fmt.Fprintf(e.stdout, "address %d (%s) of member %s removed\n", a.ID, printable.String(a.Address), a.Member)
+	return nil
+}
+
+// noticeUnblock lifts a recipient's refusal of certorder's messages, so
+// that its address may be added again.
+func (e *env) noticeUnblock(ctx context.Context, store noticeUnblocker, args []string) error {
+	a, err := notice.NewAddress(args[0], "", nil)
+	if err != nil {
+		return usageError("notice unblock: %v", err)
+	}
+	recipient := certorder.NoticeRecipient(a.Address)
+	if err := store.UnblockNoticeRecipient(ctx, recipient); errors.Is(err, certorder.ErrNotFound) {
+		return fmt.Errorf("notice unblock: %s is not blocked", recipient)
+	} else if err != nil {
+		return err
+	}
+	auditAdmin(ctx, store, "", "notice_unblock")
+	fmt.Fprintf(e.stdout, "%s unblocked: its addresses may be added again\n", recipient)
 	return nil
 }

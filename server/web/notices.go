@@ -13,9 +13,10 @@ import (
 
 // The member's e-mail notice addresses: list, add (used only once the link
 // e-mailed to it is opened), change the language and events, remove. And
-// the two pages a message's links open without signing in: the
-// confirmation, and the unsubscribe (RFC 8058's one-click POST too), each
-// checked by the link's signature (package notice). A GET only shows a
+// the pages a message's links open without signing in: the confirmation,
+// the unsubscribe (RFC 8058's one-click POST too), and the refusal of every
+// later confirmation (a block: a confirmation's one-click), each checked by
+// the link's signature (package notice). A GET only shows a
 // button: a mail system that opens links to scan them changes nothing.
 
 // addressRow is an address as the pages show it; never its secret.
@@ -146,7 +147,17 @@ func (h *handler) addNotice(w http.ResponseWriter, r *http.Request, s *certorder
 	}
 	a.CreatedAt = h.cfg.Now()
 	a, err = h.store.AddNoticeAddress(r.Context(), s.MemberID, a, certorder.MaxNoticeAddresses)
+	var budget *certorder.BudgetError
 	switch {
+	case errors.As(err, &budget): // before ErrLimit, which it wraps
+		h.audit(r, s.Member, "web NoticeRefused "+budget.Budget)
+		w.Header().Set("Retry-After", strconv.Itoa(int(budget.Until.Sub(h.cfg.Now()).Seconds())+1))
+		again(http.StatusTooManyRequests, "notices.error.budget."+budget.Budget, budget.Limit, cat.Moment(budget.Until))
+		return
+	case errors.Is(err, certorder.ErrBlocked):
+		h.audit(r, s.Member, "web NoticeRefused blocked")
+		again(http.StatusForbidden, "notices.error.blocked")
+		return
 	case errors.Is(err, certorder.ErrLimit):
 		again(http.StatusConflict, "notices.error.limit", certorder.MaxNoticeAddresses)
 		return
@@ -342,4 +353,58 @@ func (h *handler) unsubscribe(w http.ResponseWriter, r *http.Request) {
 	}
 	h.audit(r, a.Member, "web NoticeUnsubscribe "+strconv.FormatInt(a.ID, 10))
 	h.linkPage(w, r, http.StatusOK, "link.title.unsubscribe", linkData{Text: h.cat(r).S("link.unsubscribed", a.Member, a.Address), Done: true})
+}
+
+// blockConfirmation reads the confirmation a block link's token names,
+// checked: a token that names none, or not this one, is "not valid" (404).
+func (h *handler) blockConfirmation(w http.ResponseWriter, r *http.Request, token string) (certorder.NoticeConfirmation, bool) {
+	id, ok := notice.TokenAddress(token)
+	var c certorder.NoticeConfirmation
+	err := notice.ErrLink
+	if ok {
+		var cs []certorder.NoticeConfirmation
+		if cs, err = h.store.NoticeConfirmations(r.Context(), id); err == nil {
+			c, err = notice.CheckBlockToken(cs, token)
+		}
+	}
+	switch {
+	case err == nil:
+		return c, true
+	case errors.Is(err, notice.ErrLink):
+		h.linkPage(w, r, http.StatusNotFound, "link.title.invalid", linkData{Text: h.cat(r).S("link.invalid")})
+	default:
+		h.serverError(w, r, err)
+	}
+	return c, false
+}
+
+// blockPage shows the button that refuses every later confirmation.
+func (h *handler) blockPage(w http.ResponseWriter, r *http.Request) {
+	token := r.URL.Query().Get("t")
+	c, ok := h.blockConfirmation(w, r, token)
+	if !ok {
+		return
+	}
+	cat := h.cat(r)
+	h.linkPage(w, r, http.StatusOK, "link.title.block", linkData{Text: cat.S("link.block.text", c.Member, c.Address),
+		Action: "/notices/block", Token: token, Button: cat.S("link.block.button")})
+}
+
+// block refuses every later confirmation to the recipient, and every
+// address of it a member or the operator would add: the page's button, or
+// a mail client's one-click POST (RFC 8058) to the confirmation's
+// List-Unsubscribe link.
+func (h *handler) block(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxLinkForm)
+	token := r.FormValue("t")
+	c, ok := h.blockConfirmation(w, r, token)
+	if !ok {
+		return
+	}
+	if err := h.store.BlockNoticeRecipient(r.Context(), certorder.NoticeRecipient(c.Address), h.cfg.Now()); err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	h.audit(r, c.Member, "web NoticeBlock "+strconv.FormatInt(c.AddressID, 10))
+	h.linkPage(w, r, http.StatusOK, "link.title.block", linkData{Text: h.cat(r).S("link.blocked", c.Address), Done: true})
 }

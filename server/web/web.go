@@ -55,6 +55,7 @@ type Store interface {
 
 	certorder.MemberWebhookStore
 	certorder.MemberNoticeStore
+	certorder.NoticeRecipientStore
 }
 
 // Config is what New needs besides the store.
@@ -210,11 +211,16 @@ func New(store Store, cfg Config) (http.Handler, error) {
 	mux.Handle("POST /notices/confirm", timed(h.confirm))
 	mux.Handle("GET /notices/unsubscribe", timed(h.unsubscribePage))
 	mux.Handle("POST /notices/unsubscribe", timed(h.unsubscribe))
+	mux.Handle("GET /notices/block", timed(h.blockPage))
+	mux.Handle("POST /notices/block", timed(h.block))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { h.notFound(w, r, nil) })
 
 	// Forms carry tokens; on top of them, a browser's cross-origin POST
 	// (Sec-Fetch-Site, or Origin against Host) is refused outright.
 	cop := http.NewCrossOriginProtection()
+	// A confirmation's one-click refusal (RFC 8058) is POSTed by a mail
+	// client, often from another origin; its signed token is the authority.
+	cop.AddInsecureBypassPattern("POST /notices/block")
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.errorPage(w, r, http.StatusForbidden, "error.cross_origin")
 	}))
