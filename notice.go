@@ -33,7 +33,16 @@ type NoticeAddress struct {
 	UnsubscribedAt time.Time // not zero: unsubscribed with a message's link
 	LastSent       time.Time // the last message the mail server accepted
 	FailedAt       time.Time // the last permanent failure, zero when none since LastSent
-	Failure        string    // what the mail server answered then
+	Failure        string    // what happened then, for the operator (mailer.Failure: the step and the relay's words)
+	FailureKind    string    // what the member is told of it (mailer's Kind...)
+	// The last temporary failure, and when that message is tried again;
+	// zero when none since the last success or permanent failure.
+	RetryFailedAt time.Time
+	RetryFailure  string
+	RetryAt       time.Time
+	// MemberDisabled: the member is disabled; nothing is sent to it, and
+	// its addresses cannot be confirmed, until it is enabled again.
+	MemberDisabled bool
 }
 
 // Active reports whether messages are sent to the address: confirmed and
@@ -85,8 +94,14 @@ type NoticeAttempt struct {
 	State       string    // the notice's new state
 	NextAttempt time.Time // when State is pending
 	Error       string
-	// Permanent: the mail server refused the address or the message (5xx):
-	// recorded on the address, for the member to see. A success clears it.
+	// FailureKind is what a member is told of a failure (mailer's Kind...):
+	// the recipient's server refused the address, or the message, or the
+	// service could not use its relay.
+	FailureKind string
+	// Permanent: the mail server refused the address or the message (5xx),
+	// or the last attempt failed: recorded on the address, for the member
+	// to see. A pending attempt's failure is recorded on the address as its
+	// retry (RetryFailure, RetryAt), for the operator. A success clears both.
 	Permanent bool
 }
 

@@ -272,11 +272,15 @@ func TestRetryAndFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(got.Failure, "550") || !strings.Contains(got.Failure, "no such mailbox here") || got.FailedAt.IsZero() {
+	if !strings.HasPrefix(got.Failure, "RCPT: the relay answered 550") || !strings.Contains(got.Failure, "no such mailbox here") ||
+		got.FailedAt.IsZero() || got.FailureKind != mailer.KindRecipient {
 		t.Errorf("the 550 is not recorded: %+v", got)
 	}
-	if got, _ := f.store.FindNoticeAddress(ctx, later.ID); got.Failure != "" {
-		t.Errorf("a 451 recorded as a failure: %q", got.Failure)
+	// A 451 is no failure of the address's, but the operator's to see:
+	// what it was, and when it is tried again.
+	if got, _ := f.store.FindNoticeAddress(ctx, later.ID); got.Failure != "" || !strings.HasPrefix(got.RetryFailure, "RCPT: the relay answered 451") ||
+		!got.RetryFailedAt.Equal(f.clock.now().Truncate(time.Microsecond)) || got.RetryAt.Sub(got.RetryFailedAt) < 3*time.Second {
+		t.Errorf("the 451: %+v", got)
 	}
 	f.tick() // not due yet
 	if f.smtp.Attempts(later.Address) != 1 {
@@ -287,6 +291,9 @@ func TestRetryAndFailure(t *testing.T) {
 	ms := f.smtp.Wait(1, 10*time.Second)
 	if len(ms) != 1 || ms[0].To[0] != later.Address || f.smtp.Attempts(later.Address) != 2 || f.smtp.Attempts(never.Address) != 1 {
 		t.Fatalf("after the wait: %d messages, attempts %d and %d", len(ms), f.smtp.Attempts(later.Address), f.smtp.Attempts(never.Address))
+	}
+	if got, _ := f.store.FindNoticeAddress(ctx, later.ID); got.RetryFailure != "" || !got.RetryAt.IsZero() || got.LastSent.IsZero() {
+		t.Errorf("delivered, the retry is still recorded: %+v", got)
 	}
 	f.clock.add(24 * time.Hour)
 	f.tick()
@@ -313,8 +320,14 @@ func TestRetryAndFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	if log := f.log.String(); !strings.Contains(log, "connection refused") || !strings.Contains(log, "trying again later") ||
+		!strings.Contains(log, "step=connect") || !strings.Contains(log, "check --smtp-addr") ||
 		strings.Contains(log, "refused-password") || strings.Contains(log, smtptest.Password) {
 		t.Errorf("log:\n%s", log)
+	}
+	// The member is told a kind, never the relay's address or words.
+	got, err = f.store.FindNoticeAddress(ctx, later.ID)
+	if err != nil || !strings.HasPrefix(got.RetryFailure, "connect: dial tcp "+addr) {
+		t.Fatalf("after the refused connection: %+v %v", got, err)
 	}
 }
 

@@ -60,6 +60,7 @@ type Worker struct {
 	lease   time.Duration
 	metrics *metrics
 	pruned  time.Time
+	down    bool // the last attempt failed at the relay: the next success says it works again
 }
 
 type metrics struct {
@@ -185,31 +186,41 @@ func (w *Worker) send(actx, ctx context.Context, c *conn, n certorder.Notice) er
 	if err != nil {
 		return err // the lease runs out and it is tried again
 	}
-	err = c.send(actx, msg)
+	err = c.send(actx, msg, n.Address.Address)
 	if ctx.Err() != nil {
 		return nil // shutting down: the lease runs out and it is sent again
 	}
-	text, permanent := "", false
+	var f *Failure
 	if err != nil {
-		text, permanent = failure(err)
+		// The member sees f.Kind(); the operator the step, the relay's
+		// words (never an AUTH reply's) and what to change.
+		f = w.cfg.SMTP.failure(err)
+		a.Error, a.FailureKind = f.Error(), f.Kind()
 	}
+	log := []any{"notice", n.ID, "address_id", n.Address.ID, "member", n.Address.Member}
+	if f != nil {
+		log = append(log, "step", f.Step, "err", f.Detail, "fix", f.Fix())
+	}
+	if err == nil && w.down {
+		w.cfg.Logger.Info("the SMTP relay works again", "smtp", w.cfg.SMTP.Addr)
+	}
+	w.down = f != nil && f.Kind() == KindService
 	switch {
 	case err == nil:
 		a.State = certorder.DeliveryDelivered
 		w.metrics.sent.WithLabelValues(n.Kind).Inc()
-	case permanent:
-		a.State, a.Error, a.Permanent = certorder.DeliveryFailed, text, true
+	case f.Permanent:
+		a.State, a.Permanent = certorder.DeliveryFailed, true
 		w.metrics.failed.WithLabelValues("permanent").Inc()
-		w.cfg.Logger.Warn("notice refused", "notice", n.ID, "address_id", n.Address.ID, "member", n.Address.Member, "err", text)
+		w.cfg.Logger.Warn("notice refused", log...)
 	case n.Attempts+1 >= webhook.MaxAttempts:
-		a.State, a.Error, a.Permanent = certorder.DeliveryFailed, fmt.Sprintf("gave up after %d attempts: %s", n.Attempts+1, text), true
+		a.State, a.Error, a.Permanent = certorder.DeliveryFailed, fmt.Sprintf("gave up after %d attempts: %s", n.Attempts+1, a.Error), true
 		w.metrics.failed.WithLabelValues("permanent").Inc()
-		w.cfg.Logger.Warn("notice given up", "notice", n.ID, "address_id", n.Address.ID, "member", n.Address.Member, "err", text)
+		w.cfg.Logger.Warn("notice given up", log...)
 	default:
-		a.State, a.Error, a.NextAttempt = certorder.DeliveryPending, text, now.Add(webhook.Backoff(n.Attempts+1, nil))
+		a.State, a.NextAttempt = certorder.DeliveryPending, now.Add(webhook.Backoff(n.Attempts+1, nil))
 		w.metrics.failed.WithLabelValues("temporary").Inc()
-		w.cfg.Logger.Warn("notice not sent; trying again later", "notice", n.ID, "address_id", n.Address.ID,
-			"next_attempt", a.NextAttempt.UTC().Format(time.RFC3339), "err", text)
+		w.cfg.Logger.Warn("notice not sent; trying again later", append(log, "next_attempt", a.NextAttempt.UTC().Format(time.RFC3339))...)
 	}
 	return w.cfg.Store.FinishNotice(context.WithoutCancel(ctx), a)
 }

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"text/template"
+	"time"
 
 	"github.com/certorder/certorder"
 )
@@ -93,15 +94,38 @@ func (t Texts) Compose(n certorder.Notice, told []Told) (Message, error) {
 	default:
 		return Message{}, fmt.Errorf("notice %d: unknown kind %q", n.ID, n.Kind)
 	}
+	return m, m.render(b)
+}
+
+// render writes both parts of m.
+func (m *Message) render(b body) error {
 	var text, html bytes.Buffer
 	if err := textTemplate.Execute(&text, b); err != nil {
-		return Message{}, err
+		return err
 	}
 	if err := htmlTemplate.Execute(&html, b); err != nil {
-		return Message{}, err
+		return err
 	}
 	m.Text, m.HTML = text.String(), html.String()
-	return m, nil
+	return nil
+}
+
+// TestMessage is the message admin notice test and the page's "Send a
+// test message" send to address a at now: it says it is a test, for which
+// member, and that nothing needs doing; with the usual footer when the
+// service's public URL is known (the CLI may lack it).
+func (t Texts) TestMessage(a certorder.NoticeAddress, now time.Time) (Message, error) {
+	lang := a.Lang
+	m := Message{To: a.Address, Subject: s(lang, "test.subject", a.Member),
+		MessageID: fmt.Sprintf("certorder.test.%d.%d@%s", a.ID, now.UnixNano(), t.host())}
+	b := body{Lang: lang, Intro: []string{s(lang, "test.text", a.Address, a.Member), s(lang, "test.nothing")},
+		Footer: []line{{Text: s(lang, "footer.why", a.Address, a.Member)}}}
+	if t.PublicURL != "" {
+		m.Unsubscribe = t.UnsubscribeURL(a)
+		b.Footer = append(b.Footer, line{Text: s(lang, "footer.unsubscribe"), URL: m.Unsubscribe},
+			line{Text: s(lang, "footer.manage"), URL: t.NoticesURL()})
+	}
+	return m, m.render(b)
 }
 
 // item is one event as a message tells it.

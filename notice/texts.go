@@ -33,6 +33,10 @@ var catalogues = map[string]map[string]string{
 		"digest.subject": "certorder: %d more events for member %s on %s",
 		"digest.intro":   "More than %d events concerned the orders of member %s on %s. The first %d came one by one; here are the others, in one message:",
 
+		"test.subject": "A test message from certorder for member %s",
+		"test.text":    "This is a test message from certorder, sent to %s for member %s to check that its notices arrive.",
+		"test.nothing": "Nothing needs doing.",
+
 		"confirm.subject": "Confirm your address for certorder notices",
 		"confirm.text":    "Member %s of the certorder service at %s asked for notices about its orders to be sent to %s.",
 		"confirm.action":  "To receive them, open this link within %d hours and press Confirm:",
@@ -78,6 +82,10 @@ var catalogues = map[string]map[string]string{
 
 		"digest.subject": "certorder：メンバー %[2]s の %[3]s のイベント（ほか %[1]d 件）",
 		"digest.intro":   "%[3]s にメンバー %[2]s の注文について %[1]d 件を超えるイベントがありました。最初の %[4]d 件は個別にお送りしました。残りをまとめてお送りします：",
+
+		"test.subject": "certorder からのテストメッセージ（メンバー %s）",
+		"test.text":    "これは certorder からのテストメッセージです。メンバー %[2]s の通知が届くことを確かめるため、%[1]s に送りました。",
+		"test.nothing": "対応は不要です。",
 
 		"confirm.subject": "certorder 通知の宛先の確認",
 		"confirm.text":    "certorder サービス（%[2]s）のメンバー %[1]s が、注文に関する通知を %[3]s に送るよう依頼しました。",

@@ -18,18 +18,21 @@ import (
 // each event and each due message to one of them.
 
 const noticeAddressColumns = `a.id, a.member_id, m.name, a.address, a.lang, a.event_types, a.secret, a.created_at,
-	a.confirmed_at, a.unsubscribed_at, a.last_sent, a.failed_at, a.failure`
+	a.confirmed_at, a.unsubscribed_at, a.last_sent, a.failed_at, a.failure, a.failure_kind,
+	a.retry_failed_at, a.retry_failure, a.retry_at, m.disabled`
 
 func scanNoticeAddress(row pgx.Row, more ...any) (certorder.NoticeAddress, error) {
 	var a certorder.NoticeAddress
 	var types string
-	var confirmed, unsubscribed, sent, failed *time.Time
+	var confirmed, unsubscribed, sent, failed, retryFailed, retryAt *time.Time
 	err := row.Scan(append([]any{&a.ID, &a.MemberID, &a.Member, &a.Address, &a.Lang, &types, &a.Secret, &a.CreatedAt,
-		&confirmed, &unsubscribed, &sent, &failed, &a.Failure}, more...)...)
+		&confirmed, &unsubscribed, &sent, &failed, &a.Failure, &a.FailureKind,
+		&retryFailed, &a.RetryFailure, &retryAt, &a.MemberDisabled}, more...)...)
 	if types != "" {
 		a.EventTypes = strings.Split(types, ",")
 	}
 	a.ConfirmedAt, a.UnsubscribedAt, a.LastSent, a.FailedAt = deref(confirmed), deref(unsubscribed), deref(sent), deref(failed)
+	a.RetryFailedAt, a.RetryAt = deref(retryFailed), deref(retryAt)
 	return a, err
 }
 
@@ -285,14 +288,7 @@ func (s *Store) FinishNotice(ctx context.Context, a certorder.NoticeAttempt) err
 			last_attempt = $3, last_error = $4 WHERE id = $5`, a.State, next, a.At, a.Error, a.NoticeID); err != nil {
 			return err
 		}
-		var err error
-		switch {
-		case a.State == certorder.DeliveryDelivered:
-			_, err = tx.Exec(ctx, `UPDATE notice_addresses SET last_sent = $1, failed_at = NULL, failure = '' WHERE id = $2`, a.At, a.AddressID)
-		case a.Permanent:
-			_, err = tx.Exec(ctx, `UPDATE notice_addresses SET failed_at = $1, failure = $2 WHERE id = $3`, a.At, a.Error, a.AddressID)
-		}
-		return err
+		return recordAttempt(ctx, tx, a)
 	}))
 }
 

@@ -18,19 +18,22 @@ import (
 // taking one event or one message.
 
 const noticeAddressColumns = `a.id, a.member_id, m.name, a.address, a.lang, a.event_types, a.secret, a.created_at,
-	a.confirmed_at, a.unsubscribed_at, a.last_sent, a.failed_at, a.failure`
+	a.confirmed_at, a.unsubscribed_at, a.last_sent, a.failed_at, a.failure, a.failure_kind,
+	a.retry_failed_at, a.retry_failure, a.retry_at, m.disabled`
 
 func scanNoticeAddress(row interface{ Scan(...any) error }, more ...any) (certorder.NoticeAddress, error) {
 	var a certorder.NoticeAddress
 	var types string
-	var created, confirmed, unsubscribed, sent, failed sql.NullString
+	var created, confirmed, unsubscribed, sent, failed, retryFailed, retryAt sql.NullString
 	err := row.Scan(append([]any{&a.ID, &a.MemberID, &a.Member, &a.Address, &a.Lang, &types, &a.Secret, &created,
-		&confirmed, &unsubscribed, &sent, &failed, &a.Failure}, more...)...)
+		&confirmed, &unsubscribed, &sent, &failed, &a.Failure, &a.FailureKind,
+		&retryFailed, &a.RetryFailure, &retryAt, &a.MemberDisabled}, more...)...)
 	if types != "" {
 		a.EventTypes = strings.Split(types, ",")
 	}
 	a.CreatedAt, a.ConfirmedAt, a.UnsubscribedAt = parseTime(created), parseTime(confirmed), parseTime(unsubscribed)
 	a.LastSent, a.FailedAt = parseTime(sent), parseTime(failed)
+	a.RetryFailedAt, a.RetryAt = parseTime(retryFailed), parseTime(retryAt)
 	return a, err
 }
 
@@ -352,16 +355,7 @@ func (s *Store) FinishNotice(ctx context.Context, a certorder.NoticeAttempt) err
 			last_attempt = ?, last_error = ? WHERE id = ?`, a.State, formatTime(next), formatTime(a.At), a.Error, a.NoticeID); err != nil {
 			return err
 		}
-		var err error
-		switch {
-		case a.State == certorder.DeliveryDelivered:
-			_, err = tx.ExecContext(ctx, `UPDATE notice_addresses SET last_sent = ?, failed_at = NULL, failure = '' WHERE id = ?`,
-				formatTime(a.At), a.AddressID)
-		case a.Permanent:
-			_, err = tx.ExecContext(ctx, `UPDATE notice_addresses SET failed_at = ?, failure = ? WHERE id = ?`,
-				formatTime(a.At), a.Error, a.AddressID)
-		}
-		return err
+		return recordAttempt(ctx, tx, a)
 	}))
 }
 

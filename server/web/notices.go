@@ -9,15 +9,12 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/notice"
+	"github.com/certorder/certorder/webhook"
 )
 
 // The member's e-mail notice addresses: list, add (used only once the link
-// e-mailed to it is opened), change the language and events, remove. And
-// the pages a message's links open without signing in: the confirmation,
-// the unsubscribe (RFC 8058's one-click POST too), and the refusal of every
-// later confirmation (a block: a confirmation's one-click), each checked by
-// the link's signature (package notice). A GET only shows a
-// button: a mail system that opens links to scan them changes nothing.
+// e-mailed to it is opened), change the language and events, send a test
+// message, remove. The pages of a message's links are noticelinks.go's.
 
 // addressRow is an address as the pages show it; never its secret.
 type addressRow struct {
@@ -29,10 +26,12 @@ type addressRow struct {
 	StateClass string // ok, pending, disabled
 	LastSent   time.Time
 	Failure    string // the last permanent failure, in words
+	Testable   bool   // it may get a test message now
 }
 
 func (h *handler) addressRowOf(cat *catalogue, a certorder.NoticeAddress) addressRow {
-	row := addressRow{ID: a.ID, Address: a.Address, Lang: cat.S("lang." + a.Lang), Events: a.EventTypes, LastSent: a.LastSent}
+	row := addressRow{ID: a.ID, Address: a.Address, Lang: cat.S("lang." + a.Lang), Events: a.EventTypes, LastSent: a.LastSent,
+		Testable: h.cfg.TestNotice != nil && a.Active()}
 	switch {
 	case !a.UnsubscribedAt.IsZero():
 		row.State, row.StateClass = cat.S("notices.state.unsubscribed", cat.Moment(a.UnsubscribedAt)), "disabled"
@@ -43,10 +42,80 @@ func (h *handler) addressRowOf(cat *catalogue, a certorder.NoticeAddress) addres
 	default:
 		row.State, row.StateClass = cat.S("notices.state.active"), "ok"
 	}
-	if a.Failure != "" {
-		row.Failure = cat.S("notices.failure", cat.Moment(a.FailedAt), a.Failure)
-	}
+	row.Failure = failureWords(cat, a)
 	return row
+}
+
+// failureWords is an address's last permanent failure as the member is
+// told it: its kind, never the relay's address or words (the operator's,
+// in admin notice list). Whether the mail server of an address nobody has
+// confirmed refused it is not said at all: the page would tell whoever
+// typed a stranger's address whether that mailbox exists.
+func failureWords(cat *catalogue, a certorder.NoticeAddress) string {
+	kind := a.FailureKind
+	switch {
+	case a.Failure == "":
+		return ""
+	case kind != mailKindService && a.ConfirmedAt.IsZero():
+		return ""
+	case kind != mailKindRecipient && kind != mailKindMessage && kind != mailKindService:
+		kind = "unknown" // recorded before the kinds were
+	}
+	return cat.S("notices.failure."+kind, cat.Moment(a.FailedAt))
+}
+
+// The kinds of failure the mailer records (mailer.Kind...).
+const (
+	mailKindRecipient = "recipient"
+	mailKindMessage   = "message"
+	mailKindService   = "service"
+)
+
+// testNoticeTimeout bounds the page's test message, the relay's exchange
+// included: within the server's write timeout.
+const testNoticeTimeout = 12 * time.Second
+
+// testNotice sends a test message to the address now and says what came
+// of it in the member's words: delivered, or the kind of failure. Test
+// messages count with the webhooks' test events and redeliveries.
+func (h *handler) testNotice(w http.ResponseWriter, r *http.Request, s *certorder.Session) {
+	if !h.formOK(w, r, s) {
+		return
+	}
+	a, ok := h.memberAddress(w, r, s)
+	if !ok {
+		return
+	}
+	cat := h.cat(r)
+	if h.cfg.TestNotice == nil {
+		h.noticesPage(w, r, s, http.StatusConflict, noticesData{Error: cat.S("notices.error.off")}, "", nil)
+		return
+	}
+	if !a.Active() {
+		h.noticesPage(w, r, s, http.StatusConflict, noticesData{Error: cat.S("notices.error.test_inactive", a.Address)}, "", nil)
+		return
+	}
+	allowed, wait, _ := h.tests.Allow(s.MemberID, h.cfg.Now())
+	if !allowed {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		h.noticesPage(w, r, s, http.StatusTooManyRequests,
+			noticesData{Error: cat.S("notices.error.send_limit", webhook.TestBurst, roundWait(cat, wait))}, "", nil)
+		return
+	}
+	err := h.cfg.TestNotice(r.Context(), a)
+	h.audit(r, s.Member, "web NoticeTest "+strconv.FormatInt(a.ID, 10))
+	if err == nil {
+		h.noticesPage(w, r, s, http.StatusOK, noticesData{Notice: cat.S("notices.notice.tested", a.Address)}, "", nil)
+		return
+	}
+	var failed interface{ Kind() string }
+	kind := mailKindService
+	if errors.As(err, &failed) {
+		kind = failed.Kind()
+	} else {
+		h.cfg.Logger.Error("test message", "address_id", a.ID, "err", err)
+	}
+	h.noticesPage(w, r, s, http.StatusBadGateway, noticesData{Error: cat.S("notices.error.tested."+kind, a.Address)}, "", nil)
 }
 
 // choiceField is a form's radio buttons (the "choices" template).
@@ -72,6 +141,7 @@ func languageField(cat *catalogue, chosen string) choiceField {
 
 type noticesData struct {
 	On        bool // the operator set up e-mail: addresses may be added
+	Testing   bool // addresses may get a test message
 	Addresses []addressRow
 	Events    []eventChoice
 	Language  choiceField
@@ -97,6 +167,7 @@ func (h *handler) noticesPage(w http.ResponseWriter, r *http.Request, s *certord
 		lang = cat.lang
 	}
 	data.On, data.Language, data.Events = h.cfg.Notices, languageField(cat, lang), eventChoices(cat, chosen)
+	data.Testing = h.cfg.TestNotice != nil && len(as) > 0
 	data.Max, data.AtLimit = certorder.MaxNoticeAddresses, len(as) >= certorder.MaxNoticeAddresses
 	h.render(w, r, status, "notices", signedIn(view{Title: cat.S("notices.title"), Section: "notices", Data: data}, s))
 }
@@ -234,177 +305,4 @@ func (h *handler) saveNotice(w http.ResponseWriter, r *http.Request, s *certorde
 	}
 	h.audit(r, s.Member, "web NoticeChange "+strconv.FormatInt(a.ID, 10))
 	http.Redirect(w, r, "/notices/"+strconv.FormatInt(a.ID, 10)+"?saved=1", http.StatusSeeOther)
-}
-
-// The links of a message.
-
-type linkData struct {
-	Text   string
-	Action string // the form's action; "" for no form
-	Token  string
-	Button string
-	Done   bool
-}
-
-// linkAddress reads the address a link's token names and checks the token
-// with check; a token that names no address, or not this one, is "not
-// valid" (404), and an expired one 410.
-func (h *handler) linkAddress(w http.ResponseWriter, r *http.Request, token string,
-	check func(certorder.NoticeAddress) error) (certorder.NoticeAddress, bool) {
-	id, ok := notice.TokenAddress(token)
-	var a certorder.NoticeAddress
-	err := notice.ErrLink
-	if ok {
-		a, err = h.store.FindNoticeAddress(r.Context(), id)
-		if err == nil {
-			err = check(a)
-		}
-	}
-	switch {
-	case err == nil:
-		return a, true
-	case errors.Is(err, notice.ErrExpired):
-		h.linkPage(w, r, http.StatusGone, "link.title.invalid", linkData{Text: h.cat(r).S("link.expired")})
-	case errors.Is(err, notice.ErrLink), errors.Is(err, certorder.ErrNotFound):
-		h.linkPage(w, r, http.StatusNotFound, "link.title.invalid", linkData{Text: h.cat(r).S("link.invalid")})
-	default:
-		h.serverError(w, r, err)
-	}
-	return a, false
-}
-
-func (h *handler) linkPage(w http.ResponseWriter, r *http.Request, status int, title string, data linkData) {
-	h.render(w, r, status, "noticelink", view{Title: h.cat(r).S(title), Data: data})
-}
-
-// maxLinkForm bounds the body of a link's POST (a token, or RFC 8058's
-// "List-Unsubscribe=One-Click").
-const maxLinkForm = 4 << 10
-
-// confirmPage shows the confirmation's button.
-func (h *handler) confirmPage(w http.ResponseWriter, r *http.Request) {
-	token := r.URL.Query().Get("t")
-	now := h.cfg.Now()
-	a, ok := h.linkAddress(w, r, token, func(a certorder.NoticeAddress) error { return notice.CheckConfirmToken(a, token, now) })
-	if !ok {
-		return
-	}
-	cat := h.cat(r)
-	if !a.ConfirmedAt.IsZero() {
-		h.linkPage(w, r, http.StatusOK, "link.title.confirm", linkData{Text: cat.S("link.used"), Done: true})
-		return
-	}
-	h.linkPage(w, r, http.StatusOK, "link.title.confirm", linkData{Text: cat.S("link.confirm.text", a.Member, a.Address),
-		Action: "/notices/confirm", Token: token, Button: cat.S("link.confirm.button")})
-}
-
-// confirm confirms the address, once.
-func (h *handler) confirm(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxLinkForm)
-	token := r.PostFormValue("t")
-	now := h.cfg.Now()
-	a, ok := h.linkAddress(w, r, token, func(a certorder.NoticeAddress) error { return notice.CheckConfirmToken(a, token, now) })
-	if !ok {
-		return
-	}
-	cat := h.cat(r)
-	err := h.store.ConfirmNoticeAddress(r.Context(), a.ID, now)
-	switch {
-	case errors.Is(err, certorder.ErrConflict):
-		h.linkPage(w, r, http.StatusConflict, "link.title.confirm", linkData{Text: cat.S("link.used"), Done: true})
-		return
-	case err != nil:
-		h.serverError(w, r, err)
-		return
-	}
-	h.audit(r, a.Member, "web NoticeConfirm "+strconv.FormatInt(a.ID, 10))
-	h.linkPage(w, r, http.StatusOK, "link.title.confirm", linkData{Text: cat.S("link.confirmed", a.Address, a.Member), Done: true})
-}
-
-// unsubscribePage shows the unsubscribe button.
-func (h *handler) unsubscribePage(w http.ResponseWriter, r *http.Request) {
-	token := r.URL.Query().Get("t")
-	a, ok := h.linkAddress(w, r, token, func(a certorder.NoticeAddress) error { return notice.CheckUnsubscribeToken(a, token) })
-	if !ok {
-		return
-	}
-	cat := h.cat(r)
-	if !a.UnsubscribedAt.IsZero() {
-		h.linkPage(w, r, http.StatusOK, "link.title.unsubscribe", linkData{Text: cat.S("link.unsubscribed", a.Member, a.Address), Done: true})
-		return
-	}
-	h.linkPage(w, r, http.StatusOK, "link.title.unsubscribe", linkData{Text: cat.S("link.unsubscribe.text", a.Member, a.Address),
-		Action: "/notices/unsubscribe", Token: token, Button: cat.S("link.unsubscribe.button")})
-}
-
-// unsubscribe stops the messages to the address: the page's button, or a
-// mail client's one-click POST (RFC 8058) to the List-Unsubscribe link,
-// whose token is in the query and body is "List-Unsubscribe=One-Click".
-func (h *handler) unsubscribe(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxLinkForm)
-	token := r.FormValue("t")
-	a, ok := h.linkAddress(w, r, token, func(a certorder.NoticeAddress) error { return notice.CheckUnsubscribeToken(a, token) })
-	if !ok {
-		return
-	}
-	if err := h.store.UnsubscribeNoticeAddress(r.Context(), a.ID, h.cfg.Now()); err != nil {
-		h.serverError(w, r, err)
-		return
-	}
-	h.audit(r, a.Member, "web NoticeUnsubscribe "+strconv.FormatInt(a.ID, 10))
-	h.linkPage(w, r, http.StatusOK, "link.title.unsubscribe", linkData{Text: h.cat(r).S("link.unsubscribed", a.Member, a.Address), Done: true})
-}
-
-// blockConfirmation reads the confirmation a block link's token names,
-// checked: a token that names none, or not this one, is "not valid" (404).
-func (h *handler) blockConfirmation(w http.ResponseWriter, r *http.Request, token string) (certorder.NoticeConfirmation, bool) {
-	id, ok := notice.TokenAddress(token)
-	var c certorder.NoticeConfirmation
-	err := notice.ErrLink
-	if ok {
-		var cs []certorder.NoticeConfirmation
-		if cs, err = h.store.NoticeConfirmations(r.Context(), id); err == nil {
-			c, err = notice.CheckBlockToken(cs, token)
-		}
-	}
-	switch {
-	case err == nil:
-		return c, true
-	case errors.Is(err, notice.ErrLink):
-		h.linkPage(w, r, http.StatusNotFound, "link.title.invalid", linkData{Text: h.cat(r).S("link.invalid")})
-	default:
-		h.serverError(w, r, err)
-	}
-	return c, false
-}
-
-// blockPage shows the button that refuses every later confirmation.
-func (h *handler) blockPage(w http.ResponseWriter, r *http.Request) {
-	token := r.URL.Query().Get("t")
-	c, ok := h.blockConfirmation(w, r, token)
-	if !ok {
-		return
-	}
-	cat := h.cat(r)
-	h.linkPage(w, r, http.StatusOK, "link.title.block", linkData{Text: cat.S("link.block.text", c.Member, c.Address),
-		Action: "/notices/block", Token: token, Button: cat.S("link.block.button")})
-}
-
-// block refuses every later confirmation to the recipient, and every
-// address of it a member or the operator would add: the page's button, or
-// a mail client's one-click POST (RFC 8058) to the confirmation's
-// List-Unsubscribe link.
-func (h *handler) block(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxLinkForm)
-	token := r.FormValue("t")
-	c, ok := h.blockConfirmation(w, r, token)
-	if !ok {
-		return
-	}
-	if err := h.store.BlockNoticeRecipient(r.Context(), certorder.NoticeRecipient(c.Address), h.cfg.Now()); err != nil {
-		h.serverError(w, r, err)
-		return
-	}
-	h.audit(r, c.Member, "web NoticeBlock "+strconv.FormatInt(c.AddressID, 10))
-	h.linkPage(w, r, http.StatusOK, "link.title.block", linkData{Text: h.cat(r).S("link.blocked", c.Address), Done: true})
 }

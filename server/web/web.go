@@ -83,6 +83,11 @@ type Config struct {
 	// the addresses the operator added, and the links of earlier messages
 	// (confirm, unsubscribe) still work.
 	Notices bool
+	// TestNotice, when set, sends a test message to an address now: each
+	// active address gets a "Send a test message" button, limited with the
+	// webhooks' test events (webhook.TestLimiter). Its failure says its
+	// kind (a Kind() string method: mailer's Kind...), which the page shows.
+	TestNotice func(ctx context.Context, a certorder.NoticeAddress) error
 	// ACMEURLTemplate, when set, is an ACME directory URL with {orderId}
 	// where the order number goes (serve --acme-url-template): each
 	// order's page shows it for the newest order of the chain, with a copy
@@ -118,7 +123,7 @@ type handler struct {
 	cfg   Config
 	cats  map[string]*catalogue
 	pages map[string]map[string]*template.Template // language -> page -> template
-	tests *webhook.TestLimiter                     // test events and redeliveries per member
+	tests *webhook.TestLimiter                     // test events, redeliveries and test messages per member
 }
 
 // pageNames are the templates besides the layout.
@@ -204,6 +209,7 @@ func New(store Store, cfg Config) (http.Handler, error) {
 	mux.Handle("POST /notices", timed(h.withSession(h.addNotice)))
 	mux.Handle("GET /notices/{id}", timed(h.withSession(h.noticeAddress)))
 	mux.Handle("POST /notices/{id}", timed(h.withSession(h.saveNotice)))
+	mux.Handle("POST /notices/{id}/test", withTimeout(h.withSession(h.testNotice), testNoticeTimeout)) // the relay's time, not the store's
 	mux.Handle("POST /notices/{id}/delete", timed(h.withSession(h.deleteOwn(store.DeleteMemberNoticeAddress, "web NoticeRemove",
 		func(int64) string { return "/notices?removed=1" }))))
 	// The links of a message: no session; the link's signature is the authority.

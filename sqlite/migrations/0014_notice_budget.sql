@@ -22,3 +22,18 @@ CREATE TABLE notice_blocks (
     recipient  TEXT PRIMARY KEY,
     blocked_at TEXT NOT NULL
 );
+
+-- What a member is told of an address's last permanent failure (a kind:
+-- recipient, message, service; the relay's words stay the operator's, in
+-- failure), and the last temporary failure with when it is tried again,
+-- for the operator (admin notice list).
+ALTER TABLE notice_addresses ADD COLUMN failure_kind TEXT NOT NULL DEFAULT '';
+ALTER TABLE notice_addresses ADD COLUMN retry_failed_at TEXT;
+ALTER TABLE notice_addresses ADD COLUMN retry_failure TEXT NOT NULL DEFAULT '';
+ALTER TABLE notice_addresses ADD COLUMN retry_at TEXT;
+-- A relay that quoted the AUTH line in its refusal put the credentials in
+-- base64 into these texts: they are not kept.
+UPDATE notice_addresses SET failure = 'a failure before this version (its text is not kept)'
+    WHERE failure LIKE '%AUTH%' OR failure LIKE '%535%' OR failure LIKE '%authenticat%';
+UPDATE notice_messages SET last_error = 'a failure before this version (its text is not kept)'
+    WHERE last_error LIKE '%AUTH%' OR last_error LIKE '%535%' OR last_error LIKE '%authenticat%';
