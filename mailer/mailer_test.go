@@ -3,6 +3,7 @@ package mailer_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net"
 	"strconv"
@@ -153,8 +154,8 @@ func TestNoticeInBothLanguages(t *testing.T) {
 		}
 	}
 	for addr, want := range map[string]struct{ subject, text string }{
-		en.Address: {"Order 10001 (host10001.example.com) was renewed as order 10002: Renewed as 10002", "Order 10001 was renewed: the renewal is order 10002."},
-		ja.Address: {"注文 10001 (host10001.example.com) は注文 10002 に更新されました：注文 10002 に更新済み", "注文 10001 が更新されました。更新注文は注文 10002 です。"},
+		en.Address: {"Order 10001 (host10001.example.com) was renewed as order 10002. Follow order 10002 from now on.", "Order 10001 was renewed: the renewal is order 10002."},
+		ja.Address: {"注文 10001 (host10001.example.com) は注文 10002 に更新されました。今後は注文 10002 をご確認ください。", "注文 10001 が更新されました。更新注文は注文 10002 です。"},
 	} {
 		r := byRcpt[addr]
 		if r.Subject != want.subject {
@@ -407,6 +408,45 @@ func TestConfirmationMessage(t *testing.T) {
 			if !strings.Contains(r.Text, w) || !strings.Contains(r.HTML, strings.ReplaceAll(w, " "+unsub, "")) {
 				t.Errorf("%v lacks %q:\n%s\n%s", raw.To, w, r.Text, r.HTML)
 			}
+		}
+	}
+}
+
+// Text from elsewhere in a real message: a common name of one 1,500-byte
+// word with line breaks and controls, and a hostile status, in both
+// languages; every line of the message as sent is within RFC 5322's 998
+// octets, the subject as read is one printable line, no header is added.
+func TestHostileTextInAMessage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, false)
+	f.address("acme", "en@acme.example", "en")
+	f.address("acme", "ja@acme.example", "ja")
+	cn := strings.Repeat("W", 1500) + "\r\nBcc: victim@example.com\r\n\x1b[2J\u202e"
+	quoted, _ := json.Marshal(cn)
+	doc := strings.Replace(storetest.OrderJSON(40001, 0, "2027-01-10"), `"common_name":"host40001.example.com"`,
+		`"common_name":`+string(quoted), 1)
+	ctx := context.Background()
+	if _, err := f.store.ImportOrders(ctx, "acme", storetest.Orders(t, doc)); err != nil {
+		t.Fatal(err)
+	}
+	revoked := strings.Replace(doc, `"status":"issued","product"`, `"status":"revoked\r\nX-Evil: 1","product"`, 1)
+	if _, err := f.store.ImportOrders(ctx, "acme", storetest.Orders(t, revoked)); err != nil {
+		t.Fatal(err)
+	}
+	f.tick()
+	for _, m := range f.smtp.Wait(2, 10*time.Second) {
+		for i, line := range strings.Split(string(m.Raw), "\r\n") {
+			if len(line) > 998 {
+				t.Errorf("%v: line %d has %d octets", m.To, i, len(line))
+			}
+		}
+		r, err := smtptest.Parse(m.Raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Header["Bcc"]) != 0 || len(r.Header["X-Evil"]) != 0 || strings.ContainsAny(r.Subject, "\r\n\x1b\u202e") ||
+			len(r.Subject) > 400 || !strings.Contains(r.Subject, "40001") {
+			t.Errorf("%v: subject %q, headers %v", m.To, r.Subject, r.Header)
 		}
 	}
 }

@@ -132,13 +132,13 @@ func (t Texts) TestMessage(a certorder.NoticeAddress, now time.Time) (Message, e
 func (t Texts) item(lang string, e Told) item {
 	var d eventData
 	json.Unmarshal(e.Event.Data, &d)
-	it := item{Line: t.Line(lang, e), What: what(lang, e.Event, d), URL: t.OrderURL(d.OrderID)}
+	it := item{Line: t.Line(lang, e), What: what(lang, e.Event, d, mailValue), URL: t.OrderURL(d.OrderID)}
 	it.Open = s(lang, "open", it.URL)
 	stated := func(v string) string {
 		if v == "" {
 			return s(lang, "not_stated")
 		}
-		return v
+		return mailValue(v)
 	}
 	if o := e.Order; o != nil {
 		it.Fields = [][2]string{
@@ -147,7 +147,7 @@ func (t Texts) item(lang string, e Told) item {
 			{s(lang, "field.plan_ends"), stated(o.PlanTill)},
 		}
 	}
-	it.Fields = append(it.Fields, [2]string{s(lang, "field.next_step"), t.step(lang, e, d)})
+	it.Fields = append(it.Fields, [2]string{s(lang, "field.next_step"), t.step(lang, "", e, d, mailValue)})
 	return it
 }
 

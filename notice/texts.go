@@ -5,13 +5,30 @@ package notice
 // YYYY-MM-DD here: TestStepPhrasesMatchThePage keeps them the same.
 var catalogues = map[string]map[string]string{
 	"en": {
-		"order":       "Order %d",
-		"order.named": "Order %d (%s)",
-		"line":        "%s: %s",
+		// A line: what happened, then what to do, each a sentence.
+		"order":          "Order %d",
+		"order.named":    "Order %d (%s)",
+		"order.in":       "order %d",
+		"order.named.in": "order %d (%s)",
+		"line":           "%s. %s",
 
 		"event.order.renewed":        "%s was renewed as order %d",
 		"event.order.status_changed": "%s is now %s",
 		"event.order.reissued":       "%s has a new certificate",
+		"event.order.expiring":       "The certificate of %s ends on %s",
+		"event.order.plan_ending":    "The plan of %s ends on %s",
+		"event.other":                "%s: %s",
+
+		"line.next.reissue":           "Reissue by %s.",
+		"line.next.renew":             "Renew the contract by %s.",
+		"line.next.issue_renewal":     "Get renewal %d issued by %s.",
+		"line.next.renewed":           "Follow order %d from now on.",
+		"line.next.ended":             "Nothing more to do.",
+		"line.next.awaiting_issuance": "Your ACME client is to have it issued.",
+		"line.next.renewal_pending":   "Renewal %d awaits issuance; nothing is due yet.",
+		"line.next.plan_unknown":      "Nothing is due yet (the plan's end is not stated).",
+		"line.next.plan_unknown_due":  "Reissue or renew by %s (the plan's end is not stated).",
+		"line.next.none":              "Nothing is due yet.",
 
 		"what.order.renewed":        "Order %d was renewed: the renewal is order %d.",
 		"what.order.status_changed": "The status of order %d changed from %s to %s.",
@@ -55,13 +72,29 @@ var catalogues = map[string]map[string]string{
 		"next.none":              "Nothing due yet",
 	},
 	"ja": {
-		"order":       "注文 %d",
-		"order.named": "注文 %d (%s)",
-		"line":        "%s：%s",
+		"order":          "注文 %d",
+		"order.named":    "注文 %d (%s)",
+		"order.in":       "注文 %d",
+		"order.named.in": "注文 %d (%s)",
+		"line":           "%s。%s",
 
 		"event.order.renewed":        "%s は注文 %d に更新されました",
 		"event.order.status_changed": "%s の状態が %s になりました",
 		"event.order.reissued":       "%s に新しい証明書が発行されました",
+		"event.order.expiring":       "%s の証明書は %s に期限を迎えます",
+		"event.order.plan_ending":    "%s の契約は %s に終了します",
+		"event.other":                "%s：%s",
+
+		"line.next.reissue":           "%s までに再発行してください。",
+		"line.next.renew":             "%s までに契約を更新してください。",
+		"line.next.issue_renewal":     "%[2]s までに更新注文 %[1]d を発行してください。",
+		"line.next.renewed":           "今後は注文 %d をご確認ください。",
+		"line.next.ended":             "これ以上の手続きは不要です。",
+		"line.next.awaiting_issuance": "ACME クライアントによる発行を待っています。",
+		"line.next.renewal_pending":   "更新注文 %d の発行を待っています（期限はまだ先です）。",
+		"line.next.plan_unknown":      "現在、対応は不要です（契約の終了日の記載なし）。",
+		"line.next.plan_unknown_due":  "%s までに再発行または更新してください（契約の終了日の記載なし）。",
+		"line.next.none":              "現在、対応は不要です。",
 
 		"what.order.renewed":        "注文 %d が更新されました。更新注文は注文 %d です。",
 		"what.order.status_changed": "注文 %d の状態が %s から %s に変わりました。",
