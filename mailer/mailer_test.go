@@ -450,3 +450,40 @@ func TestHostileTextInAMessage(t *testing.T) {
 		}
 	}
 }
+
+// A day of 1,000 events for an address: ten messages, then one digest
+// that lists MaxDigestItems of the rest, says how many more, and links the
+// page; the relay's SIZE (1 MiB here) is not reached.
+func TestDigestBounded(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, false)
+	f.clock.t = time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	f.address("acme", "ops@acme.example", "en")
+	var docs, revoked []string
+	for i := range 1000 {
+		doc := storetest.OrderJSON(int64(50000+i), 0, "2027-01-10")
+		docs = append(docs, doc)
+		revoked = append(revoked, strings.Replace(doc, `"status":"issued","product"`, `"status":"revoked","product"`, 1))
+	}
+	ctx := context.Background()
+	for _, batch := range [][]string{docs, revoked} {
+		if _, err := f.store.ImportOrders(ctx, "acme", storetest.Orders(t, batch...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.tick()
+	f.smtp.Wait(certorder.NoticeDailyEvents, 20*time.Second)
+	f.clock.t = time.Date(2026, 11, 28, 0, 0, 1, 0, time.UTC)
+	f.tick()
+	ms := f.smtp.Wait(certorder.NoticeDailyEvents+1, 20*time.Second)
+	digest := ms[len(ms)-1]
+	r, err := smtptest.Parse(digest.Raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Subject != "certorder: 990 more events for member acme on 2026-11-27" || strings.Count(r.Text, "Open the order:") != notice.MaxDigestItems ||
+		!strings.Contains(r.Text, "890 more events of that day are not listed here") || !strings.Contains(r.Text, "https://certorder.example/orders") ||
+		len(digest.Raw) > 1<<20 {
+		t.Errorf("digest of %d bytes: %q\n%s", len(digest.Raw), r.Subject, r.Text[len(r.Text)-600:])
+	}
+}

@@ -228,8 +228,8 @@ func (w *Worker) send(actx, ctx context.Context, c *conn, n certorder.Notice) er
 // compose makes a notice's e-mail, its events said with their orders as
 // they are now.
 func (w *Worker) compose(ctx context.Context, n certorder.Notice, now time.Time) (*gomail.Msg, error) {
-	told := make([]notice.Told, 0, len(n.Events))
-	for _, ev := range n.Events {
+	told := make([]notice.Told, 0, min(len(n.Events), notice.MaxDigestItems))
+	for _, ev := range n.Events[:min(len(n.Events), notice.MaxDigestItems)] { // a digest lists no more
 		t := notice.Told{Event: ev, Now: now}
 		o, err := w.cfg.Store.FindOrder(ctx, notice.OrderID(ev))
 		if err != nil && !errors.Is(err, certorder.ErrNotFound) {
@@ -240,7 +240,7 @@ func (w *Worker) compose(ctx context.Context, n certorder.Notice, now time.Time)
 		}
 		told = append(told, t)
 	}
-	m, err := w.cfg.Texts.Compose(n, told)
+	m, err := w.cfg.Texts.Compose(n, told, len(n.Events))
 	if err != nil {
 		return nil, err
 	}

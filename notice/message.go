@@ -32,6 +32,7 @@ type body struct {
 	Intro  []string // paragraphs
 	Link   string   // a link on a line of its own (the confirmation's)
 	Items  []item   // the events: one, or a digest's
+	More   *line    // a digest's events not listed, and the page that has them
 	Footer []line   // the why and the links
 }
 
@@ -58,10 +59,18 @@ var (
 	htmlTemplate = htmltemplate.Must(htmltemplate.New("html").Parse(htmlSource))
 )
 
+// MaxDigestItems bounds the events a digest lists: a day of a mass
+// revocation (tens of thousands of events) is one message of at most this
+// many, well under 1 MB, and a link to the page for the rest.
+const MaxDigestItems = 100
+
 // Compose makes the e-mail of notice n, its events' orders as they are now
 // in e's Order (the same for every Told of a digest), in the address's
-// language. A notice of an event has the event's line as its subject.
-func (t Texts) Compose(n certorder.Notice, told []Told) (Message, error) {
+// language. A notice of an event has the event's line as its subject. A
+// digest of total events (total < len(told): len(told)) lists the first
+// MaxDigestItems of told, and says how many more there were and where to
+// see the orders: its caller need read no more than that many.
+func (t Texts) Compose(n certorder.Notice, told []Told, total int) (Message, error) {
 	a := n.Address
 	lang := a.Lang
 	m := Message{To: a.Address, MessageID: t.MessageID(n)}
@@ -80,13 +89,20 @@ func (t Texts) Compose(n certorder.Notice, told []Told) (Message, error) {
 		if len(told) == 0 {
 			return Message{}, fmt.Errorf("notice %d: no event to tell", n.ID)
 		}
-		for _, e := range told {
+		total = max(total, len(told))
+		if n.Kind != certorder.NoticeDigest {
+			told = told[:1]
+		}
+		for _, e := range told[:min(len(told), MaxDigestItems)] {
 			b.Items = append(b.Items, t.item(lang, e))
 		}
 		m.Subject = b.Items[0].Line
 		if n.Kind == certorder.NoticeDigest {
-			m.Subject = s(lang, "digest.subject", len(told), a.Member, n.Day)
+			m.Subject = s(lang, "digest.subject", total, a.Member, n.Day)
 			b.Intro = []string{s(lang, "digest.intro", certorder.NoticeDailyEvents, a.Member, n.Day, certorder.NoticeDailyEvents)}
+			if more := total - len(b.Items); more > 0 {
+				b.More = &line{Text: s(lang, "digest.more", more), URL: t.link("/orders", nil)}
+			}
 		}
 		m.Unsubscribe = t.UnsubscribeURL(a)
 		b.Footer = []line{{Text: s(lang, "footer.why", a.Address, a.Member)},

@@ -112,7 +112,7 @@ func TestCompose(t *testing.T) {
 	one := notice.Told{Event: event("order.plan_ending", `{"order_id":10001,"order_valid_till":"2027-03-01"}`),
 		Order: order(10001, "2027-02-20", "2027-03-01", 0, certorder.RenewalNone), Now: now}
 	m, err := texts.Compose(certorder.Notice{ID: 5, Kind: certorder.NoticeEvent, Day: "2026-12-01", CreatedAt: now, Address: a},
-		[]notice.Told{one})
+		[]notice.Told{one}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestCompose(t *testing.T) {
 	for i := range 4 {
 		told = append(told, notice.Told{Event: event("order.renewed", `{"order_id":`+string(rune('1'+i))+`,"renewed_order_id":99}`), Now: now})
 	}
-	d, err := texts.Compose(certorder.Notice{ID: 6, Kind: certorder.NoticeDigest, Day: "2026-12-01", Address: a}, told)
+	d, err := texts.Compose(certorder.Notice{ID: 6, Kind: certorder.NoticeDigest, Day: "2026-12-01", Address: a}, told, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestCompose(t *testing.T) {
 		}
 	}
 
-	c, err := texts.Compose(certorder.Notice{ID: 7, Kind: certorder.NoticeConfirm, Address: a}, nil)
+	c, err := texts.Compose(certorder.Notice{ID: 7, Kind: certorder.NoticeConfirm, Address: a}, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestCompose(t *testing.T) {
 	evil := one
 	evil.Order = order(10001, "2027-02-20", "2027-03-01", 0, certorder.RenewalNone)
 	evil.Order.Certificate.CommonName = `<script>x</script>`
-	e, err := texts.Compose(certorder.Notice{ID: 8, Kind: certorder.NoticeEvent, Address: a}, []notice.Told{evil})
+	e, err := texts.Compose(certorder.Notice{ID: 8, Kind: certorder.NoticeEvent, Address: a}, []notice.Told{evil}, 0)
 	if err != nil || strings.Contains(e.HTML, "<script>") {
 		t.Errorf("HTML not escaped (%v):\n%s", err, e.HTML)
 	}

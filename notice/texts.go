@@ -49,6 +49,7 @@ var catalogues = map[string]map[string]string{
 
 		"digest.subject": "certorder: %d more events for member %s on %s",
 		"digest.intro":   "More than %d events concerned the orders of member %s on %s. The first %d came one by one; here are the others, in one message:",
+		"digest.more":    "%d more events of that day are not listed here, to keep this message small. Every order's state and next step is on the web page:",
 
 		"test.subject": "A test message from certorder for member %s",
 		"test.text":    "This is a test message from certorder, sent to %s for member %s to check that its notices arrive.",
@@ -115,6 +116,7 @@ var catalogues = map[string]map[string]string{
 
 		"digest.subject": "certorder：メンバー %[2]s の %[3]s のイベント（ほか %[1]d 件）",
 		"digest.intro":   "%[3]s にメンバー %[2]s の注文について %[1]d 件を超えるイベントがありました。最初の %[4]d 件は個別にお送りしました。残りをまとめてお送りします：",
+		"digest.more":    "メールを小さく保つため、この日のほか %d 件のイベントはここに載せていません。すべての注文の状態と次の手順は Web ページで確認できます：",
 
 		"test.subject": "certorder からのテストメッセージ（メンバー %s）",
 		"test.text":    "これは certorder からのテストメッセージです。メンバー %[2]s の通知が届くことを確かめるため、%[1]s に送りました。",
