@@ -487,3 +487,38 @@ func TestDigestBounded(t *testing.T) {
 		t.Errorf("digest of %d bytes: %q\n%s", len(digest.Raw), r.Subject, r.Text[len(r.Text)-600:])
 	}
 }
+
+// Nothing is mailed for a disabled member: not its events, not the
+// confirmation of its address; enabled again, its next events are.
+func TestDisabledMemberNotMailed(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, false)
+	ctx := context.Background()
+	f.address("acme", "ops@acme.example", "en")
+	a, err := notice.NewAddress("new@acme.example", "en", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.CreatedAt = f.clock.now()
+	if _, err := f.store.AddNoticeAddress(ctx, f.members["acme"], a, certorder.MaxNoticeAddresses); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.SetMemberDisabled(ctx, "acme", true); err != nil {
+		t.Fatal(err)
+	}
+	f.renew("acme", 60001, 60002)
+	f.tick()
+	f.clock.add(time.Hour)
+	f.tick()
+	if n := len(f.smtp.Messages()); n != 0 {
+		t.Fatalf("%d messages for a disabled member", n)
+	}
+	if err := f.store.SetMemberDisabled(ctx, "acme", false); err != nil {
+		t.Fatal(err)
+	}
+	f.renew("acme", 60003, 60004)
+	f.tick()
+	if ms := f.smtp.Wait(1, 10*time.Second); len(ms) != 1 || ms[0].To[0] != "ops@acme.example" {
+		t.Fatalf("enabled again: %d messages", len(ms))
+	}
+}

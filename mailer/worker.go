@@ -177,7 +177,13 @@ func (w *Worker) sendDue(ctx context.Context) error {
 func (w *Worker) send(actx, ctx context.Context, c *conn, n certorder.Notice) error {
 	now := w.cfg.Now()
 	a := certorder.NoticeAttempt{NoticeID: n.ID, AddressID: n.Address.ID, At: now}
-	if n.Kind != certorder.NoticeConfirm && !n.Address.Active() {
+	switch {
+	case n.Address.MemberDisabled:
+		// Nothing is sent for a disabled member: its events are news no
+		// more when it is enabled again (docs/OPERATIONS.md).
+		a.State, a.Error = certorder.DeliveryFailed, "the member is disabled"
+		return w.cfg.Store.FinishNotice(ctx, a)
+	case n.Kind != certorder.NoticeConfirm && !n.Address.Active():
 		// Unsubscribed since it was queued: nothing is sent.
 		a.State, a.Error = certorder.DeliveryFailed, "the address unsubscribed"
 		return w.cfg.Store.FinishNotice(ctx, a)

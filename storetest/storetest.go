@@ -84,6 +84,7 @@ func Run(t *testing.T, open func(t *testing.T) storekit.Store) {
 	t.Run("NoticeAddresses", func(t *testing.T) { t.Parallel(); testNoticeAddresses(t, open) })
 	t.Run("NoticeOutbox", func(t *testing.T) { t.Parallel(); testNoticeOutbox(t, open) })
 	t.Run("NoticeBudget", func(t *testing.T) { t.Parallel(); testNoticeBudget(t, open) })
+	t.Run("DisabledMember", func(t *testing.T) { t.Parallel(); testDisabledMember(t, open) })
 	t.Run("Ping", func(t *testing.T) {
 		t.Parallel()
 		if err := newStore(t).Ping(context.Background()); err != nil {

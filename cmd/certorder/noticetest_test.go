@@ -157,6 +157,16 @@ func TestAdminNoticeTest(t *testing.T) {
 		}
 	}
 	c.fails(exitUsage, "admin", "notice", "test", "acme") // no relay named
+
+	// A password file every user may read is warned about, as a password file.
+	public := writeFile(t, smtptest.Password)
+	if err := os.Chmod(public, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, err := c.run("", append([]string{"admin", "notice", "test", "acme"}, with(relay, "--smtp-password-file", public)...)...)
+	if err != nil || !strings.Contains(errOut, "warning: the password file "+public+" is readable by every user (mode 0644)") {
+		t.Errorf("a public password file: %v\n%s", err, errOut)
+	}
 }
 
 // serve checks the relay as it starts, and says what it found in

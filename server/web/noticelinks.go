@@ -25,6 +25,10 @@ type linkData struct {
 	Done   bool
 }
 
+// decoy is an address that exists nowhere, with a secret as long as a real
+// one's: what linkAddress checks a token of a missing address against.
+var decoy, _ = notice.NewAddress("decoy@certorder.invalid", "", nil)
+
 // linkAddress reads the address a link's token names and checks the token
 // with check; a token that names no address, or not this one, is "not
 // valid" (404), and an expired one 410.
@@ -35,8 +39,13 @@ func (h *handler) linkAddress(w http.ResponseWriter, r *http.Request, token stri
 	err := notice.ErrLink
 	if ok {
 		a, err = h.store.FindNoticeAddress(r.Context(), id)
-		if err == nil {
+		switch {
+		case err == nil:
 			err = check(a)
+		case errors.Is(err, certorder.ErrNotFound):
+			// The same check against a decoy, so that refusing a link of a
+			// missing address costs what refusing a forged one costs.
+			check(certorder.NoticeAddress{ID: id, Address: decoy.Address, Secret: decoy.Secret, CreatedAt: h.cfg.Now()})
 		}
 	}
 	switch {
@@ -69,7 +78,11 @@ func (h *handler) confirmPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cat := h.cat(r)
-	if !a.ConfirmedAt.IsZero() {
+	switch {
+	case a.MemberDisabled:
+		h.linkPage(w, r, http.StatusForbidden, "link.title.confirm", linkData{Text: cat.S("link.disabled", a.Member)})
+		return
+	case !a.ConfirmedAt.IsZero():
 		h.linkPage(w, r, http.StatusOK, "link.title.confirm", linkData{Text: cat.S("link.used"), Done: true})
 		return
 	}
@@ -87,6 +100,12 @@ func (h *handler) confirm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cat := h.cat(r)
+	if a.MemberDisabled {
+		// The member was disabled after the link went out: no address of
+		// it is confirmed until it is enabled again.
+		h.linkPage(w, r, http.StatusForbidden, "link.title.confirm", linkData{Text: cat.S("link.disabled", a.Member)})
+		return
+	}
 	err := h.store.ConfirmNoticeAddress(r.Context(), a.ID, now)
 	switch {
 	case errors.Is(err, certorder.ErrConflict):

@@ -224,8 +224,10 @@ func New(store Store, cfg Config) (http.Handler, error) {
 	// Forms carry tokens; on top of them, a browser's cross-origin POST
 	// (Sec-Fetch-Site, or Origin against Host) is refused outright.
 	cop := http.NewCrossOriginProtection()
-	// A confirmation's one-click refusal (RFC 8058) is POSTed by a mail
-	// client, often from another origin; its signed token is the authority.
+	// RFC 8058's one-click POSTs (a notice's unsubscribe, a confirmation's
+	// refusal) come from mail clients, often from another origin (a webmail
+	// sends Sec-Fetch-Site: cross-site); their signed token is the authority.
+	cop.AddInsecureBypassPattern("POST /notices/unsubscribe")
 	cop.AddInsecureBypassPattern("POST /notices/block")
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.errorPage(w, r, http.StatusForbidden, "error.cross_origin")
