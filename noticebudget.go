@@ -1,7 +1,6 @@
 package certorder
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -95,20 +94,4 @@ type NoticeConfirmation struct {
 	Address   string
 	Secret    string
 	SentAt    time.Time
-}
-
-// NoticeRecipientStore keeps the confirmations' record and the blocks.
-// AddNoticeAddress applies both: it refuses a blocked recipient
-// (*BlockedError), and a confirmation beyond a budget (*BudgetError).
-type NoticeRecipientStore interface {
-	// NoticeConfirmations are the recorded confirmations that went to
-	// address id, newest first: usually one, more if the ID was used
-	// again after a removal.
-	NoticeConfirmations(ctx context.Context, addressID int64) ([]NoticeConfirmation, error)
-	// BlockNoticeRecipient refuses every later address of the recipient
-	// (a NoticeRecipient); blocking twice keeps the first time.
-	BlockNoticeRecipient(ctx context.Context, recipient string, at time.Time) error
-	// UnblockNoticeRecipient lifts the block (the operator's);
-	// ErrNotFound if there is none.
-	UnblockNoticeRecipient(ctx context.Context, recipient string) error
 }

@@ -14,8 +14,8 @@ import (
 
 // ApplyBatch stores a batch of upstream orders in one transaction of s, by
 // the rules of ApplyUpstream: all of them, or, on an error, none.
-func ApplyBatch(ctx context.Context, s storekit.SyncTxRunner, orders []certorder.UpstreamOrder) (certorder.SyncResult, error) {
-	var res certorder.SyncResult
+func ApplyBatch(ctx context.Context, s storekit.SyncTxRunner, orders []storekit.UpstreamOrder) (storekit.SyncResult, error) {
+	var res storekit.SyncResult
 	err := s.InSyncTx(ctx, func(tx storekit.SyncTx) error {
 		var err error
 		res, err = ApplyUpstream(ctx, tx, orders)
@@ -47,10 +47,10 @@ func ApplyBatch(ctx context.Context, s storekit.SyncTxRunner, orders []certorder
 // certificate gets its events (certorder.OrderChange.Events) in the same
 // transaction, and every saved order's current certificate is recorded in
 // its history (certorder.RecordCertificates).
-func ApplyUpstream(ctx context.Context, tx storekit.SyncTx, orders []certorder.UpstreamOrder) (certorder.SyncResult, error) {
+func ApplyUpstream(ctx context.Context, tx storekit.SyncTx, orders []storekit.UpstreamOrder) (storekit.SyncResult, error) {
 	sorted := slices.Clone(orders)
-	slices.SortFunc(sorted, func(a, b certorder.UpstreamOrder) int { return cmp.Compare(a.Order.ID, b.Order.ID) })
-	var res certorder.SyncResult
+	slices.SortFunc(sorted, func(a, b storekit.UpstreamOrder) int { return cmp.Compare(a.Order.ID, b.Order.ID) })
+	var res storekit.SyncResult
 	for i, u := range sorted {
 		if u.Order == nil || u.Order.ID <= 0 {
 			return res, fmt.Errorf("%w: upstream order %d of the batch has no order number", certorder.ErrInvalid, i+1)
@@ -65,7 +65,7 @@ func ApplyUpstream(ctx context.Context, tx storekit.SyncTx, orders []certorder.U
 	return res, nil
 }
 
-func applyOne(ctx context.Context, tx storekit.SyncTx, u certorder.UpstreamOrder, res *certorder.SyncResult) error {
+func applyOne(ctx context.Context, tx storekit.SyncTx, u storekit.UpstreamOrder, res *storekit.SyncResult) error {
 	o := u.Order
 	existing, err := tx.StoredOrder(ctx, o.ID)
 	switch {
@@ -88,7 +88,7 @@ func applyOne(ctx context.Context, tx storekit.SyncTx, u certorder.UpstreamOrder
 	if owner != 0 {
 		return saveOwned(ctx, tx, owner, nil, unassigned != nil, u, res)
 	}
-	res.Unassigned = append(res.Unassigned, certorder.UpstreamRef{ID: o.ID, Container: u.Container})
+	res.Unassigned = append(res.Unassigned, storekit.UpstreamRef{ID: o.ID, Container: u.Container})
 	if unassigned != nil && unassigned.Container == u.Container && unassigned.Order.RenewedBy == o.RenewedBy &&
 		sameDoc(tx, unassigned.Order, o) {
 		res.Unchanged++
@@ -98,7 +98,7 @@ func applyOne(ctx context.Context, tx storekit.SyncTx, u certorder.UpstreamOrder
 }
 
 // upstreamOwner applies ownership rules 2 and 3 to an order not stored.
-func upstreamOwner(ctx context.Context, tx storekit.SyncTx, u certorder.UpstreamOrder) (int64, error) {
+func upstreamOwner(ctx context.Context, tx storekit.SyncTx, u storekit.UpstreamOrder) (int64, error) {
 	_, member, err := tx.RenewedFrom(ctx, u.Order.ID)
 	if err != nil || member != 0 {
 		return member, err
@@ -109,10 +109,10 @@ func upstreamOwner(ctx context.Context, tx storekit.SyncTx, u certorder.Upstream
 // saveOwned stores an order for its owner; existing is the stored order,
 // nil for one the member does not have yet.
 func saveOwned(ctx context.Context, tx storekit.SyncTx, owner int64, existing *certorder.Order, wasUnassigned bool,
-	u certorder.UpstreamOrder, res *certorder.SyncResult) error {
+	u storekit.UpstreamOrder, res *storekit.SyncResult) error {
 	o := u.Order
 	conflict := func(other int64, reason string) {
-		res.Conflicts = append(res.Conflicts, certorder.SyncConflict{OrderID: o.ID, MemberID: owner, Other: other, Reason: reason})
+		res.Conflicts = append(res.Conflicts, storekit.SyncConflict{OrderID: o.ID, MemberID: owner, Other: other, Reason: reason})
 	}
 	if existing != nil {
 		claimed, err := tx.ContainerMember(ctx, u.Container)

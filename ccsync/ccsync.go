@@ -29,7 +29,7 @@ import (
 
 // Store is what a sync needs of a store.
 type Store interface {
-	certorder.SyncStore
+	storekit.SyncStore
 	storekit.SyncTxRunner
 	Members(ctx context.Context) ([]certorder.Member, error)
 	AppendAudit(ctx context.Context, entries []certorder.AuditEntry) error
@@ -102,7 +102,7 @@ type Progress struct {
 	LimiterWait time.Duration
 }
 
-// Conflict is a certorder.SyncConflict with member names, for people.
+// Conflict is a storekit.SyncConflict with member names, for people.
 type Conflict struct {
 	OrderID int64
 	Member  string // who keeps the order, or would have had it
@@ -112,12 +112,12 @@ type Conflict struct {
 
 // Report is what a run did (in a dry run, would have done).
 type Report struct {
-	certorder.SyncSummary
+	storekit.SyncSummary
 	Started time.Time
 	Took    time.Duration
 	// UnassignedOrders are the orders left unassigned, by division, then
 	// number (their count is Unassigned).
-	UnassignedOrders []certorder.UpstreamRef
+	UnassignedOrders []storekit.UpstreamRef
 	// ConflictList says what each conflict was (their count is Conflicts).
 	ConflictList []Conflict
 }

@@ -132,14 +132,14 @@ func (t *dryTx) ContainerMember(ctx context.Context, container int64) (int64, er
 	return t.inner.ContainerMember(ctx, container)
 }
 
-func (t *dryTx) UnassignedOrder(ctx context.Context, id int64) (*certorder.UpstreamOrder, error) {
+func (t *dryTx) UnassignedOrder(ctx context.Context, id int64) (*storekit.UpstreamOrder, error) {
 	if u, ok := t.d.unassigned[id]; ok {
 		if u == nil {
 			return nil, fmt.Errorf("%w: unassigned order %d", certorder.ErrNotFound, id)
 		}
 		read := &certorder.Order{ID: id, RenewedBy: u.renewedBy}
 		t.sums[read] = u.sum
-		return &certorder.UpstreamOrder{Order: read, Container: u.container}, nil
+		return &storekit.UpstreamOrder{Order: read, Container: u.container}, nil
 	}
 	return t.inner.UnassignedOrder(ctx, id)
 }
@@ -154,7 +154,7 @@ func (t *dryTx) SaveOrder(_ context.Context, memberID int64, o *certorder.Order,
 	return nil
 }
 
-func (t *dryTx) SaveUnassigned(_ context.Context, u certorder.UpstreamOrder) error {
+func (t *dryTx) SaveUnassigned(_ context.Context, u storekit.UpstreamOrder) error {
 	t.d.unassigned[u.Order.ID] = &dryUnassigned{container: u.Container, renewedBy: u.Order.RenewedBy, sum: docSum(t, u.Order)}
 	return nil
 }

@@ -12,9 +12,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/digicert"
 	"github.com/certorder/certorder/internal/printable"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // Line is the run's one-line summary; failed says the run did not finish.
@@ -89,7 +89,7 @@ func (r *Report) countStatus(status string) {
 
 // UnassignedByDivision describes the unassigned orders, one line per
 // division with its count and up to perDivision of their numbers.
-func UnassignedByDivision(refs []certorder.UpstreamRef, perDivision int) []string {
+func UnassignedByDivision(refs []storekit.UpstreamRef, perDivision int) []string {
 	var lines []string
 	for i := 0; i < len(refs); {
 		j := i
@@ -216,7 +216,7 @@ func (m *Metrics) ran(rep Report, after, before digicert.Stats, ok bool) {
 	}
 }
 
-func (m *Metrics) observe(st certorder.SyncState) {
+func (m *Metrics) observe(st storekit.SyncState) {
 	if m != nil && !st.Cursor.IsZero() {
 		m.lastSuccess.Set(float64(st.Cursor.Unix()))
 	}

@@ -20,7 +20,7 @@ import (
 type run struct {
 	*Syncer
 	opts    Options
-	lock    certorder.SyncLock
+	lock    storekit.SyncLock
 	dry     *DryRun               // nil unless a dry run
 	txs     storekit.SyncTxRunner // the store, or dry in front of it
 	members map[int64]string
@@ -29,9 +29,9 @@ type run struct {
 	// unassigned tracks a dry run's would-be unassigned orders.
 	unassigned map[int64]int64
 	progress   Progress
-	fetches    int                   // Order info requests made
-	resumed    *certorder.SyncResume // where the last run left off, if it did not finish
-	done       int64                 // incremental: the orders to fetch are fetched up to this one
+	fetches    int                  // Order info requests made
+	resumed    *storekit.SyncResume // where the last run left off, if it did not finish
+	done       int64                // incremental: the orders to fetch are fetched up to this one
 }
 
 func (r *run) do(ctx context.Context) error {
@@ -101,9 +101,9 @@ func (r *run) finish(ctx context.Context, runErr error) error {
 	defer cancel()
 	if r.dry != nil {
 		for id, container := range r.unassigned {
-			r.rep.UnassignedOrders = append(r.rep.UnassignedOrders, certorder.UpstreamRef{ID: id, Container: container})
+			r.rep.UnassignedOrders = append(r.rep.UnassignedOrders, storekit.UpstreamRef{ID: id, Container: container})
 		}
-		slices.SortFunc(r.rep.UnassignedOrders, func(a, b certorder.UpstreamRef) int {
+		slices.SortFunc(r.rep.UnassignedOrders, func(a, b storekit.UpstreamRef) int {
 			return cmp.Or(cmp.Compare(a.Container, b.Container), cmp.Compare(a.ID, b.ID))
 		})
 	} else if refs, err := r.cfg.Store.UnassignedRefs(ctx); err == nil {
@@ -119,10 +119,10 @@ func (r *run) finish(ctx context.Context, runErr error) error {
 	if runErr != nil && !r.rep.Full {
 		r.rep.Resume = r.resumed
 		if r.done != 0 {
-			r.rep.Resume = &certorder.SyncResume{After: r.done, Since: r.rep.Started}
+			r.rep.Resume = &storekit.SyncResume{After: r.done, Since: r.rep.Started}
 		}
 	}
-	rec := certorder.SyncRun{Started: r.rep.Started, Finished: r.rep.Started.Add(r.rep.Took), Instance: r.cfg.Instance,
+	rec := storekit.SyncRun{Started: r.rep.Started, Finished: r.rep.Started.Add(r.rep.Took), Instance: r.cfg.Instance,
 		OK: runErr == nil, Summary: r.rep.SyncSummary, Cursor: r.rep.Started}
 	if runErr != nil {
 		rec.Error = printable.Cut(runErr.Error(), MaxError)
@@ -257,7 +257,7 @@ func (r *run) fetchAndStore(ctx context.Context, ids []int64) error {
 		if err := r.lock.Check(ctx); err != nil {
 			return fmt.Errorf("sync: %w", err)
 		}
-		var batch []certorder.UpstreamOrder
+		var batch []storekit.UpstreamOrder
 		r.phase("fetching")
 		for i, id := range chunk {
 			if r.cfg.MaxFetches > 0 && r.fetches >= r.cfg.MaxFetches {
@@ -288,7 +288,7 @@ func (r *run) fetchAndStore(ctx context.Context, ids []int64) error {
 
 // fetch fetches one order and maps it. It returns nil for an order to skip
 // (gone, not mappable), counted; an error ends the run.
-func (r *run) fetch(ctx context.Context, id int64) (*certorder.UpstreamOrder, error) {
+func (r *run) fetch(ctx context.Context, id int64) (*storekit.UpstreamOrder, error) {
 	r.fetches++
 	o, err := r.cfg.Client.OrderInfo(ctx, id)
 	if errors.Is(err, digicert.ErrNotFound) {
@@ -306,7 +306,7 @@ func (r *run) fetch(ctx context.Context, id int64) (*certorder.UpstreamOrder, er
 		var parsed *certorder.Order
 		if parsed, err = orderdoc.Parse(doc); err == nil {
 			r.rep.countStatus(parsed.Status)
-			return &certorder.UpstreamOrder{Order: parsed, Container: o.Container.ID}, nil
+			return &storekit.UpstreamOrder{Order: parsed, Container: o.Container.ID}, nil
 		}
 	}
 	r.rep.UpstreamErrors++
@@ -315,7 +315,7 @@ func (r *run) fetch(ctx context.Context, id int64) (*certorder.UpstreamOrder, er
 }
 
 // store applies a batch and accounts for it.
-func (r *run) store(ctx context.Context, batch []certorder.UpstreamOrder) error {
+func (r *run) store(ctx context.Context, batch []storekit.UpstreamOrder) error {
 	if len(batch) == 0 {
 		return nil
 	}

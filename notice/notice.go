@@ -4,7 +4,7 @@
 // confirmation; plain text and HTML; English and Japanese), the signed
 // links of a confirmation and an unsubscribe, and the check of a new
 // address. Sending is package mailer's; the store keeps the addresses and
-// the outbox (certorder.NoticeStore).
+// the jobs of the queue.
 package notice
 
 import (

@@ -37,11 +37,11 @@ func (s *Store) FindCertificates(ctx context.Context, q certorder.CertificateQue
 	return out, s.wrap("find certificates", err)
 }
 
-// nonNil is keys, or an empty array for none (a nil slice is NULL, and
-// "= ANY(NULL)" is NULL, not false: the same rows, but said plainly).
-func nonNil(keys []string) []string {
-	if keys == nil {
-		return []string{}
+// nonNil is xs, or an empty array for none (a nil slice is NULL, and
+// "= ANY(NULL)" is NULL, not false; "<> ALL(NULL)" is NULL, not true).
+func nonNil[T any](xs []T) []T {
+	if xs == nil {
+		return []T{}
 	}
-	return keys
+	return xs
 }

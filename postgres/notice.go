@@ -11,11 +11,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/queue"
 )
 
-// E-mail notices: members' addresses and the outbox of messages to them.
-// Instances share the work as the webhooks': FOR UPDATE SKIP LOCKED gives
-// each event and each due message to one of them.
+// E-mail notices: members' addresses, and the order events queued for
+// them (jobs of the notice kinds). Instances share the work as the
+// webhooks': FOR UPDATE SKIP LOCKED gives each event to one of them.
 
 const noticeAddressColumns = `a.id, a.member_id, m.name, a.address, a.lang, a.event_types, a.secret, a.created_at,
 	a.confirmed_at, a.unsubscribed_at, a.last_sent, a.failed_at, a.failure, a.failure_kind,
@@ -66,18 +67,10 @@ func (s *Store) AddNoticeAddress(ctx context.Context, memberID int64, a certorde
 		if err := admitNoticeAddress(ctx, tx, a); err != nil || !a.ConfirmedAt.IsZero() {
 			return err
 		}
-		_, err = insertNotice(ctx, tx, a.ID, certorder.NoticeConfirm, a.CreatedAt, a.CreatedAt)
+		_, err = insertJob(ctx, tx, queue.Job{Kind: queue.KindNoticeConfirm, MemberID: memberID, SubjectID: a.ID}, a.CreatedAt)
 		return err
 	})
 	return a, s.wrap("add notice address", err)
-}
-
-// insertNotice queues a message of kind to an address, due at due.
-func insertNotice(ctx context.Context, tx pgx.Tx, addressID int64, kind string, at, due time.Time) (int64, error) {
-	var id int64
-	err := tx.QueryRow(ctx, `INSERT INTO notice_messages (address_id, kind, day, state, next_attempt, created_at)
-		VALUES ($1, $2, $3, 'pending', $4, $5) RETURNING id`, addressID, kind, at.UTC().Format(certorder.DateLayout), due, at).Scan(&id)
-	return id, err
 }
 
 // MemberNoticeAddress returns one of the member's addresses.
@@ -108,8 +101,13 @@ func (s *Store) SetMemberNoticeAddress(ctx context.Context, memberID, id int64, 
 
 // DeleteMemberNoticeAddress deletes one of the member's addresses and its messages.
 func (s *Store) DeleteMemberNoticeAddress(ctx context.Context, memberID, id int64) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM notice_addresses WHERE id = $1 AND member_id = $2`, id, memberID)
-	return s.wrap("delete notice address", oneRow(tag, err, fmt.Sprintf("notice address %d", id)))
+	return s.wrap("delete notice address", s.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM notice_addresses WHERE id = $1 AND member_id = $2`, id, memberID)
+		if err := oneRow(tag, err, fmt.Sprintf("notice address %d", id)); err != nil {
+			return err
+		}
+		return deleteJobs(ctx, tx, id, queue.NoticeKinds...)
+	}))
 }
 
 // ConfirmNoticeAddress confirms an address, once.
@@ -133,28 +131,33 @@ func (s *Store) UnsubscribeNoticeAddress(ctx context.Context, id int64, at time.
 	return s.wrap("unsubscribe notice address", oneRow(tag, err, fmt.Sprintf("notice address %d", id)))
 }
 
-// QueueNotices queues the events not yet queued for the addresses that want them.
-func (s *Store) QueueNotices(ctx context.Context, limit int, at time.Time, maxAge time.Duration) (taken, queued int, err error) {
+// QueueNotices queues the jobs plan makes of the events not yet queued for
+// notices, one for each active address of the event's member that wants it.
+func (s *Store) QueueNotices(ctx context.Context, limit int, at time.Time,
+	plan func(ev certorder.Event, a certorder.NoticeAddress, today int) (queue.Job, bool)) (taken, queued int, err error) {
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		taken, queued = 0, 0
 		events, err := outboxEvents(ctx, tx, "noticed", limit)
 		if err != nil {
 			return err
 		}
 		for _, ev := range events {
-			if !ev.At.Before(at.Add(-maxAge)) {
-				// FOR UPDATE: instances queueing for one address take turns,
-				// so that its day's count holds.
-				rows, _ := tx.Query(ctx, `SELECT id FROM notice_addresses WHERE member_id = $1
-					AND confirmed_at IS NOT NULL AND unsubscribed_at IS NULL
-					AND (event_types = '' OR $2 = ANY(string_to_array(event_types, ','))) ORDER BY id FOR UPDATE`, ev.MemberID, ev.Type)
-				ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-				if err != nil {
+			// FOR UPDATE: instances queueing for one address take turns,
+			// so that its day's count holds.
+			rows, _ := tx.Query(ctx, `SELECT id, member_id FROM notice_addresses WHERE member_id = $1
+				AND confirmed_at IS NOT NULL AND unsubscribed_at IS NULL
+				AND (event_types = '' OR $2 = ANY(string_to_array(event_types, ','))) ORDER BY id FOR UPDATE`, ev.MemberID, ev.Type)
+			addrs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.NoticeAddress, error) {
+				var a certorder.NoticeAddress
+				return a, row.Scan(&a.ID, &a.MemberID)
+			})
+			if err != nil {
+				return err
+			}
+			for _, a := range addrs {
+				if ok, err := queueNotice(ctx, tx, a, ev, at, plan); err != nil {
 					return err
-				}
-				for _, id := range ids {
-					if err := queueNotice(ctx, tx, id, ev, at); err != nil {
-						return err
-					}
+				} else if ok {
 					queued++
 				}
 			}
@@ -202,98 +205,39 @@ func memberWithin(ctx context.Context, tx pgx.Tx, table string, memberID int64, 
 	return name, nil
 }
 
-// queueNotice queues one event for an address: a message of its own while
-// the address has had fewer than NoticeDailyEvents today, else into the
-// day's digest, due as the day ends.
-func queueNotice(ctx context.Context, tx pgx.Tx, addressID int64, ev certorder.Event, at time.Time) error {
-	day := at.UTC().Format(certorder.DateLayout)
+// queueNotice queues the job plan makes of one event for an address,
+// told how many events the address was sent one by one on at's day (UTC),
+// with the event it tells.
+func queueNotice(ctx context.Context, tx pgx.Tx, a certorder.NoticeAddress, ev certorder.Event, at time.Time,
+	plan func(certorder.Event, certorder.NoticeAddress, int) (queue.Job, bool)) (bool, error) {
+	day := at.UTC().Truncate(24 * time.Hour)
 	var n int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM notice_messages WHERE address_id = $1 AND day = $2 AND kind = 'event'`,
-		addressID, day).Scan(&n); err != nil {
-		return err
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE subject_id = $1 AND kind = $2 AND created_at >= $3 AND created_at < $4`,
+		a.ID, queue.KindNoticeEvent, day, day.Add(24*time.Hour)).Scan(&n); err != nil {
+		return false, err
 	}
-	var id int64
-	var err error
-	if n < certorder.NoticeDailyEvents {
-		id, err = insertNotice(ctx, tx, addressID, certorder.NoticeEvent, at, at)
-	} else {
-		y, m, d := at.UTC().Date()
-		err = tx.QueryRow(ctx, `INSERT INTO notice_messages (address_id, kind, day, state, next_attempt, created_at)
-			VALUES ($1, 'digest', $2, 'pending', $3, $4)
-			ON CONFLICT (address_id, day) WHERE kind = 'digest' DO UPDATE SET kind = excluded.kind RETURNING id`,
-			addressID, day, time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC), at).Scan(&id)
+	j, ok := plan(ev, a, n)
+	if !ok {
+		return false, nil
 	}
+	id, err := insertJob(ctx, tx, j, at)
 	if err != nil {
-		return err
+		return false, err
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO notice_events (message_id, type, data, at) VALUES ($1, $2, $3, $4)`,
-		id, ev.Type, string(ev.Data), ev.At)
-	return err
+	_, err = tx.Exec(ctx, `INSERT INTO notice_events (job_id, type, data, at) VALUES ($1, $2, $3, $4)`, id, ev.Type, string(ev.Data), ev.At)
+	return true, err
 }
 
-const noticeColumns = `n.id, n.kind, n.day, n.state, n.attempts, n.next_attempt, n.created_at, n.last_error`
-
-// ClaimNotices takes due notices with their addresses and events, for
-// lease; the condition repeated on n skips a row another instance claimed
-// meanwhile, as ClaimDeliveries.
-func (s *Store) ClaimNotices(ctx context.Context, at time.Time, lease time.Duration, limit int) ([]certorder.Notice, error) {
-	var ns []certorder.Notice
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		rows, _ := tx.Query(ctx, `WITH pick AS (
-				SELECT id FROM notice_messages WHERE state = 'pending' AND next_attempt <= $1
-				ORDER BY next_attempt, id LIMIT $3 FOR UPDATE SKIP LOCKED),
-			claimed AS (
-				UPDATE notice_messages n SET next_attempt = $2 FROM pick
-				WHERE n.id = pick.id AND n.state = 'pending' AND n.next_attempt <= $1 RETURNING n.*)
-			SELECT `+noticeAddressColumns+`, `+noticeColumns+` FROM claimed n
-			JOIN notice_addresses a ON a.id = n.address_id JOIN members m ON m.id = a.member_id ORDER BY n.id`,
-			at, at.Add(lease), limit)
-		var err error
-		ns, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.Notice, error) {
-			var n certorder.Notice
-			var err error
-			n.Address, err = scanNoticeAddress(row, &n.ID, &n.Kind, &n.Day, &n.State, &n.Attempts, &n.NextAttempt, &n.CreatedAt, &n.LastError)
-			return n, err
-		})
-		if err != nil || len(ns) == 0 {
-			return err
-		}
-		ids := make([]int64, len(ns))
-		byID := map[int64]*certorder.Notice{}
-		for i := range ns {
-			ids[i], byID[ns[i].ID] = ns[i].ID, &ns[i]
-		}
-		rows, _ = tx.Query(ctx, `SELECT message_id, type, data, at FROM notice_events WHERE message_id = ANY($1) ORDER BY id`, ids)
-		var mid int64
+// NoticeEvents returns the events a notice tells, oldest first.
+func (s *Store) NoticeEvents(ctx context.Context, jobID int64) ([]certorder.Event, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT j.member_id, e.type, e.data, e.at FROM notice_events e
+		JOIN jobs j ON j.id = e.job_id WHERE e.job_id = $1 ORDER BY e.id`, jobID)
+	evs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.Event, error) {
 		var e certorder.Event
 		var data string
-		_, err = pgx.ForEachRow(rows, []any{&mid, &e.Type, &data, &e.At}, func() error {
-			n := byID[mid]
-			n.Events = append(n.Events, certorder.Event{MemberID: n.Address.MemberID, Type: e.Type, Data: []byte(data), At: e.At})
-			return nil
-		})
-		return err
+		err := row.Scan(&e.MemberID, &e.Type, &data, &e.At)
+		e.Data = []byte(data)
+		return e, err
 	})
-	return ns, s.wrap("claim notices", err)
-}
-
-// FinishNotice records an attempt's outcome, and its address's.
-func (s *Store) FinishNotice(ctx context.Context, a certorder.NoticeAttempt) error {
-	return s.wrap("finish notice", s.inTx(ctx, func(tx pgx.Tx) error {
-		next := a.NextAttempt
-		if next.IsZero() {
-			next = a.At
-		}
-		if _, err := tx.Exec(ctx, `UPDATE notice_messages SET state = $1, attempts = attempts + 1, next_attempt = $2,
-			last_attempt = $3, last_error = $4 WHERE id = $5`, a.State, next, a.At, a.Error, a.NoticeID); err != nil {
-			return err
-		}
-		return recordAttempt(ctx, tx, a)
-	}))
-}
-
-// PruneNotices deletes the notices finished before before.
-func (s *Store) PruneNotices(ctx context.Context, before time.Time) error {
-	_, err := s.pool.Exec(ctx, `DELETE FROM notice_messages WHERE state <> 'pending' AND created_at < $1`, before)
-	return s.wrap("prune notices", err)
+	return evs, s.wrap("notice events", err)
 }

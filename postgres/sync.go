@@ -61,8 +61,8 @@ func (s *Store) ContainerLinks(ctx context.Context) ([]certorder.ContainerLink, 
 }
 
 // KnownOrders returns what the store holds of the orders.
-func (s *Store) KnownOrders(ctx context.Context, ids []int64) (map[int64]certorder.KnownOrder, error) {
-	known := map[int64]certorder.KnownOrder{}
+func (s *Store) KnownOrders(ctx context.Context, ids []int64) (map[int64]storekit.KnownOrder, error) {
+	known := map[int64]storekit.KnownOrder{}
 	if len(ids) == 0 {
 		return known, nil
 	}
@@ -72,7 +72,7 @@ func (s *Store) KnownOrders(ctx context.Context, ids []int64) (map[int64]certord
 		SELECT id, 0, container_id, status, valid_till, COALESCE(renewed_by, 0) FROM unassigned_orders
 		WHERE id = ANY($1) AND id NOT IN (SELECT id FROM orders WHERE id = ANY($1))`, ids)
 	var id int64
-	var k certorder.KnownOrder
+	var k storekit.KnownOrder
 	_, err := pgx.ForEachRow(rows, []any{&id, &k.MemberID, &k.Container, &k.Status, &k.ValidTill, &k.RenewedBy}, func() error {
 		known[id] = k
 		return nil
@@ -80,7 +80,7 @@ func (s *Store) KnownOrders(ctx context.Context, ids []int64) (map[int64]certord
 	return known, s.wrap("known orders", err)
 }
 
-// InSyncTx runs fn in one transaction (see certorder.SyncStore).
+// InSyncTx runs fn in one transaction (see storekit.SyncStore).
 func (s *Store) InSyncTx(ctx context.Context, fn func(storekit.SyncTx) error) error {
 	return s.wrap("sync transaction", s.inTx(ctx, func(tx pgx.Tx) error {
 		ot, err := newOrderTx(ctx, tx)
@@ -126,7 +126,7 @@ func (t *syncTx) ContainerMember(ctx context.Context, container int64) (int64, e
 	return member, err
 }
 
-func (t *syncTx) UnassignedOrder(ctx context.Context, id int64) (*certorder.UpstreamOrder, error) {
+func (t *syncTx) UnassignedOrder(ctx context.Context, id int64) (*storekit.UpstreamOrder, error) {
 	u, err := storekit.ScanUnassigned(t.tx.QueryRow(ctx, `SELECT `+storekit.UnassignedColumns+` FROM unassigned_orders WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: unassigned order %d", certorder.ErrNotFound, id)
@@ -138,7 +138,7 @@ func (t *syncTx) SaveOrder(ctx context.Context, memberID int64, o *certorder.Ord
 	return t.save(ctx, memberID, o, renewedBy)
 }
 
-func (t *syncTx) SaveUnassigned(ctx context.Context, u certorder.UpstreamOrder) error {
+func (t *syncTx) SaveUnassigned(ctx context.Context, u storekit.UpstreamOrder) error {
 	o := u.Order
 	_, err := t.tx.Exec(ctx, `INSERT INTO unassigned_orders
 		(id, container_id, status, valid_till, renewed_by, doc, doc_format, updated_at)
@@ -156,7 +156,7 @@ func (t *syncTx) DeleteUnassigned(ctx context.Context, id int64) error {
 }
 
 // UnassignedOrders returns a page of unassigned orders.
-func (s *Store) UnassignedOrders(ctx context.Context, adoptable bool, afterID int64, limit int) ([]certorder.UpstreamOrder, error) {
+func (s *Store) UnassignedOrders(ctx context.Context, adoptable bool, afterID int64, limit int) ([]storekit.UpstreamOrder, error) {
 	where := `u.id > $1`
 	if adoptable {
 		where += ` AND (u.container_id IN (SELECT container_id FROM container_links)
@@ -168,10 +168,10 @@ func (s *Store) UnassignedOrders(ctx context.Context, adoptable bool, afterID in
 	}
 	rows, _ := s.pool.Query(ctx, `SELECT `+storekit.UnassignedColumns+` FROM unassigned_orders u WHERE `+where+
 		` ORDER BY u.id LIMIT $2`, afterID, lim)
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.UpstreamOrder, error) {
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (storekit.UpstreamOrder, error) {
 		u, err := storekit.ScanUnassigned(row)
 		if err != nil {
-			return certorder.UpstreamOrder{}, err
+			return storekit.UpstreamOrder{}, err
 		}
 		return *u, nil
 	})
@@ -179,16 +179,16 @@ func (s *Store) UnassignedOrders(ctx context.Context, adoptable bool, afterID in
 }
 
 // UnassignedRefs lists every unassigned order.
-func (s *Store) UnassignedRefs(ctx context.Context) ([]certorder.UpstreamRef, error) {
+func (s *Store) UnassignedRefs(ctx context.Context) ([]storekit.UpstreamRef, error) {
 	rows, _ := s.pool.Query(ctx, `SELECT id, container_id FROM unassigned_orders ORDER BY container_id, id`)
-	refs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[certorder.UpstreamRef])
+	refs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[storekit.UpstreamRef])
 	return refs, s.wrap("unassigned orders", err)
 }
 
 // LockSync takes the sync lock: a session-level advisory lock on a
 // connection of its own, held for the run. PostgreSQL drops it when the
 // session ends, so a killed instance never leaves it behind.
-func (s *Store) LockSync(ctx context.Context) (certorder.SyncLock, bool, error) {
+func (s *Store) LockSync(ctx context.Context) (storekit.SyncLock, bool, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, false, s.wrap("sync lock", err)
@@ -229,8 +229,8 @@ func (l *sessionLock) Release() {
 }
 
 // SyncState returns the cursor and the last runs.
-func (s *Store) SyncState(ctx context.Context, runs int) (certorder.SyncState, error) {
-	var st certorder.SyncState
+func (s *Store) SyncState(ctx context.Context, runs int) (storekit.SyncState, error) {
+	var st storekit.SyncState
 	var cursor *time.Time
 	if err := s.pool.QueryRow(ctx, `SELECT cursor FROM sync_state WHERE id = 1`).Scan(&cursor); err != nil {
 		return st, s.wrap("sync state", err)
@@ -241,8 +241,8 @@ func (s *Store) SyncState(ctx context.Context, runs int) (certorder.SyncState, e
 	rows, _ := s.pool.Query(ctx, `SELECT id, started_at, finished_at, instance, ok, error, summary, cursor
 		FROM sync_runs ORDER BY id DESC LIMIT $1`, max(runs, 0))
 	var err error
-	st.Runs, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.SyncRun, error) {
-		var r certorder.SyncRun
+	st.Runs, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (storekit.SyncRun, error) {
+		var r storekit.SyncRun
 		var summary string
 		if err := row.Scan(&r.ID, &r.Started, &r.Finished, &r.Instance, &r.OK, &r.Error, &summary, &r.Cursor); err != nil {
 			return r, err
@@ -257,7 +257,7 @@ func (s *Store) SyncState(ctx context.Context, runs int) (certorder.SyncState, e
 }
 
 // RecordSyncRun keeps a run, and moves the cursor if it succeeded.
-func (s *Store) RecordSyncRun(ctx context.Context, run certorder.SyncRun) error {
+func (s *Store) RecordSyncRun(ctx context.Context, run storekit.SyncRun) error {
 	summary, err := json.Marshal(run.Summary)
 	if err != nil {
 		return err
@@ -274,7 +274,7 @@ func (s *Store) RecordSyncRun(ctx context.Context, run certorder.SyncRun) error 
 			}
 		}
 		_, err := tx.Exec(ctx, `DELETE FROM sync_runs WHERE id NOT IN
-			(SELECT id FROM sync_runs ORDER BY id DESC LIMIT $1)`, certorder.MaxSyncRuns)
+			(SELECT id FROM sync_runs ORDER BY id DESC LIMIT $1)`, storekit.MaxSyncRuns)
 		return err
 	}))
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/credcache"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/stores"
@@ -29,7 +30,7 @@ func benchHandler(b *testing.B, n int) (http.Handler, string) {
 }
 
 // benchStore is a SQLite store of n orders for alice, and alice's key.
-func benchStore(b *testing.B, n int) (certorder.Store, string) {
+func benchStore(b *testing.B, n int) (storekit.Store, string) {
 	ctx := context.Background()
 	s, err := stores.Open(ctx, testdb.SQLite(b))
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/server"
 )
@@ -176,7 +177,7 @@ func TestAuthLockout(t *testing.T) {
 
 // blockingStore holds FindCredential until released.
 type blockingStore struct {
-	certorder.Store
+	storekit.Store
 	entered chan struct{}
 	release chan struct{}
 }

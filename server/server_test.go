@@ -18,6 +18,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/importfile"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/stores"
@@ -28,7 +29,7 @@ import (
 var today = time.Date(2026, 1, 15, 13, 0, 0, 0, time.UTC)
 
 type fixture struct {
-	store             certorder.Store
+	store             storekit.Store
 	dbPath            string // the DSN; a file path on SQLite
 	url               string // the endpoint
 	aliceKey, bobKey  string

@@ -16,6 +16,7 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/credcache"
 	"github.com/certorder/certorder/internal/poll"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/server/web"
@@ -324,7 +325,7 @@ func TestWebRevokeAcrossCachingInstances(t *testing.T) {
 	t.Cleanup(func() { other.Close() })
 	var caches [2]*credcache.Store
 	var servers [2]*httptest.Server
-	for i, s := range []certorder.Store{f.store, other} {
+	for i, s := range []storekit.Store{f.store, other} {
 		src, err := s.(credcache.Sourcer).CacheSource(ctx, credcache.SourceConfig{Instance: fmt.Sprint("instance ", i)})
 		if err != nil {
 			t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/notice"
+	"github.com/certorder/certorder/queue"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/storetest"
 	"github.com/certorder/certorder/webhook"
@@ -54,8 +55,9 @@ func TestWebNotices(t *testing.T) {
 	if err != nil || len(as) != 1 || as[0].Active() || as[0].Lang != "ja" {
 		t.Fatalf("stored: %+v %v", as, err)
 	}
-	ns, err := f.store.ClaimNotices(ctx, time.Now().Add(time.Second), time.Minute, 10)
-	if err != nil || len(ns) != 1 || ns[0].Kind != certorder.NoticeConfirm || ns[0].Address.ID != as[0].ID {
+	ns, err := f.store.ClaimJobs(ctx, queue.Claim{Kinds: queue.NoticeKinds, Owner: "test", At: time.Now().Add(time.Second),
+		Lease: time.Minute, Limit: 10})
+	if err != nil || len(ns) != 1 || ns[0].Kind != queue.KindNoticeConfirm || ns[0].SubjectID != as[0].ID {
 		t.Fatalf("the confirmation is not queued: %+v %v", ns, err)
 	}
 	if p := add("ops@acme.example"); p.status != http.StatusConflict || !strings.Contains(p.body, "You have this address already") {

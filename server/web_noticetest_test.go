@@ -129,8 +129,8 @@ func TestWebNoticeTest(t *testing.T) {
 		addr certorder.NoticeAddress
 		kind string
 	}{{nobody, mailer.KindRecipient}, {pending, mailer.KindRecipient}, {downA, mailer.KindService}} {
-		if err := f.store.FinishNotice(ctx, certorder.NoticeAttempt{AddressID: a.addr.ID, At: today, State: certorder.DeliveryFailed,
-			Permanent: true, FailureKind: a.kind, Error: "RCPT: the relay 127.0.0.9:48943 answered 550 no such mailbox"}); err != nil {
+		if err := f.store.RecordNoticeAttempt(ctx, a.addr.ID, certorder.NoticeAttempt{At: today, FailureKind: a.kind,
+			Failure: "RCPT: the relay 127.0.0.9:48943 answered 550 no such mailbox"}); err != nil {
 			t.Fatal(err)
 		}
 	}

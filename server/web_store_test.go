@@ -12,6 +12,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/orderdoc"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/storetest"
@@ -20,7 +21,7 @@ import (
 // holdImport starts an import for alice that stays open, holding its
 // transaction (on SQLite, the store file's one write lock), until release
 // is called; it returns once the transaction has written an order.
-func holdImport(t *testing.T, store certorder.Store) (release func()) {
+func holdImport(t *testing.T, store storekit.Store) (release func()) {
 	t.Helper()
 	started, stop, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	first, err := orderdoc.Parse([]byte(storetest.OrderJSON(7001, 0, "2030-01-01")))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/queue"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/server/web"
 	"github.com/certorder/certorder/webhook"
@@ -151,9 +152,8 @@ func TestWebWebhookIsolation(t *testing.T) {
 	if err != nil || !ep.Enabled {
 		t.Fatalf("bob's endpoint after alice's attempts: %s %v", redact(fmt.Sprintf("%+v", ep)), err)
 	}
-	ds, err := f.store.MemberDeliveries(ctx, bobs.MemberID, bobs.ID, 10)
-	if err != nil || len(ds) != 1 || ds[0].State != certorder.DeliveryFailed || ds[0].Attempts != 1 {
-		t.Fatalf("bob's deliveries after alice's attempts: %+v %v", ds, err)
+	if ds := memberDeliveries(t, f.store, bobs.MemberID, bobs.ID, 10); len(ds) != 1 || ds[0].State != webhook.StateFailed || ds[0].Attempts != 1 {
+		t.Fatalf("bob's deliveries after alice's attempts: %+v", ds)
 	}
 }
 
@@ -185,9 +185,8 @@ func TestWebWebhookCSRF(t *testing.T) {
 	if err != nil || len(eps) != 1 || !eps[0].Enabled {
 		t.Fatalf("endpoints after forged forms: %s %v", redact(fmt.Sprintf("%+v", eps)), err)
 	}
-	ds, err := f.store.MemberDeliveries(ctx, aliceID(t, f), id, 10)
-	if err != nil || len(ds) != 1 || ds[0].State != certorder.DeliveryFailed {
-		t.Fatalf("deliveries after forged forms: %+v %v", ds, err)
+	if ds := memberDeliveries(t, f.store, aliceID(t, f), id, 10); len(ds) != 1 || ds[0].State != webhook.StateFailed {
+		t.Fatalf("deliveries after forged forms: %+v", ds)
 	}
 }
 
@@ -197,7 +196,6 @@ func TestWebWebhookCSRF(t *testing.T) {
 func TestWebWebhookTestEventLimit(t *testing.T) {
 	t.Parallel()
 	f, base := webFixture(t, server.Config{PrivateWebhooks: true})
-	ctx := context.Background()
 	alice := newBrowser(t, base, nil)
 	alice.signIn("alice", f.aliceKey)
 	_, _, id := alice.addWebhook("http://127.0.0.1:9/hook")
@@ -212,8 +210,8 @@ func TestWebWebhookTestEventLimit(t *testing.T) {
 		t.Fatalf("test event %d: %d, Retry-After %q", webhook.TestBurst+1, p.status, p.header.Get("Retry-After"))
 	}
 	mustContain(t, "the refusal", p, "Too many test events and redeliveries: 5 at most, then one a minute. Try again in")
-	if ds, err := f.store.MemberDeliveries(ctx, aliceID(t, f), id, 100); err != nil || len(ds) != webhook.TestBurst {
-		t.Fatalf("%d deliveries queued, want %d (%v)", len(ds), webhook.TestBurst, err)
+	if ds := memberDeliveries(t, f.store, aliceID(t, f), id, 100); len(ds) != webhook.TestBurst {
+		t.Fatalf("%d deliveries queued, want %d", len(ds), webhook.TestBurst)
 	}
 	bob := newBrowser(t, base, nil)
 	bob.signIn("bob", f.bobKey)
@@ -228,21 +226,40 @@ func TestWebWebhookTestEventLimit(t *testing.T) {
 // attempt, as the worker would with a 500: a delivery to send again.
 func failedDelivery(t *testing.T, f *fixture, memberID, endpointID int64, msgID string) int64 {
 	t.Helper()
-	did, err := f.store.QueueMemberDelivery(context.Background(), memberID, endpointID, "webhook.test", msgID, []byte(`{}`))
+	ids, err := f.store.Enqueue(context.Background(),
+		webhook.NewDelivery(certorder.Endpoint{ID: endpointID, MemberID: memberID}, "webhook.test", msgID, []byte(`{}`)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	failAttempt(t, f, endpointID, did)
-	return did
+	failAttempt(t, f, memberID, endpointID, ids[0])
+	return ids[0]
 }
 
-// failAttempt records a failed attempt of the delivery (HTTP 500).
-func failAttempt(t *testing.T, f *fixture, endpointID, deliveryID int64) {
+// failAttempt claims the delivery and records a failed attempt of it
+// (HTTP 500), as the worker would, unless it is finished already.
+func failAttempt(t *testing.T, f *fixture, memberID, endpointID, deliveryID int64) {
 	t.Helper()
-	if err := f.store.FinishAttempt(context.Background(), certorder.Attempt{DeliveryID: deliveryID, EndpointID: endpointID,
-		At: time.Now(), Status: 500, Class: "http_status", State: certorder.DeliveryFailed}); err != nil {
+	ctx := context.Background()
+	for _, d := range memberDeliveries(t, f.store, memberID, endpointID, 100) {
+		if d.ID == deliveryID && d.State != webhook.StatePending {
+			return
+		}
+	}
+	jobs, err := f.store.ClaimJobs(ctx, queue.Claim{Kinds: []string{queue.KindWebhook}, Owner: "test",
+		At: time.Now().Add(time.Second), Lease: time.Minute, Limit: 1000})
+	if err != nil {
 		t.Fatal(err)
 	}
+	for _, j := range jobs {
+		if j.ID == deliveryID {
+			if err := f.store.FinishJob(ctx, queue.Outcome{JobID: j.ID, Owner: "test", At: time.Now(), State: queue.Failed,
+				Result: []byte(`{"status":500,"class":"http_status"}`)}); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("delivery %d was not due", deliveryID)
 }
 
 // Redeliveries share the test events' limit: after 3 test events and 2
@@ -253,7 +270,6 @@ func failAttempt(t *testing.T, f *fixture, endpointID, deliveryID int64) {
 func TestWebWebhookRedeliverLimit(t *testing.T) {
 	t.Parallel()
 	f, base := webFixture(t, server.Config{PrivateWebhooks: true})
-	ctx := context.Background()
 	alice := newBrowser(t, base, nil)
 	alice.signIn("alice", f.aliceKey)
 	_, _, id := alice.addWebhook("http://127.0.0.1:9/hook")
@@ -261,7 +277,7 @@ func TestWebWebhookRedeliverLimit(t *testing.T) {
 	// redeliver sends the delivery again once the worker has finished it
 	// (failAttempt: what the worker would do).
 	redeliver := func() page {
-		failAttempt(t, f, id, did)
+		failAttempt(t, f, aliceID(t, f), id, did)
 		form := url.Values{"csrf": {alice.get(fmt.Sprintf("/webhooks/%d", id)).csrf(t)}}
 		return alice.post(fmt.Sprintf("/webhooks/%d/deliveries/%d/redeliver", id, did), form)
 	}
@@ -289,7 +305,7 @@ func TestWebWebhookRedeliverLimit(t *testing.T) {
 		}
 		mustContain(t, "the refusal", p, "Too many test events and redeliveries: 5 at most")
 	}
-	if ds, err := f.store.MemberDeliveries(ctx, aliceID(t, f), id, 100); err != nil || len(ds) != 4 || ds[len(ds)-1].State != certorder.DeliveryFailed {
-		t.Fatalf("deliveries: %+v %v", ds, err)
+	if ds := memberDeliveries(t, f.store, aliceID(t, f), id, 100); len(ds) != 4 || ds[len(ds)-1].State != webhook.StateFailed {
+		t.Fatalf("deliveries: %+v", ds)
 	}
 }

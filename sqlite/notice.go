@@ -6,16 +6,18 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/storekit"
+	"github.com/certorder/certorder/queue"
 )
 
-// E-mail notices: members' addresses and the outbox of messages to them.
-// SQLite has one writer, so each transaction alone keeps two workers from
-// taking one event or one message.
+// E-mail notices: members' addresses, and the order events queued for
+// them (jobs of the notice kinds). SQLite has one writer, so each
+// transaction alone keeps two workers from taking one event.
 
 const noticeAddressColumns = `a.id, a.member_id, m.name, a.address, a.lang, a.event_types, a.secret, a.created_at,
 	a.confirmed_at, a.unsubscribed_at, a.last_sent, a.failed_at, a.failure, a.failure_kind,
@@ -89,20 +91,10 @@ func (s *Store) AddNoticeAddress(ctx context.Context, memberID int64, a certorde
 		if err := admitNoticeAddress(ctx, tx, a); err != nil || !a.ConfirmedAt.IsZero() {
 			return err
 		}
-		_, err = insertNotice(ctx, tx, a.ID, certorder.NoticeConfirm, a.CreatedAt, a.CreatedAt)
+		_, err = insertJob(ctx, tx, queue.Job{Kind: queue.KindNoticeConfirm, MemberID: memberID, SubjectID: a.ID}, a.CreatedAt)
 		return err
 	})
 	return a, s.wrap("add notice address", err)
-}
-
-// insertNotice queues a message of kind to an address, due at due.
-func insertNotice(ctx context.Context, tx *sql.Tx, addressID int64, kind string, at, due time.Time) (int64, error) {
-	res, err := tx.ExecContext(ctx, `INSERT INTO notice_messages (address_id, kind, day, state, next_attempt, created_at)
-		VALUES (?, ?, ?, 'pending', ?, ?)`, addressID, kind, at.UTC().Format(certorder.DateLayout), formatTime(due), formatTime(at))
-	if err != nil {
-		return 0, err
-	}
-	return res.LastInsertId()
 }
 
 // MemberNoticeAddress returns one of the member's addresses.
@@ -133,8 +125,13 @@ func (s *Store) SetMemberNoticeAddress(ctx context.Context, memberID, id int64, 
 
 // DeleteMemberNoticeAddress deletes one of the member's addresses and its messages.
 func (s *Store) DeleteMemberNoticeAddress(ctx context.Context, memberID, id int64) error {
-	res, err := s.write.ExecContext(ctx, `DELETE FROM notice_addresses WHERE id = ? AND member_id = ?`, id, memberID)
-	return s.wrap("delete notice address", oneRow(res, err, fmt.Sprintf("notice address %d", id)))
+	return s.wrap("delete notice address", inTx(ctx, s.write, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM notice_addresses WHERE id = ? AND member_id = ?`, id, memberID)
+		if err := oneRow(res, err, fmt.Sprintf("notice address %d", id)); err != nil {
+			return err
+		}
+		return deleteJobs(ctx, tx, id, queue.NoticeKinds...)
+	}))
 }
 
 // ConfirmNoticeAddress confirms an address, once.
@@ -160,23 +157,25 @@ func (s *Store) UnsubscribeNoticeAddress(ctx context.Context, id int64, at time.
 	return s.wrap("unsubscribe notice address", oneRow(res, err, fmt.Sprintf("notice address %d", id)))
 }
 
-// QueueNotices queues the events not yet queued for the addresses that want them.
-func (s *Store) QueueNotices(ctx context.Context, limit int, at time.Time, maxAge time.Duration) (taken, queued int, err error) {
+// QueueNotices queues the jobs plan makes of the events not yet queued for
+// notices, one for each active address of the event's member that wants it.
+func (s *Store) QueueNotices(ctx context.Context, limit int, at time.Time,
+	plan func(ev certorder.Event, a certorder.NoticeAddress, today int) (queue.Job, bool)) (taken, queued int, err error) {
 	err = inTx(ctx, s.write, func(tx *sql.Tx) error {
+		taken, queued = 0, 0
 		events, err := outboxEvents(ctx, tx, "noticed", limit)
 		if err != nil {
 			return err
 		}
 		for _, ev := range events {
-			if !ev.At.Before(at.Add(-maxAge)) {
-				ids, err := noticeTargets(ctx, tx, ev)
-				if err != nil {
+			addrs, err := noticeTargets(ctx, tx, ev)
+			if err != nil {
+				return err
+			}
+			for _, a := range addrs {
+				if ok, err := queueNotice(ctx, tx, a, ev, at, plan); err != nil {
 					return err
-				}
-				for _, id := range ids {
-					if err := queueNotice(ctx, tx, id, ev, at); err != nil {
-						return err
-					}
+				} else if ok {
 					queued++
 				}
 			}
@@ -228,139 +227,63 @@ func memberWithin(ctx context.Context, tx *sql.Tx, table string, memberID int64,
 }
 
 // noticeTargets are the active addresses of the event's member that want it.
-func noticeTargets(ctx context.Context, tx *sql.Tx, ev certorder.Event) ([]int64, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT id, event_types FROM notice_addresses WHERE member_id = ?
+func noticeTargets(ctx context.Context, tx *sql.Tx, ev certorder.Event) ([]certorder.NoticeAddress, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT id, member_id, event_types FROM notice_addresses WHERE member_id = ?
 		AND confirmed_at IS NOT NULL AND unsubscribed_at IS NULL`, ev.MemberID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
+	addrs, err := storekit.Collect(rows, func(row storekit.Row) (certorder.NoticeAddress, error) {
 		var a certorder.NoticeAddress
 		var types string
-		if err := rows.Scan(&a.ID, &types); err != nil {
-			return nil, err
-		}
+		err := row.Scan(&a.ID, &a.MemberID, &types)
 		if types != "" {
 			a.EventTypes = strings.Split(types, ",")
 		}
-		if a.Wants(ev.Type) {
-			ids = append(ids, a.ID)
-		}
-	}
-	return ids, rows.Err()
-}
-
-// queueNotice queues one event for an address: a message of its own while
-// the address has had fewer than NoticeDailyEvents today, else into the
-// day's digest, due as the day ends.
-func queueNotice(ctx context.Context, tx *sql.Tx, addressID int64, ev certorder.Event, at time.Time) error {
-	day := at.UTC().Format(certorder.DateLayout)
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM notice_messages WHERE address_id = ? AND day = ? AND kind = 'event'`,
-		addressID, day).Scan(&n); err != nil {
-		return err
-	}
-	var id int64
-	var err error
-	if n < certorder.NoticeDailyEvents {
-		id, err = insertNotice(ctx, tx, addressID, certorder.NoticeEvent, at, at)
-	} else {
-		err = tx.QueryRowContext(ctx, `INSERT INTO notice_messages (address_id, kind, day, state, next_attempt, created_at)
-			VALUES (?, 'digest', ?, 'pending', ?, ?)
-			ON CONFLICT (address_id, day) WHERE kind = 'digest' DO UPDATE SET kind = excluded.kind RETURNING id`,
-			addressID, day, formatTime(digestDue(at)), formatTime(at)).Scan(&id)
-	}
-	if err != nil {
-		return err
-	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO notice_events (message_id, type, data, at) VALUES (?, ?, ?, ?)`,
-		id, ev.Type, string(ev.Data), formatTime(ev.At))
-	return err
-}
-
-// digestDue is when the digest of at's day is sent: as the day (UTC) ends.
-func digestDue(at time.Time) time.Time {
-	y, m, d := at.UTC().Date()
-	return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
-}
-
-const noticeColumns = `n.id, n.kind, n.day, n.state, n.attempts, n.next_attempt, n.created_at, n.last_error`
-
-// ClaimNotices takes due notices with their addresses and events, for lease.
-func (s *Store) ClaimNotices(ctx context.Context, at time.Time, lease time.Duration, limit int) ([]certorder.Notice, error) {
-	var ns []certorder.Notice
-	err := inTx(ctx, s.write, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `UPDATE notice_messages SET next_attempt = ?1 WHERE id IN (
-			SELECT id FROM notice_messages WHERE state = 'pending' AND next_attempt <= ?2 ORDER BY next_attempt, id LIMIT ?3)
-			RETURNING id`, formatTime(at.Add(lease)), formatTime(at), limit)
-		if err != nil {
-			return err
-		}
-		ids, err := storekit.Collect(rows, func(row storekit.Row) (id int64, err error) { return id, row.Scan(&id) })
-		rows.Close()
-		if err != nil {
-			return err
-		}
-		for _, id := range ids {
-			n, err := claimedNotice(ctx, tx, id)
-			if err != nil {
-				return err
-			}
-			ns = append(ns, n)
-		}
-		return nil
+		return a, err
 	})
-	return ns, s.wrap("claim notices", err)
+	return slices.DeleteFunc(addrs, func(a certorder.NoticeAddress) bool { return !a.Wants(ev.Type) }), err
 }
 
-// claimedNotice reads notice id with its address and events.
-func claimedNotice(ctx context.Context, tx *sql.Tx, id int64) (certorder.Notice, error) {
-	var n certorder.Notice
-	var next, created sql.NullString
-	var err error
-	n.Address, err = scanNoticeAddress(tx.QueryRowContext(ctx, `SELECT `+noticeAddressColumns+`, `+noticeColumns+`
-		FROM notice_messages n JOIN notice_addresses a ON a.id = n.address_id JOIN members m ON m.id = a.member_id
-		WHERE n.id = ?`, id), &n.ID, &n.Kind, &n.Day, &n.State, &n.Attempts, &next, &created, &n.LastError)
-	if err != nil {
-		return n, err
+// queueNotice queues the job plan makes of one event for an address,
+// told how many events the address was sent one by one on at's day (UTC),
+// with the event it tells.
+func queueNotice(ctx context.Context, tx *sql.Tx, a certorder.NoticeAddress, ev certorder.Event, at time.Time,
+	plan func(certorder.Event, certorder.NoticeAddress, int) (queue.Job, bool)) (bool, error) {
+	day := at.UTC().Truncate(24 * time.Hour)
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE subject_id = ? AND kind = ? AND created_at >= ? AND created_at < ?`,
+		a.ID, queue.KindNoticeEvent, formatTime(day), formatTime(day.Add(24*time.Hour))).Scan(&n); err != nil {
+		return false, err
 	}
-	n.NextAttempt, n.CreatedAt = parseTime(next), parseTime(created)
-	rows, err := tx.QueryContext(ctx, `SELECT type, data, at FROM notice_events WHERE message_id = ? ORDER BY id`, id)
+	j, ok := plan(ev, a, n)
+	if !ok {
+		return false, nil
+	}
+	id, err := insertJob(ctx, tx, j, at)
 	if err != nil {
-		return n, err
+		return false, err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO notice_events (job_id, type, data, at) VALUES (?, ?, ?, ?)`,
+		id, ev.Type, string(ev.Data), formatTime(ev.At))
+	return true, err
+}
+
+// NoticeEvents returns the events a notice tells, oldest first.
+func (s *Store) NoticeEvents(ctx context.Context, jobID int64) ([]certorder.Event, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT j.member_id, e.type, e.data, e.at FROM notice_events e
+		JOIN jobs j ON j.id = e.job_id WHERE e.job_id = ? ORDER BY e.id`, jobID)
+	if err != nil {
+		return nil, s.wrap("notice events", err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		e := certorder.Event{MemberID: n.Address.MemberID}
-		var evAt sql.NullString
-		if err := rows.Scan(&e.Type, &e.Data, &evAt); err != nil {
-			return n, err
-		}
-		e.At = parseTime(evAt)
-		n.Events = append(n.Events, e)
-	}
-	return n, rows.Err()
-}
-
-// FinishNotice records an attempt's outcome, and its address's.
-func (s *Store) FinishNotice(ctx context.Context, a certorder.NoticeAttempt) error {
-	return s.wrap("finish notice", inTx(ctx, s.write, func(tx *sql.Tx) error {
-		next := a.NextAttempt
-		if next.IsZero() {
-			next = a.At
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE notice_messages SET state = ?, attempts = attempts + 1, next_attempt = ?,
-			last_attempt = ?, last_error = ? WHERE id = ?`, a.State, formatTime(next), formatTime(a.At), a.Error, a.NoticeID); err != nil {
-			return err
-		}
-		return recordAttempt(ctx, tx, a)
-	}))
-}
-
-// PruneNotices deletes the notices finished before before.
-func (s *Store) PruneNotices(ctx context.Context, before time.Time) error {
-	_, err := s.write.ExecContext(ctx, `DELETE FROM notice_messages WHERE state <> 'pending' AND created_at < ?`, formatTime(before))
-	return s.wrap("prune notices", err)
+	evs, err := storekit.Collect(rows, func(row storekit.Row) (certorder.Event, error) {
+		var e certorder.Event
+		var at sql.NullString
+		err := row.Scan(&e.MemberID, &e.Type, &e.Data, &at)
+		e.At = parseTime(at)
+		return e, err
+	})
+	return evs, s.wrap("notice events", err)
 }

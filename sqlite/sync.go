@@ -73,8 +73,8 @@ func (s *Store) ContainerLinks(ctx context.Context) ([]certorder.ContainerLink, 
 }
 
 // KnownOrders returns what the store holds of the orders.
-func (s *Store) KnownOrders(ctx context.Context, ids []int64) (map[int64]certorder.KnownOrder, error) {
-	known := map[int64]certorder.KnownOrder{}
+func (s *Store) KnownOrders(ctx context.Context, ids []int64) (map[int64]storekit.KnownOrder, error) {
+	known := map[int64]storekit.KnownOrder{}
 	if len(ids) == 0 {
 		return known, nil
 	}
@@ -94,7 +94,7 @@ func (s *Store) KnownOrders(ctx context.Context, ids []int64) (map[int64]certord
 	defer rows.Close()
 	for rows.Next() {
 		var id int64
-		var k certorder.KnownOrder
+		var k storekit.KnownOrder
 		if err := rows.Scan(&id, &k.MemberID, &k.Container, &k.Status, &k.ValidTill, &k.RenewedBy); err != nil {
 			return nil, s.wrap("known orders", err)
 		}
@@ -103,7 +103,7 @@ func (s *Store) KnownOrders(ctx context.Context, ids []int64) (map[int64]certord
 	return known, s.wrap("known orders", rows.Err())
 }
 
-// InSyncTx runs fn in one write transaction (see certorder.SyncStore).
+// InSyncTx runs fn in one write transaction (see storekit.SyncStore).
 func (s *Store) InSyncTx(ctx context.Context, fn func(storekit.SyncTx) error) error {
 	return s.wrap("sync transaction", inTx(ctx, s.write, func(tx *sql.Tx) error {
 		ot, err := newOrderTx(ctx, tx)
@@ -152,7 +152,7 @@ func (t *syncTx) ContainerMember(ctx context.Context, container int64) (int64, e
 	return member, err
 }
 
-func (t *syncTx) UnassignedOrder(ctx context.Context, id int64) (*certorder.UpstreamOrder, error) {
+func (t *syncTx) UnassignedOrder(ctx context.Context, id int64) (*storekit.UpstreamOrder, error) {
 	u, err := storekit.ScanUnassigned(t.tx.QueryRowContext(ctx, `SELECT `+storekit.UnassignedColumns+` FROM unassigned_orders WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: unassigned order %d", certorder.ErrNotFound, id)
@@ -164,7 +164,7 @@ func (t *syncTx) SaveOrder(ctx context.Context, memberID int64, o *certorder.Ord
 	return t.save(ctx, memberID, o, renewedBy)
 }
 
-func (t *syncTx) SaveUnassigned(ctx context.Context, u certorder.UpstreamOrder) error {
+func (t *syncTx) SaveUnassigned(ctx context.Context, u storekit.UpstreamOrder) error {
 	o := u.Order
 	_, err := t.tx.ExecContext(ctx, `INSERT INTO unassigned_orders
 		(id, container_id, status, valid_till, renewed_by, doc, doc_format, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -182,7 +182,7 @@ func (t *syncTx) DeleteUnassigned(ctx context.Context, id int64) error {
 }
 
 // UnassignedOrders returns a page of unassigned orders.
-func (s *Store) UnassignedOrders(ctx context.Context, adoptable bool, afterID int64, limit int) ([]certorder.UpstreamOrder, error) {
+func (s *Store) UnassignedOrders(ctx context.Context, adoptable bool, afterID int64, limit int) ([]storekit.UpstreamOrder, error) {
 	where := `u.id > ?`
 	if adoptable {
 		where += ` AND (u.container_id IN (SELECT container_id FROM container_links)
@@ -197,7 +197,7 @@ func (s *Store) UnassignedOrders(ctx context.Context, adoptable bool, afterID in
 		return nil, s.wrap("unassigned orders", err)
 	}
 	defer rows.Close()
-	var out []certorder.UpstreamOrder
+	var out []storekit.UpstreamOrder
 	for rows.Next() {
 		u, err := storekit.ScanUnassigned(rows)
 		if err != nil {
@@ -209,15 +209,15 @@ func (s *Store) UnassignedOrders(ctx context.Context, adoptable bool, afterID in
 }
 
 // UnassignedRefs lists every unassigned order.
-func (s *Store) UnassignedRefs(ctx context.Context) ([]certorder.UpstreamRef, error) {
+func (s *Store) UnassignedRefs(ctx context.Context) ([]storekit.UpstreamRef, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT id, container_id FROM unassigned_orders ORDER BY container_id, id`)
 	if err != nil {
 		return nil, s.wrap("unassigned orders", err)
 	}
 	defer rows.Close()
-	var refs []certorder.UpstreamRef
+	var refs []storekit.UpstreamRef
 	for rows.Next() {
-		var r certorder.UpstreamRef
+		var r storekit.UpstreamRef
 		if err := rows.Scan(&r.ID, &r.Container); err != nil {
 			return nil, s.wrap("unassigned orders", err)
 		}
@@ -233,7 +233,7 @@ func SyncLockPath(path string) string { return path + "-sync.lock" }
 // database. The kernel drops it when the process ends, however it ends, so
 // a killed sync never leaves it behind; a SQLite file serves one machine,
 // so a lock of that machine is enough.
-func (s *Store) LockSync(ctx context.Context) (certorder.SyncLock, bool, error) {
+func (s *Store) LockSync(ctx context.Context) (storekit.SyncLock, bool, error) {
 	if s.closed.Load() {
 		return nil, false, s.wrap("sync lock", sql.ErrConnDone)
 	}
@@ -254,8 +254,8 @@ func (f fileLock) Check(context.Context) error { return nil } // held until rele
 func (f fileLock) Release()                    { f.l.Close() }
 
 // SyncState returns the cursor and the last runs.
-func (s *Store) SyncState(ctx context.Context, runs int) (certorder.SyncState, error) {
-	var st certorder.SyncState
+func (s *Store) SyncState(ctx context.Context, runs int) (storekit.SyncState, error) {
+	var st storekit.SyncState
 	var cursor sql.NullString
 	if err := s.read.QueryRowContext(ctx, `SELECT cursor FROM sync_state WHERE id = 1`).Scan(&cursor); err != nil {
 		return st, s.wrap("sync state", err)
@@ -268,7 +268,7 @@ func (s *Store) SyncState(ctx context.Context, runs int) (certorder.SyncState, e
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var r certorder.SyncRun
+		var r storekit.SyncRun
 		var started, finished, cursor sql.NullString
 		var summary string
 		if err := rows.Scan(&r.ID, &started, &finished, &r.Instance, &r.OK, &r.Error, &summary, &cursor); err != nil {
@@ -284,7 +284,7 @@ func (s *Store) SyncState(ctx context.Context, runs int) (certorder.SyncState, e
 }
 
 // RecordSyncRun keeps a run, and moves the cursor if it succeeded.
-func (s *Store) RecordSyncRun(ctx context.Context, run certorder.SyncRun) error {
+func (s *Store) RecordSyncRun(ctx context.Context, run storekit.SyncRun) error {
 	summary, err := json.Marshal(run.Summary)
 	if err != nil {
 		return err
@@ -301,7 +301,7 @@ func (s *Store) RecordSyncRun(ctx context.Context, run certorder.SyncRun) error 
 			}
 		}
 		_, err := tx.ExecContext(ctx, `DELETE FROM sync_runs WHERE id NOT IN
-			(SELECT id FROM sync_runs ORDER BY id DESC LIMIT ?)`, certorder.MaxSyncRuns)
+			(SELECT id FROM sync_runs ORDER BY id DESC LIMIT ?)`, storekit.MaxSyncRuns)
 		return err
 	}))
 }

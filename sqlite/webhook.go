@@ -12,6 +12,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/storekit"
+	"github.com/certorder/certorder/queue"
 )
 
 const endpointColumns = `e.id, e.member_id, m.name, e.url, e.format, e.event_types, e.secret, e.previous_secret,
@@ -115,63 +116,61 @@ func (s *Store) RotateSecret(ctx context.Context, id int64, secret string, previ
 
 // DeleteEndpoint deletes an endpoint and its deliveries.
 func (s *Store) DeleteEndpoint(ctx context.Context, id int64) error {
-	res, err := s.write.ExecContext(ctx, `DELETE FROM webhook_endpoints WHERE id = ?`, id)
-	return s.wrap("delete endpoint", oneRow(res, err, fmt.Sprintf("endpoint %d", id)))
+	return s.wrap("delete endpoint", s.deleteEndpoint(ctx, `id = ?`, id))
 }
 
-const deliveryColumns = `d.id, d.endpoint_id, d.event_type, d.msg_id, d.body, d.state, d.attempts, d.next_attempt,
-	d.created_at, d.last_attempt, d.last_status, d.last_class, d.last_latency_us, d.last_error`
-
-func scanDelivery(row interface{ Scan(...any) error }, more ...any) (certorder.Delivery, error) {
-	var d certorder.Delivery
-	var next, created, last sql.NullString
-	var latency int64
-	err := row.Scan(append([]any{&d.ID, &d.EndpointID, &d.EventType, &d.MsgID, &d.Body, &d.State, &d.Attempts, &next,
-		&created, &last, &d.LastStatus, &d.LastClass, &latency, &d.LastError}, more...)...)
-	d.NextAttempt, d.CreatedAt, d.LastAttempt = parseTime(next), parseTime(created), parseTime(last)
-	d.LastLatency = time.Duration(latency) * time.Microsecond
-	return d, err
+// deleteEndpoint deletes the endpoint where selects, args[0] its ID, and its jobs.
+func (s *Store) deleteEndpoint(ctx context.Context, where string, args ...any) error {
+	return inTx(ctx, s.write, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM webhook_endpoints WHERE `+where, args...)
+		if err := oneRow(res, err, fmt.Sprintf("endpoint %d", args[0])); err != nil {
+			return err
+		}
+		return deleteJobs(ctx, tx, args[0].(int64), queue.KindWebhook)
+	})
 }
 
-const insertDelivery = `INSERT INTO webhook_deliveries (endpoint_id, event_type, msg_id, body, state, next_attempt, created_at)
-	VALUES (?, ?, ?, ?, 'pending', ?, ?)`
-
-// FanOut queues the deliveries of events not yet fanned out. SQLite has one
-// writer, so the transaction alone keeps two workers from taking one event.
-func (s *Store) FanOut(ctx context.Context, limit int, build func(certorder.Event, string) (string, []byte, error)) (int, error) {
+// FanOut queues the jobs build makes of the events not yet fanned out, one
+// for each enabled endpoint of the event's member that wants it. SQLite has
+// one writer, so the transaction alone keeps two workers from taking one
+// event.
+func (s *Store) FanOut(ctx context.Context, limit int, build func(certorder.Event, certorder.Endpoint) (queue.Job, error)) (int, error) {
 	n := 0
 	err := inTx(ctx, s.write, func(tx *sql.Tx) error {
 		events, err := outboxEvents(ctx, tx, "fanned_out", limit)
 		if err != nil {
 			return err
 		}
-		stamp := now()
+		at := time.Now()
 		for _, ev := range events {
 			// A disabled member's events are posted to no one (docs/OPERATIONS.md).
-			eps, err := tx.QueryContext(ctx, `SELECT id, format, event_types FROM webhook_endpoints WHERE member_id = ?1 AND enabled
-				AND NOT (SELECT disabled FROM members WHERE id = ?1)`, ev.MemberID)
+			rows, err := tx.QueryContext(ctx, `SELECT id, member_id, format, event_types FROM webhook_endpoints
+				WHERE member_id = ?1 AND enabled AND NOT (SELECT disabled FROM members WHERE id = ?1)`, ev.MemberID)
 			if err != nil {
 				return err
 			}
-			var targets []certorder.Endpoint
-			for eps.Next() {
+			targets, err := storekit.Collect(rows, func(row storekit.Row) (certorder.Endpoint, error) {
 				var ep certorder.Endpoint
 				var types string
-				if err := eps.Scan(&ep.ID, &ep.Format, &types); err != nil {
-					eps.Close()
-					return err
+				err := row.Scan(&ep.ID, &ep.MemberID, &ep.Format, &types)
+				if types != "" {
+					ep.EventTypes = strings.Split(types, ",")
 				}
-				if types == "" || slices.Contains(strings.Split(types, ","), ev.Type) {
-					targets = append(targets, ep)
-				}
+				return ep, err
+			})
+			rows.Close()
+			if err != nil {
+				return err
 			}
-			eps.Close()
 			for _, ep := range targets {
-				msgID, body, err := build(ev, ep.Format)
+				if len(ep.EventTypes) > 0 && !slices.Contains(ep.EventTypes, ev.Type) {
+					continue
+				}
+				j, err := build(ev, ep)
 				if err != nil {
 					return err
 				}
-				if _, err := tx.ExecContext(ctx, insertDelivery, ep.ID, ev.Type, msgID, body, stamp, stamp); err != nil {
+				if _, err := insertJob(ctx, tx, j, at); err != nil {
 					return err
 				}
 			}
@@ -185,99 +184,20 @@ func (s *Store) FanOut(ctx context.Context, limit int, build func(certorder.Even
 	return n, s.wrap("fan out", err)
 }
 
-// ClaimDeliveries takes due deliveries with their endpoints, for lease.
-func (s *Store) ClaimDeliveries(ctx context.Context, c certorder.Claim) ([]certorder.Delivery, error) {
-	perMember := 0
-	if c.RoundRobin {
-		perMember = 1
+// RecordEndpointAttempt records on an endpoint how an attempt to it went.
+func (s *Store) RecordEndpointAttempt(ctx context.Context, id int64, at time.Time, ok bool, disable string) error {
+	var err error
+	switch {
+	case ok:
+		_, err = s.write.ExecContext(ctx, `UPDATE webhook_endpoints SET last_success = ?, failing_since = NULL WHERE id = ?`,
+			formatTime(at), id)
+	case disable != "":
+		_, err = s.write.ExecContext(ctx, `UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ? WHERE id = ?`, disable, id)
+	default:
+		_, err = s.write.ExecContext(ctx, `UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, ?) WHERE id = ?`,
+			formatTime(at), id)
 	}
-	skipE, skipM, served := int64List(c.SkipEndpoints), int64List(c.SkipMembers), int64List(c.Served)
-	perEndpoint := "?6" // round-robin needs only each endpoint's first
-	if c.RoundRobin {
-		perEndpoint = "1"
-	}
-	var ds []certorder.Delivery
-	err := inTx(ctx, s.write, func(tx *sql.Tx) error {
-		// Each endpoint's oldest due deliveries (an index probe each,
-		// whatever the backlog), numbered within each member; served is
-		// the member's place in c.Served (0: not listed, first).
-		rows, err := tx.QueryContext(ctx, `UPDATE webhook_deliveries SET next_attempt = ?1
-			WHERE id IN (SELECT id FROM (
-				SELECT x.id, x.next_attempt, x.served, row_number() OVER (PARTITION BY x.member_id ORDER BY x.next_attempt, x.id) AS rn
-				FROM (SELECT e.member_id, d.id, d.next_attempt,
-						COALESCE((SELECT s.key + 1 FROM json_each(?7) s WHERE s.value = e.member_id), 0) AS served
-					FROM webhook_endpoints e
-					JOIN webhook_deliveries d ON d.id IN (SELECT d2.id FROM webhook_deliveries d2
-						WHERE d2.endpoint_id = e.id AND d2.state = 'pending' AND d2.next_attempt <= ?2
-						ORDER BY d2.next_attempt, d2.id LIMIT `+perEndpoint+`)
-					WHERE e.id NOT IN (SELECT value FROM json_each(?3)) AND e.member_id NOT IN (SELECT value FROM json_each(?4))) x)
-				WHERE ?5 = 0 OR rn <= ?5 ORDER BY rn, served, next_attempt, id LIMIT ?6)
-			RETURNING id`, formatTime(c.At.Add(c.Lease)), formatTime(c.At), skipE, skipM, perMember, c.Limit, served)
-		if err != nil {
-			return err
-		}
-		var ids []int64
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for _, id := range ids {
-			var ep certorder.Endpoint
-			var types string
-			var prevExpires, failing sql.NullString
-			d, err := scanDelivery(tx.QueryRowContext(ctx, `SELECT `+deliveryColumns+`, e.url, e.secret, e.previous_secret,
-				e.previous_expires, e.event_types, e.member_id, e.enabled, e.failing_since
-				FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE d.id = ?`, id),
-				&ep.URL, &ep.Secret, &ep.PreviousSecret, &prevExpires, &types, &ep.MemberID, &ep.Enabled, &failing)
-			if err != nil {
-				return err
-			}
-			ep.ID, ep.PreviousExpires, ep.FailingSince = d.EndpointID, parseTime(prevExpires), parseTime(failing)
-			if types != "" {
-				ep.EventTypes = strings.Split(types, ",")
-			}
-			d.Endpoint = &ep
-			ds = append(ds, d)
-		}
-		return nil
-	})
-	return ds, s.wrap("claim deliveries", err)
-}
-
-// FinishAttempt records an attempt's outcome, and its endpoint's.
-func (s *Store) FinishAttempt(ctx context.Context, a certorder.Attempt) error {
-	return s.wrap("finish attempt", inTx(ctx, s.write, func(tx *sql.Tx) error {
-		next := a.NextAttempt
-		if next.IsZero() {
-			next = a.At
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET state = ?, attempts = attempts + 1, next_attempt = ?,
-			last_attempt = ?, last_status = ?, last_class = ?, last_latency_us = ?, last_error = ? WHERE id = ?`,
-			a.State, formatTime(next), formatTime(a.At), a.Status, a.Class, a.Latency.Microseconds(), a.Error, a.DeliveryID); err != nil {
-			return err
-		}
-		var err error
-		switch {
-		case a.Success:
-			_, err = tx.ExecContext(ctx, `UPDATE webhook_endpoints SET last_success = ?, failing_since = NULL WHERE id = ?`,
-				formatTime(a.At), a.EndpointID)
-		case a.Disable != "":
-			_, err = tx.ExecContext(ctx, `UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ? WHERE id = ?`,
-				a.Disable, a.EndpointID)
-		default:
-			_, err = tx.ExecContext(ctx, `UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, ?) WHERE id = ?`,
-				formatTime(a.At), a.EndpointID)
-		}
-		return err
-	}))
+	return s.wrap("record endpoint attempt", err)
 }
 
 // EndingOrders lists orders whose certificate or plan ends in a window, of
@@ -352,15 +272,10 @@ const insertEvent = `INSERT INTO webhook_events (member_id, type, data, at) VALU
 // eventBatchRows bounds addEvents' statements (4 variables a row).
 const eventBatchRows = 500
 
-// PruneWebhooks deletes old events and finished deliveries.
-func (s *Store) PruneWebhooks(ctx context.Context, before time.Time) error {
-	return s.wrap("prune webhooks", inTx(ctx, s.write, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_events WHERE fanned_out AND at < ?`, formatTime(before)); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE state <> 'pending' AND created_at < ?`, formatTime(before))
-		return err
-	}))
+// PruneEvents deletes the events fanned out before before.
+func (s *Store) PruneEvents(ctx context.Context, before time.Time) error {
+	_, err := s.write.ExecContext(ctx, `DELETE FROM webhook_events WHERE fanned_out AND at < ?`, formatTime(before))
+	return s.wrap("prune events", err)
 }
 
 // The member's own calls: every statement names the member, so another
@@ -389,62 +304,7 @@ func (s *Store) SetMemberEndpointEnabled(ctx context.Context, memberID, id int64
 
 // DeleteMemberEndpoint deletes one of the member's endpoints and its deliveries.
 func (s *Store) DeleteMemberEndpoint(ctx context.Context, memberID, id int64) error {
-	res, err := s.write.ExecContext(ctx, `DELETE FROM webhook_endpoints WHERE id = ? AND member_id = ?`, id, memberID)
-	return s.wrap("delete endpoint", oneRow(res, err, fmt.Sprintf("endpoint %d", id)))
-}
-
-// MemberDeliveries lists the latest deliveries of one of the member's endpoints.
-func (s *Store) MemberDeliveries(ctx context.Context, memberID, endpointID int64, limit int) ([]certorder.Delivery, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d
-		JOIN webhook_endpoints e ON e.id = d.endpoint_id
-		WHERE d.endpoint_id = ? AND e.member_id = ? ORDER BY d.id DESC LIMIT ?`, endpointID, memberID, limit)
-	if err != nil {
-		return nil, s.wrap("list deliveries", err)
-	}
-	defer rows.Close()
-	var ds []certorder.Delivery
-	for rows.Next() {
-		d, err := scanDelivery(rows)
-		if err != nil {
-			return nil, s.wrap("list deliveries", err)
-		}
-		ds = append(ds, d)
-	}
-	return ds, s.wrap("list deliveries", rows.Err())
-}
-
-// QueueMemberDelivery queues a message to one of the member's endpoints.
-func (s *Store) QueueMemberDelivery(ctx context.Context, memberID, endpointID int64, eventType, msgID string, body []byte) (int64, error) {
-	stamp := now()
-	res, err := s.write.ExecContext(ctx, `INSERT INTO webhook_deliveries (endpoint_id, event_type, msg_id, body, state, next_attempt, created_at)
-		SELECT id, ?, ?, ?, 'pending', ?, ? FROM webhook_endpoints WHERE id = ? AND member_id = ?`,
-		eventType, msgID, body, stamp, stamp, endpointID, memberID)
-	if err = oneRow(res, err, fmt.Sprintf("endpoint %d", endpointID)); err != nil {
-		return 0, s.wrap("queue delivery", err)
-	}
-	id, err := res.LastInsertId()
-	return id, s.wrap("queue delivery", err)
-}
-
-// RedeliverMemberDelivery queues a finished delivery of one of the
-// member's endpoints again at once.
-func (s *Store) RedeliverMemberDelivery(ctx context.Context, memberID, endpointID, deliveryID int64) error {
-	return s.wrap("redeliver", inTx(ctx, s.write, func(tx *sql.Tx) error {
-		var state string
-		err := tx.QueryRowContext(ctx, `SELECT d.state FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-			WHERE d.id = ? AND d.endpoint_id = ? AND e.member_id = ?`, deliveryID, endpointID, memberID).Scan(&state)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return fmt.Errorf("%w: delivery %d", certorder.ErrNotFound, deliveryID)
-		case err != nil:
-			return err
-		case state == certorder.DeliveryPending:
-			return fmt.Errorf("%w: delivery %d is pending already", certorder.ErrConflict, deliveryID)
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_attempt = ?
-			WHERE id = ?`, now(), deliveryID)
-		return err
-	}))
+	return s.wrap("delete endpoint", s.deleteEndpoint(ctx, `id = ? AND member_id = ?`, id, memberID))
 }
 
 // int64List is ids as a JSON array, for json_each.

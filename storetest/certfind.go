@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // FindCertificates finds a certificate by serial number or thumbprint
 // through the orders' histories: an earlier certificate of a reissued order
 // too, not current once a later one is issued (a reissue pending does not
 // count); with a member, never another member's; many keys in one call.
-func testFindCertificates(t *testing.T, s certorder.Store) {
+func testFindCertificates(t *testing.T, s storekit.Store) {
 	ctx := context.Background()
 	alice, err := s.AddMember(ctx, "alice")
 	must(t, err)

@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // BenchFindCertificates times what admin order find does with a CA's list
 // of n serial numbers: n stored orders (imported untimed, each with its
 // certificate), then all n serials looked up, batch a query. It reports
 // the serials answered a second.
-func BenchFindCertificates(b *testing.B, s certorder.Store, n, batch int) {
+func BenchFindCertificates(b *testing.B, s storekit.Store, n, batch int) {
 	ctx := context.Background()
 	if _, err := s.AddMember(ctx, "bench"); err != nil {
 		b.Fatal(err)

@@ -104,7 +104,7 @@ func testCertificateHistory(t *testing.T, open func(t *testing.T) storekit.Store
 		t.Helper()
 		o, err := orderdoc.Parse([]byte(doc))
 		must(t, err)
-		_, err = ccsync.ApplyBatch(ctx, src, []certorder.UpstreamOrder{{Order: o, Container: 100}})
+		_, err = ccsync.ApplyBatch(ctx, src, []storekit.UpstreamOrder{{Order: o, Container: 100}})
 		must(t, err)
 	}
 	sync(CertJSON(1, 503, "", "", "", "2029-03-01"))
@@ -124,7 +124,7 @@ func testCertificateHistory(t *testing.T, open func(t *testing.T) storekit.Store
 	sync(CertJSON(2, 601, "0B01", "2026-03-01", "2026-09-16", "2027-03-01"))
 	check("a new order from the sync", 2, "601/0B01/issued/2026-09-16")
 	// A dry run records nothing.
-	_, err = ccsync.ApplyBatch(ctx, ccsync.NewDryRun(src), []certorder.UpstreamOrder{upstreamDoc(t, CertJSON(2, 602, "0B02", "2026-09-01", "2027-03-01", "2027-03-01"))})
+	_, err = ccsync.ApplyBatch(ctx, ccsync.NewDryRun(src), []storekit.UpstreamOrder{upstreamDoc(t, CertJSON(2, 602, "0B02", "2026-09-01", "2027-03-01", "2027-03-01"))})
 	must(t, err)
 	check("dry run", 2, "601/0B01/issued/2026-09-16")
 
@@ -182,11 +182,11 @@ func testCertificateHistory(t *testing.T, open func(t *testing.T) storekit.Store
 }
 
 // upstreamDoc is an upstream order of division 100 from a document.
-func upstreamDoc(t *testing.T, doc string) certorder.UpstreamOrder {
+func upstreamDoc(t *testing.T, doc string) storekit.UpstreamOrder {
 	t.Helper()
 	o, err := orderdoc.Parse([]byte(doc))
 	must(t, err)
-	return certorder.UpstreamOrder{Order: o, Container: 100}
+	return storekit.UpstreamOrder{Order: o, Container: 100}
 }
 
 // UpgradeDoc is the document of order 1 of member alice (ID 1) that an

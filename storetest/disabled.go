@@ -7,6 +7,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/storekit"
+	"github.com/certorder/certorder/queue"
 )
 
 // A disabled member's events are posted to none of its endpoints, and its
@@ -26,9 +27,9 @@ func testDisabledMember(t *testing.T, open func(t *testing.T) storekit.Store) {
 	posted := func() int {
 		t.Helper()
 		n := 0
-		_, err := s.FanOut(ctx, 100, func(certorder.Event, string) (string, []byte, error) {
+		_, err := s.FanOut(ctx, 100, func(ev certorder.Event, ep certorder.Endpoint) (queue.Job, error) {
 			n++
-			return "msg_" + time.Now().Format("150405.000000000"), []byte("{}"), nil
+			return queue.Job{Kind: queue.KindWebhook, MemberID: ep.MemberID, SubjectID: ep.ID, Payload: []byte("{}")}, nil
 		})
 		must(t, err)
 		return n
@@ -49,11 +50,6 @@ func testDisabledMember(t *testing.T, open func(t *testing.T) storekit.Store) {
 	must(t, err)
 	if !got.MemberDisabled {
 		t.Fatalf("the address of a disabled member: %+v", got)
-	}
-	ns, err := s.ClaimNotices(ctx, time.Now().Add(time.Second), time.Minute, 10)
-	must(t, err)
-	if len(ns) != 1 || !ns[0].Address.MemberDisabled {
-		t.Fatalf("the confirmation of a disabled member's address, claimed: %+v", ns)
 	}
 	must(t, s.SetMemberDisabled(ctx, "acme", false))
 	statusChange(2)

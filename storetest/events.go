@@ -13,6 +13,8 @@ import (
 	"github.com/certorder/certorder/ccsync"
 	"github.com/certorder/certorder/internal/export"
 	"github.com/certorder/certorder/internal/storekit"
+	"github.com/certorder/certorder/queue"
+	"github.com/certorder/certorder/webhook"
 )
 
 // withStatus is an import document with another order status.
@@ -25,12 +27,12 @@ func withStatus(doc, status string) string {
 func outbox(t *testing.T, s storekit.Store, since time.Time) []string {
 	t.Helper()
 	var got []string
-	n, err := s.FanOut(context.Background(), 10000, func(ev certorder.Event, _ string) (string, []byte, error) {
+	n, err := s.FanOut(context.Background(), 10000, func(ev certorder.Event, ep certorder.Endpoint) (queue.Job, error) {
 		if ev.At.Before(since.Add(-time.Second)) || ev.At.After(time.Now().Add(time.Second)) {
 			t.Errorf("event %s %s at %v, not within the test", ev.Type, ev.Data, ev.At)
 		}
 		got = append(got, fmt.Sprintf("%d %s %s", ev.MemberID, ev.Type, ev.Data))
-		return fmt.Sprintf("msg_%d", ev.ID), []byte("{}"), nil
+		return webhook.NewDelivery(ep, ev.Type, fmt.Sprintf("msg_%d", ev.ID), []byte("{}")), nil
 	})
 	must(t, err)
 	if n != len(got) {
@@ -110,18 +112,18 @@ func testOrderEvents(t *testing.T, open func(t *testing.T) storekit.Store) {
 	// The sync: the events of the stored orders it changes, to their
 	// owner; none for an order it adds.
 	must(t, s.LinkContainer(ctx, "bob", 200))
-	_, err = ccsync.ApplyBatch(ctx, s, []certorder.UpstreamOrder{upstream(t, 9, 10, 200, "revoked"), upstream(t, 10, 0, 200, "pending")})
+	_, err = ccsync.ApplyBatch(ctx, s, []storekit.UpstreamOrder{upstream(t, 9, 10, 200, "revoked"), upstream(t, 10, 0, 200, "pending")})
 	must(t, err)
 	check("a sync", renewed(bob, 9, 10), status(bob, 9, "revoked", "issued"))
 
 	// A dry run and a batch rolled back write none.
 	dry := ccsync.NewDryRun(s)
-	res, err := ccsync.ApplyBatch(ctx, dry, []certorder.UpstreamOrder{upstream(t, 10, 0, 200, "issued")})
+	res, err := ccsync.ApplyBatch(ctx, dry, []storekit.UpstreamOrder{upstream(t, 10, 0, 200, "issued")})
 	must(t, err)
 	if changeList(res) != "10:pending->issued" {
 		t.Fatalf("the dry run: %+v", res)
 	}
-	_, err = ccsync.ApplyBatch(ctx, s, []certorder.UpstreamOrder{upstream(t, 10, 0, 200, "issued"),
+	_, err = ccsync.ApplyBatch(ctx, s, []storekit.UpstreamOrder{upstream(t, 10, 0, 200, "issued"),
 		upstream(t, 11, 0, 200, "issued"), upstream(t, 11, 0, 200, "issued")})
 	wantErr(t, err, certorder.ErrInvalid)
 	check("a dry run, a batch refused")

@@ -7,6 +7,8 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/storekit"
+	"github.com/certorder/certorder/queue"
+	"github.com/certorder/certorder/webhook"
 )
 
 // The member's own webhook calls: each works on the member's endpoint and
@@ -35,48 +37,44 @@ func testMemberWebhooks(t *testing.T, s storekit.Store) {
 		wantErr(t, err, certorder.ErrNotFound)
 	}
 
-	// A test message: queued to one's own endpoint only.
-	did, err := s.QueueMemberDelivery(ctx, alice.ID, mine.ID, "webhook.test", "msg_mine", []byte(`{"type":"webhook.test"}`))
+	// A test message: a job of the member for its endpoint (the page
+	// finds the endpoint with MemberEndpoint first; the worker checks the
+	// endpoint is still the member's when it sends).
+	ids, err := s.Enqueue(ctx, webhook.NewDelivery(mine, "webhook.test", "msg_mine", []byte(`{"type":"webhook.test"}`)),
+		webhook.NewDelivery(theirs, "webhook.test", "msg_theirs", []byte(`{}`)))
 	must(t, err)
-	for _, id := range []int64{theirs.ID, missing} {
-		_, err := s.QueueMemberDelivery(ctx, alice.ID, id, "webhook.test", "msg_x", []byte(`{}`))
-		wantErr(t, err, certorder.ErrNotFound)
-	}
-	theirDelivery, err := s.QueueMemberDelivery(ctx, theirs.MemberID, theirs.ID, "webhook.test", "msg_theirs", []byte(`{}`))
-	must(t, err)
-	if ds, err := s.MemberDeliveries(ctx, theirs.MemberID, theirs.ID, 10); err != nil || len(ds) != 1 || ds[0].MsgID != "msg_theirs" {
-		t.Fatalf("bob's deliveries after alice's refused test messages: %+v %v", ds, err)
+	did, theirDelivery := ids[0], ids[1]
+	if ds := memberDeliveries(t, s, theirs.MemberID, theirs.ID); len(ds) != 1 || ds[0].MsgID != "msg_theirs" {
+		t.Fatalf("bob's deliveries: %+v", ds)
 	}
 
 	// Deliveries: one's own endpoint's; none of another's.
-	ds, err := s.MemberDeliveries(ctx, alice.ID, mine.ID, 20)
-	must(t, err)
-	if len(ds) != 1 || ds[0].ID != did || ds[0].EventType != "webhook.test" || ds[0].State != certorder.DeliveryPending {
+	ds := memberDeliveries(t, s, alice.ID, mine.ID)
+	if len(ds) != 1 || ds[0].ID != did || ds[0].EventType != "webhook.test" || ds[0].State != webhook.StatePending {
 		t.Fatalf("MemberDeliveries = %+v", ds)
 	}
-	if ds, err := s.MemberDeliveries(ctx, alice.ID, theirs.ID, 20); err != nil || len(ds) != 0 {
-		t.Fatalf("alice lists bob's deliveries: %+v %v", ds, err)
+	if ds := memberDeliveries(t, s, alice.ID, theirs.ID); len(ds) != 0 {
+		t.Fatalf("alice lists bob's deliveries: %+v", ds)
 	}
 
 	// Redelivery: not while pending; once finished, again at once with the
 	// same message ID; never another member's, nor through another endpoint.
-	wantErr(t, s.RedeliverMemberDelivery(ctx, alice.ID, mine.ID, did), certorder.ErrConflict)
+	wantErr(t, s.RetryJob(ctx, queue.KindWebhook, alice.ID, mine.ID, did), certorder.ErrConflict)
 	at := time.Now().UTC().Truncate(time.Microsecond)
-	must(t, s.FinishAttempt(ctx, certorder.Attempt{DeliveryID: did, EndpointID: mine.ID, At: at, Status: 500,
-		Class: "http_status", Error: "oops", State: certorder.DeliveryFailed}))
-	must(t, s.FinishAttempt(ctx, certorder.Attempt{DeliveryID: theirDelivery, EndpointID: theirs.ID, At: at, Status: 500,
-		Class: "http_status", State: certorder.DeliveryFailed}))
+	for _, j := range claimDeliveries(t, s, time.Now().Add(time.Second), 10) {
+		finish(t, s, queue.Outcome{JobID: j.ID, At: at, Error: "oops", State: queue.Failed})
+	}
 	for _, c := range []struct{ endpoint, delivery int64 }{
 		{theirs.ID, theirDelivery}, {mine.ID, theirDelivery}, {theirs.ID, did}, {mine.ID, missing}, {missing, did},
 	} {
-		wantErr(t, s.RedeliverMemberDelivery(ctx, alice.ID, c.endpoint, c.delivery), certorder.ErrNotFound)
+		wantErr(t, s.RetryJob(ctx, queue.KindWebhook, alice.ID, c.endpoint, c.delivery), certorder.ErrNotFound)
 	}
-	if due, err := s.ClaimDeliveries(ctx, certorder.Claim{At: time.Now().Add(time.Second), Lease: time.Minute, Limit: 10}); err != nil || len(due) != 0 {
-		t.Fatalf("a refused redelivery queued something: %+v %v", due, err)
+	wantErr(t, s.RetryJob(ctx, queue.KindNoticeEvent, alice.ID, mine.ID, did), certorder.ErrNotFound) // another kind
+	if due := claimDeliveries(t, s, time.Now().Add(time.Second), 10); len(due) != 0 {
+		t.Fatalf("a refused redelivery queued something: %+v", due)
 	}
-	must(t, s.RedeliverMemberDelivery(ctx, alice.ID, mine.ID, did))
-	due, err := s.ClaimDeliveries(ctx, certorder.Claim{At: time.Now().Add(time.Second), Lease: time.Minute, Limit: 10})
-	must(t, err)
+	must(t, s.RetryJob(ctx, queue.KindWebhook, alice.ID, mine.ID, did))
+	due := claimDeliveries(t, s, time.Now().Add(time.Second), 10)
 	if len(due) != 1 || due[0].ID != did || due[0].MsgID != "msg_mine" || due[0].Attempts != 0 {
 		t.Fatalf("redelivered: %+v", due)
 	}
@@ -88,8 +86,8 @@ func testMemberWebhooks(t *testing.T, s storekit.Store) {
 	if ep, err := s.FindEndpoint(ctx, theirs.ID); err != nil || !ep.Enabled {
 		t.Fatalf("bob's endpoint after alice tried to disable it: %+v %v", ep, err)
 	}
-	must(t, s.FinishAttempt(ctx, certorder.Attempt{DeliveryID: did, EndpointID: mine.ID, At: at, Status: 503,
-		Class: "http_status", State: certorder.DeliveryPending, NextAttempt: at.Add(time.Hour)}))
+	finish(t, s, queue.Outcome{JobID: did, At: at, State: queue.Pending, RunAfter: at.Add(time.Hour)})
+	must(t, s.RecordEndpointAttempt(ctx, mine.ID, at, false, ""))
 	must(t, s.SetMemberEndpointEnabled(ctx, alice.ID, mine.ID, false, "by the member"))
 	ep, err = s.MemberEndpoint(ctx, alice.ID, mine.ID)
 	must(t, err)
@@ -111,8 +109,11 @@ func testMemberWebhooks(t *testing.T, s storekit.Store) {
 	_, err = s.MemberEndpoint(ctx, alice.ID, mine.ID)
 	wantErr(t, err, certorder.ErrNotFound)
 	wantErr(t, s.DeleteMemberEndpoint(ctx, alice.ID, mine.ID), certorder.ErrNotFound)
-	if ds, err := s.MemberDeliveries(ctx, alice.ID, mine.ID, 20); err != nil || len(ds) != 0 {
-		t.Fatalf("deliveries of a deleted endpoint: %+v %v", ds, err)
+	if ds := memberDeliveries(t, s, alice.ID, mine.ID); len(ds) != 0 {
+		t.Fatalf("deliveries of a deleted endpoint: %+v", ds)
+	}
+	if ds := memberDeliveries(t, s, theirs.MemberID, theirs.ID); len(ds) != 1 {
+		t.Fatalf("bob's deliveries after alice's endpoint was deleted: %+v", ds)
 	}
 	if eps, err := s.Endpoints(ctx, "bob"); err != nil || len(eps) != 1 || eps[0].ID != theirs.ID {
 		t.Fatalf("bob's endpoints after alice's deletions: %+v %v", eps, err)

@@ -12,6 +12,8 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/export"
 	"github.com/certorder/certorder/internal/storekit"
+	"github.com/certorder/certorder/mailer"
+	"github.com/certorder/certorder/queue"
 )
 
 // Notice addresses: at most max a member, one address once; the member's
@@ -56,11 +58,14 @@ func testNoticeAddresses(t *testing.T, open func(t *testing.T) storekit.Store) {
 
 	// The confirmation is queued with the member's address, and sent
 	// although the address is not active yet.
-	ns, err := s.ClaimNotices(ctx, at, time.Minute, 10)
+	ns, err := s.ClaimJobs(ctx, queue.Claim{Kinds: queue.NoticeKinds, Owner: "storetest", At: at, Lease: time.Minute, Limit: 10})
 	must(t, err)
-	if len(ns) != 1 || ns[0].Kind != certorder.NoticeConfirm || ns[0].Address.ID != web.ID || ns[0].Address.Address != "web@a.example" ||
-		ns[0].Address.Member != "alice" || len(ns[0].Events) != 0 || ns[0].Day != "2026-11-27" || !ns[0].CreatedAt.Equal(at) {
-		t.Fatalf("ClaimNotices = %+v", ns)
+	if len(ns) != 1 || ns[0].Kind != queue.KindNoticeConfirm || ns[0].SubjectID != web.ID || ns[0].MemberID != alice.ID ||
+		!ns[0].CreatedAt.Equal(at) || ns[0].State != queue.Running || ns[0].Owner != "storetest" {
+		t.Fatalf("ClaimJobs = %+v", ns)
+	}
+	if evs, err := s.NoticeEvents(ctx, ns[0].ID); err != nil || len(evs) != 0 {
+		t.Fatalf("a confirmation's events: %v %v", evs, err)
 	}
 
 	// The member's calls: its own address only.
@@ -158,11 +163,20 @@ func testNoticeOutbox(t *testing.T, open func(t *testing.T) storekit.Store) {
 	gone := add(alice.ID, "gone@a.example", true)
 	must(t, s.UnsubscribeNoticeAddress(ctx, gone.ID, at))
 	add(bob.ID, "bob@b.example", true)
-	claim := func(at time.Time) []certorder.Notice {
+	claim := func(at time.Time) []claimedNotice {
 		t.Helper()
-		ns, err := s.ClaimNotices(ctx, at, time.Minute, 100)
+		jobs, err := s.ClaimJobs(ctx, queue.Claim{Kinds: queue.NoticeKinds, Owner: "storetest", At: at, Lease: time.Minute, Limit: 100})
 		must(t, err)
+		ns := make([]claimedNotice, len(jobs))
+		for i, j := range jobs {
+			ns[i] = claimedNotice{Job: j, Kind: strings.TrimPrefix(j.Kind, "notice.")}
+			ns[i].Events, err = s.NoticeEvents(ctx, j.ID)
+			must(t, err)
+		}
 		return ns
+	}
+	queueNotices := func(limit int, at time.Time, maxAge time.Duration) (taken, queued int, err error) {
+		return s.QueueNotices(ctx, limit, at, mailer.Plan(at, maxAge))
 	}
 	// The unconfirmed address's confirmation, out of the way.
 	if ns := claim(at); len(ns) != 1 || ns[0].Kind != certorder.NoticeConfirm {
@@ -185,30 +199,30 @@ func testNoticeOutbox(t *testing.T, open func(t *testing.T) storekit.Store) {
 	must(t, err)
 	must(t, s.RecordRenewal(ctx, 200, 201))
 
-	taken, queued, err := s.QueueNotices(ctx, 5, at, time.Hour)
+	taken, queued, err := queueNotices(5, at, time.Hour)
 	must(t, err)
 	if taken != 5 || queued != 5 {
 		t.Fatalf("QueueNotices(5) took %d, queued %d", taken, queued)
 	}
-	taken, queued, err = s.QueueNotices(ctx, 100, at, time.Hour)
+	taken, queued, err = queueNotices(100, at, time.Hour)
 	must(t, err)
 	// 8 more status changes for "all"; the renewal for "all" and "renewals".
 	if taken != 8 || queued != 9 {
 		t.Fatalf("QueueNotices took %d, queued %d", taken, queued)
 	}
-	if taken, _, err := s.QueueNotices(ctx, 100, at, time.Hour); err != nil || taken != 0 {
+	if taken, _, err := queueNotices(100, at, time.Hour); err != nil || taken != 0 {
 		t.Fatalf("queued again: %d %v", taken, err)
 	}
 
 	// "all": 10 messages of one event now, the other 3 in the digest at
 	// midnight; "renewals": its one.
 	ns := claim(at)
-	perAddress := map[int64][]certorder.Notice{}
+	perAddress := map[int64][]claimedNotice{}
 	for _, n := range ns {
-		if n.Kind != certorder.NoticeEvent || len(n.Events) != 1 || n.Events[0].MemberID != alice.ID {
+		if n.Kind != certorder.NoticeEvent || len(n.Events) != 1 || n.Events[0].MemberID != alice.ID || n.MemberID != alice.ID {
 			t.Fatalf("due now: %+v", n)
 		}
-		perAddress[n.Address.ID] = append(perAddress[n.Address.ID], n)
+		perAddress[n.SubjectID] = append(perAddress[n.SubjectID], n)
 	}
 	if len(perAddress[all.ID]) != certorder.NoticeDailyEvents || len(perAddress[renewals.ID]) != 1 || len(ns) != 11 {
 		t.Fatalf("due now: %d to all, %d to renewals, %d in all", len(perAddress[all.ID]), len(perAddress[renewals.ID]), len(ns))
@@ -226,8 +240,11 @@ func testNoticeOutbox(t *testing.T, open func(t *testing.T) storekit.Store) {
 	if early := claim(midnight.Add(-time.Second)); len(early) != 12 {
 		t.Fatalf("before midnight: %d notices", len(early))
 	}
+	// An event of the same day queued after the digest was claimed (two
+	// instances, a clock behind) makes a digest of its own, not one
+	// attached to a message on its way.
 	ns = claim(midnight.Add(time.Minute))
-	var digest certorder.Notice
+	var digest claimedNotice
 	for _, n := range ns {
 		if n.Kind == certorder.NoticeDigest {
 			digest = n
@@ -237,39 +254,56 @@ func testNoticeOutbox(t *testing.T, open func(t *testing.T) storekit.Store) {
 	for _, ev := range digest.Events {
 		types = append(types, ev.Type)
 	}
-	if digest.Address.ID != all.ID || !slices.Equal(types, []string{"order.status_changed", "order.status_changed", "order.renewed"}) ||
-		digest.Day != at.Format(certorder.DateLayout) {
+	if digest.SubjectID != all.ID || !slices.Equal(types, []string{"order.status_changed", "order.status_changed", "order.renewed"}) ||
+		digest.CreatedAt.UTC().Format(certorder.DateLayout) != at.Format(certorder.DateLayout) {
 		t.Fatalf("digest %+v: %v", digest, types)
+	}
+	_, err = s.ImportOrders(ctx, "alice", Orders(t, OrderJSON(100, 0, "2030-01-01"))) // revoked before: a status change
+	must(t, err)
+	if _, queued, err := queueNotices(100, at.Add(time.Second), time.Hour); err != nil || queued != 1 {
+		t.Fatalf("a late event of the day: queued %d, %v", queued, err)
+	}
+	if late := claim(midnight.Add(time.Minute)); len(late) != 1 || late[0].Kind != certorder.NoticeDigest || late[0].ID == digest.ID ||
+		len(late[0].Events) != 1 {
+		t.Fatalf("the late event: %+v", late)
 	}
 
 	// Outcomes: a permanent failure is the address's, a success clears it.
+	finishNotice := func(o queue.Outcome) {
+		t.Helper()
+		o.Owner = "storetest"
+		must(t, s.FinishJob(ctx, o))
+	}
 	n := perAddress[all.ID][0]
-	must(t, s.FinishNotice(ctx, certorder.NoticeAttempt{NoticeID: n.ID, AddressID: all.ID, At: at, State: certorder.DeliveryFailed,
-		Error: "550 5.1.1 no such mailbox", Permanent: true}))
+	finishNotice(queue.Outcome{JobID: n.ID, At: at, State: queue.Failed, Error: "550 5.1.1 no such mailbox"})
+	must(t, s.RecordNoticeAttempt(ctx, all.ID, certorder.NoticeAttempt{At: at, Failure: "550 5.1.1 no such mailbox", FailureKind: "recipient"}))
 	a, err := s.FindNoticeAddress(ctx, all.ID)
 	must(t, err)
-	if a.Failure != "550 5.1.1 no such mailbox" || !a.FailedAt.Equal(at) {
+	if a.Failure != "550 5.1.1 no such mailbox" || a.FailureKind != "recipient" || !a.FailedAt.Equal(at) {
 		t.Fatalf("after a permanent failure: %+v", a)
 	}
 	retry := perAddress[all.ID][1]
-	must(t, s.FinishNotice(ctx, certorder.NoticeAttempt{NoticeID: retry.ID, AddressID: all.ID, At: at, State: certorder.DeliveryPending,
-		NextAttempt: midnight.Add(time.Hour), Error: "451 try later"}))
-	if a, err := s.FindNoticeAddress(ctx, all.ID); err != nil || a.Failure == "" {
-		t.Fatalf("a temporary failure cleared the permanent one: %+v %v", a, err)
+	finishNotice(queue.Outcome{JobID: retry.ID, At: at, State: queue.Pending, RunAfter: midnight.Add(time.Hour), Error: "451 try later"})
+	must(t, s.RecordNoticeAttempt(ctx, all.ID, certorder.NoticeAttempt{At: at, Failure: "451 try later", FailureKind: "recipient",
+		RetryAt: midnight.Add(time.Hour)}))
+	if a, err := s.FindNoticeAddress(ctx, all.ID); err != nil || a.Failure == "" || a.RetryFailure != "451 try later" ||
+		!a.RetryFailedAt.Equal(at) || !a.RetryAt.Equal(midnight.Add(time.Hour)) {
+		t.Fatalf("a temporary failure cleared the permanent one, or is not recorded: %+v %v", a, err)
 	}
-	must(t, s.FinishNotice(ctx, certorder.NoticeAttempt{NoticeID: perAddress[all.ID][2].ID, AddressID: all.ID, At: at.Add(time.Second),
-		State: certorder.DeliveryDelivered}))
-	if a, err = s.FindNoticeAddress(ctx, all.ID); err != nil || a.Failure != "" || !a.FailedAt.IsZero() || !a.LastSent.Equal(at.Add(time.Second)) {
+	finishNotice(queue.Outcome{JobID: perAddress[all.ID][2].ID, At: at.Add(time.Second), State: queue.Done})
+	must(t, s.RecordNoticeAttempt(ctx, all.ID, certorder.NoticeAttempt{At: at.Add(time.Second), Sent: true}))
+	if a, err = s.FindNoticeAddress(ctx, all.ID); err != nil || a.Failure != "" || !a.FailedAt.IsZero() || !a.LastSent.Equal(at.Add(time.Second)) ||
+		a.FailureKind != "" || a.RetryFailure != "" || !a.RetryAt.IsZero() {
 		t.Fatalf("after a success: %+v %v", a, err)
 	}
 	later := claim(midnight.Add(time.Hour))
-	if !slices.ContainsFunc(later, func(n certorder.Notice) bool {
+	if !slices.ContainsFunc(later, func(n claimedNotice) bool {
 		return n.ID == retry.ID && n.Attempts == 1 && n.LastError == "451 try later"
 	}) {
 		t.Fatalf("the retry was not due again: %+v", later)
 	}
-	must(t, s.PruneNotices(ctx, at.Add(time.Minute)))
-	if later := claim(midnight.Add(2 * time.Hour)); !slices.ContainsFunc(later, func(n certorder.Notice) bool { return n.ID == retry.ID }) {
+	must(t, s.PruneJobs(ctx, queue.NoticeKinds, at.Add(time.Minute)))
+	if later := claim(midnight.Add(2 * time.Hour)); !slices.ContainsFunc(later, func(n claimedNotice) bool { return n.ID == retry.ID }) {
 		t.Fatalf("pruning took a pending notice")
 	}
 
@@ -279,7 +313,7 @@ func testNoticeOutbox(t *testing.T, open func(t *testing.T) storekit.Store) {
 	must(t, err)
 	_, err = s.ImportOrders(ctx, "bob", Orders(t, withStatus(OrderJSON(300, 0, "2030-01-01"), "revoked")))
 	must(t, err)
-	if taken, queued, err := s.QueueNotices(ctx, 100, at.Add(2*time.Hour), time.Hour); err != nil || taken != 1 || queued != 0 {
+	if taken, queued, err := queueNotices(100, at.Add(2*time.Hour), time.Hour); err != nil || taken != 1 || queued != 0 {
 		t.Fatalf("an old event: took %d, queued %d, %v", taken, queued, err)
 	}
 	_, err = s.ImportOrders(ctx, "bob", Orders(t, OrderJSON(301, 0, "2030-01-20")))
@@ -294,4 +328,11 @@ func testNoticeOutbox(t *testing.T, open func(t *testing.T) storekit.Store) {
 	if got := strings.Join(ids, ","); !strings.Contains(got, "301") || !strings.Contains(got, "200") {
 		t.Fatalf("EndingOrders with addresses only: %s", got)
 	}
+}
+
+// claimedNotice is a notice job as the store suite claims it, with its events.
+type claimedNotice struct {
+	queue.Job
+	Kind   string // certorder.NoticeEvent, NoticeDigest, NoticeConfirm
+	Events []certorder.Event
 }

@@ -17,13 +17,13 @@ import (
 
 // upstream makes an upstream order in the given division from OrderJSON,
 // with the order status given.
-func upstream(t *testing.T, id, renewedBy, container int64, status string) certorder.UpstreamOrder {
+func upstream(t *testing.T, id, renewedBy, container int64, status string) storekit.UpstreamOrder {
 	t.Helper()
 	doc := strings.Replace(OrderJSON(id, renewedBy, "2030-01-01"), `"status":"issued","product"`,
 		`"status":"`+status+`","product"`, 1)
 	o, err := orderdoc.Parse([]byte(doc))
 	must(t, err)
-	return certorder.UpstreamOrder{Order: o, Container: container}
+	return storekit.UpstreamOrder{Order: o, Container: container}
 }
 
 // owners says who owns each order: a member's name, "unassigned", or "-".
@@ -49,7 +49,7 @@ func owners(t *testing.T, s storekit.Store, ids ...int64) string {
 	return strings.Join(out, " ")
 }
 
-func changeList(res certorder.SyncResult) string {
+func changeList(res storekit.SyncResult) string {
 	var out []string
 	for _, c := range res.Changes {
 		kind := "changed"
@@ -114,7 +114,7 @@ func testApplyUpstream(t *testing.T, s storekit.Store) {
 	}
 	must(t, s.LinkContainer(ctx, "alice", 100))
 	must(t, s.LinkContainer(ctx, "bob", 200))
-	apply := func(dry *ccsync.DryRun, orders ...certorder.UpstreamOrder) certorder.SyncResult {
+	apply := func(dry *ccsync.DryRun, orders ...storekit.UpstreamOrder) storekit.SyncResult {
 		t.Helper()
 		var txs storekit.SyncTxRunner = s
 		if dry != nil {
@@ -132,7 +132,7 @@ func testApplyUpstream(t *testing.T, s storekit.Store) {
 	if got, want := changeList(res), "1:added,renewed>2 2:added 4:added 6:added"; got != want {
 		t.Errorf("changes %s, want %s", got, want)
 	}
-	if len(res.Unassigned) != 2 || res.Unassigned[0] != (certorder.UpstreamRef{ID: 3, Container: 300}) || len(res.Conflicts) != 0 {
+	if len(res.Unassigned) != 2 || res.Unassigned[0] != (storekit.UpstreamRef{ID: 3, Container: 300}) || len(res.Conflicts) != 0 {
 		t.Errorf("unassigned %v, conflicts %v", res.Unassigned, res.Conflicts)
 	}
 	if got, want := owners(t, s, 1, 2, 3, 4, 5, 6, 7), "1:alice>2 2:alice>0 3:unassigned@300 4:bob>0 5:unassigned@300 6:alice>0 7:-"; got != want {
@@ -226,7 +226,7 @@ func testApplyUpstream(t *testing.T, s storekit.Store) {
 	}
 
 	// A bad batch writes nothing.
-	_, err = ccsync.ApplyBatch(ctx, s, []certorder.UpstreamOrder{upstream(t, 20, 0, 100, "issued"),
+	_, err = ccsync.ApplyBatch(ctx, s, []storekit.UpstreamOrder{upstream(t, 20, 0, 100, "issued"),
 		upstream(t, 21, 0, 100, "issued"), upstream(t, 21, 0, 100, "issued")})
 	wantErr(t, err, certorder.ErrInvalid)
 	if got := owners(t, s, 20, 21); got != "20:- 21:-" {
@@ -242,12 +242,12 @@ func testSyncState(t *testing.T, s storekit.Store) {
 		t.Fatalf("a new store's sync state: %+v", st)
 	}
 	base := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	ok := certorder.SyncRun{Started: base, Finished: base.Add(time.Minute), Instance: "host:1", OK: true, Cursor: base,
-		Summary: certorder.SyncSummary{Full: true, Listed: 10, Fetched: 9, New: 8, Requests: 11, LimiterWait: time.Second,
+	ok := storekit.SyncRun{Started: base, Finished: base.Add(time.Minute), Instance: "host:1", OK: true, Cursor: base,
+		Summary: storekit.SyncSummary{Full: true, Listed: 10, Fetched: 9, New: 8, Requests: 11, LimiterWait: time.Second,
 			ByStatus: map[string]int{"issued": 7, "pending": 2}}}
 	must(t, s.RecordSyncRun(ctx, ok))
-	failed := certorder.SyncRun{Started: base.Add(time.Hour), Finished: base.Add(time.Hour + time.Second), Instance: "host:2",
-		Error: "digicert: list orders: HTTP 503", Cursor: base.Add(time.Hour), Summary: certorder.SyncSummary{Listed: 1}}
+	failed := storekit.SyncRun{Started: base.Add(time.Hour), Finished: base.Add(time.Hour + time.Second), Instance: "host:2",
+		Error: "digicert: list orders: HTTP 503", Cursor: base.Add(time.Hour), Summary: storekit.SyncSummary{Listed: 1}}
 	must(t, s.RecordSyncRun(ctx, failed))
 	st, err = s.SyncState(ctx, 10)
 	must(t, err)
@@ -260,14 +260,14 @@ func testSyncState(t *testing.T, s storekit.Store) {
 	if r := st.Runs[1]; !r.OK || !reflect.DeepEqual(r.Summary, ok.Summary) || !r.Finished.Equal(ok.Finished) || !r.Cursor.Equal(base) || r.ID == 0 {
 		t.Errorf("the first run = %+v", r)
 	}
-	for i := range certorder.MaxSyncRuns {
+	for i := range storekit.MaxSyncRuns {
 		run := ok
 		run.Cursor = base.Add(time.Duration(i+2) * time.Hour)
 		must(t, s.RecordSyncRun(ctx, run))
 	}
 	st, err = s.SyncState(ctx, 1000)
 	must(t, err)
-	if len(st.Runs) != certorder.MaxSyncRuns || !st.Cursor.Equal(base.Add(time.Duration(certorder.MaxSyncRuns+1)*time.Hour)) {
+	if len(st.Runs) != storekit.MaxSyncRuns || !st.Cursor.Equal(base.Add(time.Duration(storekit.MaxSyncRuns+1)*time.Hour)) {
 		t.Fatalf("%d runs kept, cursor %v", len(st.Runs), st.Cursor)
 	}
 }

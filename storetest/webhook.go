@@ -14,30 +14,67 @@ import (
 	"github.com/certorder/certorder/ccsync"
 	"github.com/certorder/certorder/internal/export"
 	"github.com/certorder/certorder/internal/storekit"
+	"github.com/certorder/certorder/queue"
+	"github.com/certorder/certorder/webhook"
 )
 
-// events fans out what is pending and returns, per endpoint, the deliveries
+// fanOut fans out what is pending and returns, per endpoint, the deliveries
 // queued: "type data" of each.
 func fanOut(t *testing.T, s storekit.Store) map[int64][]string {
 	t.Helper()
 	got := map[int64][]string{}
 	n := 0
-	_, err := s.FanOut(context.Background(), 100, func(ev certorder.Event, format string) (string, []byte, error) {
+	_, err := s.FanOut(context.Background(), 100, func(ev certorder.Event, ep certorder.Endpoint) (queue.Job, error) {
 		n++
-		if format != certorder.FormatStandard { // the endpoint's format, named
-			format += ":" + ev.Type
-		} else {
-			format = ev.Type
+		format := ev.Type
+		if ep.Format != certorder.FormatStandard { // the endpoint's format, named
+			format = ep.Format + ":" + ev.Type
 		}
-		return fmt.Sprintf("msg_%d_%d", ev.ID, n), []byte(format + " " + string(ev.Data)), nil
+		if ep.MemberID != ev.MemberID {
+			t.Errorf("event of member %d fanned out to endpoint %d of member %d", ev.MemberID, ep.ID, ep.MemberID)
+		}
+		return webhook.NewDelivery(ep, ev.Type, fmt.Sprintf("msg_%d_%d", ev.ID, n), []byte(format+" "+string(ev.Data))), nil
 	})
 	must(t, err)
-	ds, err := s.ClaimDeliveries(context.Background(), certorder.Claim{At: time.Now().Add(time.Second), Lease: time.Minute, Limit: 100})
-	must(t, err)
-	for _, d := range ds {
+	for _, d := range claimDeliveries(t, s, time.Now().Add(time.Second), 100) {
 		got[d.EndpointID] = append(got[d.EndpointID], string(d.Body))
 	}
 	return got
+}
+
+// claimDeliveries claims up to limit deliveries due at at, for a minute.
+func claimDeliveries(t *testing.T, s storekit.Store, at time.Time, limit int) []webhook.Delivery {
+	t.Helper()
+	jobs, err := s.ClaimJobs(context.Background(), queue.Claim{Kinds: []string{queue.KindWebhook}, Owner: "storetest",
+		At: at, Lease: time.Minute, Limit: limit})
+	must(t, err)
+	return deliveries(t, jobs)
+}
+
+// memberDeliveries lists the latest deliveries of the member's endpoint.
+func memberDeliveries(t *testing.T, s storekit.Store, memberID, endpointID int64) []webhook.Delivery {
+	t.Helper()
+	jobs, err := s.Jobs(context.Background(), queue.List{Kind: queue.KindWebhook, MemberID: memberID, SubjectID: endpointID, Limit: 10})
+	must(t, err)
+	return deliveries(t, jobs)
+}
+
+func deliveries(t *testing.T, jobs []queue.Job) []webhook.Delivery {
+	t.Helper()
+	ds := make([]webhook.Delivery, len(jobs))
+	for i, j := range jobs {
+		var err error
+		ds[i], err = webhook.DeliveryOf(j)
+		must(t, err)
+	}
+	return ds
+}
+
+// finish records an attempt at a delivery claimed by storetest.
+func finish(t *testing.T, s storekit.Store, o queue.Outcome) {
+	t.Helper()
+	o.Owner = "storetest"
+	must(t, s.FinishJob(context.Background(), o))
 }
 
 // The outbox: renewals and status changes recorded by import and renew
@@ -95,21 +132,18 @@ func testWebhooks(t *testing.T, open func(t *testing.T) storekit.Store) {
 	}
 
 	// A finished attempt; a retry due later; the endpoint's failure state.
-	ds, err := s.MemberDeliveries(ctx, all.MemberID, all.ID, 10)
-	must(t, err)
-	if len(ds) != 2 || ds[0].State != certorder.DeliveryPending || ds[0].MsgID == "" {
+	ds := memberDeliveries(t, s, all.MemberID, all.ID)
+	if len(ds) != 2 || ds[0].State != webhook.StatePending || ds[0].MsgID == "" {
 		t.Fatalf("Deliveries = %+v", ds)
 	}
 	at := time.Now().UTC().Truncate(time.Microsecond)
-	must(t, s.FinishAttempt(ctx, certorder.Attempt{DeliveryID: ds[0].ID, EndpointID: all.ID, At: at, Status: 503,
-		Class: "http_status", Latency: 1500 * time.Microsecond, Error: "busy", State: certorder.DeliveryPending,
-		NextAttempt: at.Add(time.Hour)}))
-	must(t, s.FinishAttempt(ctx, certorder.Attempt{DeliveryID: ds[1].ID, EndpointID: all.ID, At: at, Status: 200,
-		Class: "delivered", State: certorder.DeliveryDelivered, Success: true}))
-	ds, err = s.MemberDeliveries(ctx, all.MemberID, all.ID, 10)
-	must(t, err)
+	busy, _ := json.Marshal(map[string]any{"status": 503, "class": "http_status", "latency_us": 1500})
+	finish(t, s, queue.Outcome{JobID: ds[0].ID, At: at, Error: "busy", State: queue.Pending, RunAfter: at.Add(time.Hour), Result: busy})
+	finish(t, s, queue.Outcome{JobID: ds[1].ID, At: at, State: queue.Done, Result: []byte(`{"status":200,"class":"delivered"}`)})
+	must(t, s.RecordEndpointAttempt(ctx, all.ID, at, true, ""))
+	ds = memberDeliveries(t, s, all.MemberID, all.ID)
 	if ds[0].Attempts != 1 || ds[0].LastStatus != 503 || ds[0].LastLatency != 1500*time.Microsecond || ds[0].LastError != "busy" ||
-		!ds[0].NextAttempt.Equal(at.Add(time.Hour)) || ds[1].State != certorder.DeliveryDelivered || !ds[1].LastAttempt.Equal(at) {
+		!ds[0].NextAttempt.Equal(at.Add(time.Hour)) || ds[1].State != webhook.StateDelivered || !ds[1].LastAttempt.Equal(at) {
 		t.Fatalf("after the attempts: %+v", ds)
 	}
 	ep, err := s.FindEndpoint(ctx, all.ID)
@@ -117,22 +151,21 @@ func testWebhooks(t *testing.T, open func(t *testing.T) storekit.Store) {
 	if !ep.LastSuccess.Equal(at) || !ep.FailingSince.IsZero() {
 		t.Fatalf("endpoint after a success: %+v", ep)
 	}
-	rd, err := s.MemberDeliveries(ctx, renewals.MemberID, renewals.ID, 10)
-	must(t, err)
-	must(t, s.FinishAttempt(ctx, certorder.Attempt{DeliveryID: rd[0].ID, EndpointID: renewals.ID, At: at, Status: 204,
-		Class: "delivered", State: certorder.DeliveryDelivered, Success: true}))
-	if due, err := s.ClaimDeliveries(ctx, certorder.Claim{At: at.Add(30 * time.Minute), Lease: time.Minute, Limit: 10}); err != nil || len(due) != 0 {
-		t.Fatalf("claimed before it was due: %v %v", due, err)
+	rd := memberDeliveries(t, s, renewals.MemberID, renewals.ID)
+	finish(t, s, queue.Outcome{JobID: rd[0].ID, At: at, State: queue.Done})
+	if due := claimDeliveries(t, s, at.Add(30*time.Minute), 10); len(due) != 0 {
+		t.Fatalf("claimed before it was due: %v", due)
 	}
-	must(t, s.RedeliverMemberDelivery(ctx, all.MemberID, all.ID, ds[1].ID))
-	due, err := s.ClaimDeliveries(ctx, certorder.Claim{At: time.Now().Add(time.Second), Lease: time.Minute, Limit: 10})
-	must(t, err)
-	if len(due) != 1 || due[0].MsgID != ds[1].MsgID || due[0].Endpoint == nil || due[0].Endpoint.URL != all.URL ||
-		due[0].Endpoint.Secret != "whsec_a" || due[0].Attempts != 0 {
+	wantErr(t, s.RetryJob(ctx, queue.KindWebhook, all.MemberID, all.ID, ds[0].ID), certorder.ErrConflict)  // pending still
+	wantErr(t, s.RetryJob(ctx, queue.KindWebhook, bobs.MemberID, all.ID, ds[1].ID), certorder.ErrNotFound) // not bob's
+	must(t, s.RetryJob(ctx, queue.KindWebhook, all.MemberID, all.ID, ds[1].ID))
+	due := claimDeliveries(t, s, time.Now().Add(time.Second), 10)
+	if len(due) != 1 || due[0].MsgID != ds[1].MsgID || due[0].EndpointID != all.ID || due[0].MemberID != all.MemberID ||
+		due[0].Attempts != 0 {
 		t.Fatalf("redelivered: %+v", due)
 	}
-	must(t, s.FinishAttempt(ctx, certorder.Attempt{DeliveryID: due[0].ID, EndpointID: all.ID, At: at, Status: 410,
-		Class: "gone", State: certorder.DeliveryFailed, Disable: "the endpoint answered 410 Gone"}))
+	finish(t, s, queue.Outcome{JobID: due[0].ID, At: at, State: queue.Failed})
+	must(t, s.RecordEndpointAttempt(ctx, all.ID, at, false, "the endpoint answered 410 Gone"))
 	ep, err = s.FindEndpoint(ctx, all.ID)
 	must(t, err)
 	if ep.Enabled || ep.DisabledReason != "the endpoint answered 410 Gone" {
@@ -153,14 +186,17 @@ func testWebhooks(t *testing.T, open func(t *testing.T) storekit.Store) {
 		!ep.PreviousExpires.Equal(at.Add(24*time.Hour)) {
 		t.Fatalf("after enable and rotate: %+v", ep)
 	}
-	id, err := s.QueueMemberDelivery(ctx, bobs.MemberID, bobs.ID, "webhook.test", "msg_test", []byte(`{"type":"webhook.test"}`))
+	ids, err := s.Enqueue(ctx, webhook.NewDelivery(bobs, "webhook.test", "msg_test", []byte(`{"type":"webhook.test"}`)))
 	must(t, err)
-	if ds, err := s.MemberDeliveries(ctx, bobs.MemberID, bobs.ID, 10); err != nil || len(ds) != 1 || ds[0].ID != id || ds[0].EventType != "webhook.test" {
-		t.Fatalf("test delivery: %+v %v", ds, err)
+	if ds := memberDeliveries(t, s, bobs.MemberID, bobs.ID); len(ds) != 1 || ds[0].ID != ids[0] || ds[0].EventType != "webhook.test" {
+		t.Fatalf("test delivery: %+v", ds)
 	}
 	must(t, s.DeleteEndpoint(ctx, bobs.ID))
 	_, err = s.FindEndpoint(ctx, bobs.ID)
 	wantErr(t, err, certorder.ErrNotFound)
+	if ds := memberDeliveries(t, s, bobs.MemberID, bobs.ID); len(ds) != 0 {
+		t.Fatalf("a deleted endpoint's deliveries stay: %+v", ds)
+	}
 
 	// order.expiring: orders of members with an endpoint wanting it, in
 	// the window, renewed or not (with how far the renewal has come: the
@@ -190,14 +226,15 @@ func testWebhooks(t *testing.T, open func(t *testing.T) storekit.Store) {
 	}
 	// The CertCentral sync's writes emit the same events.
 	must(t, s.LinkContainer(ctx, "alice", 100))
-	_, err = ccsync.ApplyBatch(ctx, s, []certorder.UpstreamOrder{upstream(t, 50, 0, 100, "issued")})
+	_, err = ccsync.ApplyBatch(ctx, s, []storekit.UpstreamOrder{upstream(t, 50, 0, 100, "issued")})
 	must(t, err)
-	_, err = ccsync.ApplyBatch(ctx, s, []certorder.UpstreamOrder{upstream(t, 51, 0, 100, "issued"), upstream(t, 50, 51, 100, "issued")})
+	_, err = ccsync.ApplyBatch(ctx, s, []storekit.UpstreamOrder{upstream(t, 51, 0, 100, "issued"), upstream(t, 50, 51, 100, "issued")})
 	must(t, err)
 	if got := fanOut(t, s); !equalJSONLines(got[all.ID], []string{`order.renewed {"order_id":50,"renewed_order_id":51}`}) {
 		t.Fatalf("the sync's renewal: %v", got)
 	}
-	must(t, s.PruneWebhooks(ctx, time.Now().Add(time.Hour)))
+	must(t, s.PruneJobs(ctx, []string{queue.KindWebhook}, time.Now().Add(time.Hour)))
+	must(t, s.PruneEvents(ctx, time.Now().Add(time.Hour)))
 
 	// A restore inserts orders with their renewals: no event.
 	var dump bytes.Buffer
@@ -250,19 +287,19 @@ func testWebhookClaimOrder(t *testing.T, s storekit.Store) {
 		must(t, err)
 		ids[ep.ID], members = name, append(members, ep.MemberID)
 		for i := range 2 { // queued in this order: first's, second's, third's
-			_, err := s.QueueMemberDelivery(ctx, ep.MemberID, ep.ID, "webhook.test", fmt.Sprintf("msg_%s_%d", name, i), []byte(`{}`))
+			_, err := s.Enqueue(ctx, webhook.NewDelivery(ep, "webhook.test", fmt.Sprintf("msg_%s_%d", name, i), []byte(`{}`)))
 			must(t, err)
 		}
 	}
 	claim := func(served ...int64) string {
 		t.Helper()
-		ds, err := s.ClaimDeliveries(ctx, certorder.Claim{At: time.Now().Add(time.Second), Lease: time.Minute, Limit: 1,
-			RoundRobin: true, Served: served})
+		jobs, err := s.ClaimJobs(ctx, queue.Claim{Kinds: []string{queue.KindWebhook}, Owner: "storetest",
+			At: time.Now().Add(time.Second), Lease: time.Minute, Limit: 1, RoundRobin: true, Served: served})
 		must(t, err)
-		if len(ds) != 1 {
-			t.Fatalf("claimed %d", len(ds))
+		if len(jobs) != 1 {
+			t.Fatalf("claimed %d", len(jobs))
 		}
-		return ids[ds[0].EndpointID]
+		return ids[jobs[0].SubjectID]
 	}
 	var got []string
 	got = append(got, claim()) // the oldest due first

@@ -2,9 +2,9 @@
 // depend on the store: the events' wire form, secrets and signatures
 // (Standard Webhooks, github.com/standard-webhooks/standard-webhooks), an
 // HTTP client that refuses to reach private addresses, one delivery attempt,
-// and the retry schedule. The outbox, the endpoints and the background
-// worker live with the store and in serve; the member's side of the
-// signature is client.VerifyWebhook.
+// a delivery as a job of the queue (package queue), and the Worker that
+// fans the order events out to the endpoints and delivers them; serve runs
+// it. The member's side of the signature is client.VerifyWebhook.
 //
 // A message is built once and kept as bytes, so every retry sends exactly
 // what was signed:

@@ -17,12 +17,44 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/notice"
+	"github.com/certorder/certorder/queue"
 )
+
+// Store is what a Worker needs of the store: the queue, the events to fan
+// out, the endpoints, and the orders whose end comes near.
+type Store interface {
+	queue.Store
+	// FanOut takes up to limit events not yet fanned out and, in one
+	// transaction, queues the job build makes of each for every enabled
+	// endpoint of the event's member that wants its type (build gets the
+	// endpoint's ID, member and format). Instances sharing the store never
+	// take the same event.
+	FanOut(ctx context.Context, limit int, build func(ev certorder.Event, ep certorder.Endpoint) (queue.Job, error)) (int, error)
+	// FindEndpoint returns one endpoint; ErrNotFound if none.
+	FindEndpoint(ctx context.Context, id int64) (certorder.Endpoint, error)
+	// RecordEndpointAttempt records how an attempt to endpoint id went: a
+	// success (ok), a failure that disables it (disable: why), or another
+	// failure (failing since the first of them).
+	RecordEndpointAttempt(ctx context.Context, id int64, at time.Time, ok bool, disable string) error
+	// EndingOrders lists the orders whose certificate's end (typ
+	// order.expiring) or plan's end (order.plan_ending) is between from
+	// and to (YYYY-MM-DD, inclusive), of members with an enabled endpoint
+	// or an active notice address wanting typ, renewed or not (the worker
+	// decides by Windows.Next).
+	EndingOrders(ctx context.Context, typ, from, to string) ([]certorder.EndingOrder, error)
+	// RecordEnding records an event of type typ for the order and marks
+	// the thresholds as told for the order's current end (End), in one
+	// transaction; a threshold told already makes it a no-op (false). A
+	// new end (a reissued certificate) is told afresh.
+	RecordEnding(ctx context.Context, typ string, o certorder.EndingOrder, thresholds []int, data []byte, at time.Time) (bool, error)
+	// PruneEvents deletes the events fanned out before before.
+	PruneEvents(ctx context.Context, before time.Time) error
+}
 
 // Worker delivers the store's webhook events in the background: it fans
 // new events out to the endpoints that want them, finds the orders nearing
 // expiry without a successor, and delivers what is due, retrying on the
-// Backoff schedule. Several workers on one PostgreSQL store share the work:
+// queue.Backoff schedule. Several workers on one PostgreSQL store share the work:
 // the store hands each event and each due delivery to one of them.
 //
 // Delivery is fair: each claim takes at most one delivery per member, and
@@ -54,7 +86,8 @@ type Worker struct {
 
 // WorkerConfig is what a Worker needs.
 type WorkerConfig struct {
-	Store      certorder.WebhookOutbox
+	Store      Store
+	Owner      string           // the instance, as its claims name it; "": the host and process
 	Client     *http.Client     // NewHTTPClient's; nil: NewHTTPClient(Options{})
 	Now        func() time.Time // nil: time.Now
 	Logger     *slog.Logger     // nil: none
@@ -112,6 +145,7 @@ const (
 type workerMetrics struct {
 	deliveries *prometheus.CounterVec // by outcome
 	queueAge   prometheus.Gauge
+	rounds     prometheus.Counter
 }
 
 // NewWorker returns a worker; Run starts it.
@@ -124,6 +158,9 @@ func NewWorker(cfg WorkerConfig) *Worker {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Owner == "" {
+		cfg.Owner = queue.Owner("webhooks")
 	}
 	if len(cfg.Thresholds) == 0 {
 		cfg.Thresholds = DefaultThresholds
@@ -161,9 +198,10 @@ func NewWorker(cfg WorkerConfig) *Worker {
 		queueAge: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "certorder_webhook_queue_age_seconds", Help: "How late the latest deliveries taken were, in seconds past their due time.",
 		}),
+		rounds: queue.RoundsCounter("webhooks"),
 	}
 	if cfg.Metrics != nil {
-		cfg.Metrics.MustRegister(m.deliveries, m.queueAge)
+		cfg.Metrics.MustRegister(m.deliveries, m.queueAge, m.rounds)
 	}
 	return &Worker{cfg: cfg, metrics: m, byEndpoint: map[int64]int{}, byMember: map[int64]int{},
 		served: map[int64]servedAt{}, freed: make(chan struct{}, 1)}
@@ -180,6 +218,7 @@ func (w *Worker) Run(ctx context.Context) {
 		if err := w.tick(ctx); err != nil && ctx.Err() == nil {
 			w.cfg.Logger.Error("webhooks", "err", err)
 		}
+		w.metrics.rounds.Inc()
 		for again := true; again; {
 			select {
 			case <-ctx.Done():
@@ -215,8 +254,9 @@ func (w *Worker) tick(ctx context.Context) error {
 	now := w.cfg.Now()
 	var errs []error
 	for {
-		n, err := w.cfg.Store.FanOut(ctx, batch, func(ev certorder.Event, format string) (string, []byte, error) {
-			return w.build(ctx, ev, format)
+		n, err := w.cfg.Store.FanOut(ctx, batch, func(ev certorder.Event, ep certorder.Endpoint) (queue.Job, error) {
+			msgID, body, err := w.build(ctx, ev, ep.Format)
+			return NewDelivery(ep, ev.Type, msgID, body), err
 		})
 		if err != nil {
 			errs = append(errs, err)
@@ -238,7 +278,8 @@ func (w *Worker) tick(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	if now.Sub(w.pruned) >= pruneEvery {
-		if err := w.cfg.Store.PruneWebhooks(ctx, now.Add(-keepFinished)); err != nil {
+		if err := errors.Join(w.cfg.Store.PruneJobs(ctx, []string{queue.KindWebhook}, now.Add(-keepFinished)),
+			w.cfg.Store.PruneEvents(ctx, now.Add(-keepFinished))); err != nil {
 			errs = append(errs, err)
 		} else {
 			w.pruned = now
@@ -265,55 +306,6 @@ func (w *Worker) build(ctx context.Context, ev certorder.Event, format string) (
 	}
 	body, err := json.Marshal(Event{Type: ev.Type, Timestamp: ev.At, Data: ev.Data})
 	return NewMessageID(), body, err
-}
-
-// ending records the events of an end, typ: order.expiring as a
-// certificate's end comes near while its order has no issued renewal,
-// order.plan_ending as a plan's end comes near while it has no renewal at
-// all (neither for an order canceled, rejected or revoked). Each is told
-// once per order, end and threshold, and only the nearest threshold crossed
-// is told (an order first seen 5 days before its end hears "5 days", not
-// also "30"); a reissued certificate's new end is told afresh.
-func (w *Worker) ending(ctx context.Context, now time.Time, typ string, thresholds []int) error {
-	today := now.UTC()
-	from := today.Format(certorder.DateLayout)
-	to := today.AddDate(0, 0, thresholds[len(thresholds)-1]).Format(certorder.DateLayout)
-	orders, err := w.cfg.Store.EndingOrders(ctx, typ, from, to)
-	if err != nil {
-		return err
-	}
-	for _, o := range orders {
-		next := w.cfg.Windows.Next(o.Lifecycle(), now)
-		switch {
-		case next.Step == certorder.StepEnded, o.Renewal == certorder.RenewalIssued,
-			typ == certorder.EventOrderPlanEnding && o.Renewal != certorder.RenewalNone:
-			continue
-		}
-		days := certorder.DaysRemaining(o.End(typ), now)
-		var crossed []int
-		for _, t := range thresholds {
-			if days <= t && !slices.Contains(o.Notified, t) {
-				crossed = append(crossed, t)
-			}
-		}
-		if len(crossed) == 0 {
-			continue
-		}
-		var data any = ExpiringData{OrderID: o.ID, ValidTill: o.Certificate.ValidTill, DaysRemaining: days,
-			OrderValidTill: o.PlanTill, NextStep: next.Step}
-		if typ == certorder.EventOrderPlanEnding {
-			data = PlanEndingData{OrderID: o.ID, OrderValidTill: o.PlanTill, DaysRemaining: days,
-				ValidTill: o.Certificate.ValidTill, NextStep: next.Step}
-		}
-		raw, err := json.Marshal(data)
-		if err != nil {
-			return err
-		}
-		if _, err := w.cfg.Store.RecordEnding(ctx, typ, o, crossed, raw, now); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func (w *Worker) dispatch(ctx context.Context) error {
@@ -345,20 +337,26 @@ func (w *Worker) dispatchN(ctx context.Context) (int, error) {
 		if free <= 0 {
 			return started, nil
 		}
-		ds, err := w.cfg.Store.ClaimDeliveries(ctx, certorder.Claim{At: now, Lease: w.cfg.Lease, Limit: free,
-			RoundRobin: true, SkipEndpoints: skipE, SkipMembers: skipM, Served: order})
+		jobs, err := w.cfg.Store.ClaimJobs(ctx, queue.Claim{Kinds: []string{queue.KindWebhook}, Owner: w.cfg.Owner,
+			At: now, Lease: w.cfg.Lease, Limit: free, RoundRobin: true, SkipSubjects: skipE, SkipMembers: skipM, Served: order})
 		if err != nil {
 			return started, err
 		}
-		if len(ds) == 0 {
+		if len(jobs) == 0 {
 			return started, nil
 		}
-		late := time.Duration(0)
-		for _, d := range ds {
-			late = max(late, now.Sub(d.NextAttempt))
-		}
-		w.metrics.queueAge.Set(late.Seconds())
-		for _, d := range ds {
+		for _, j := range jobs {
+			d, err := DeliveryOf(j)
+			if err != nil {
+				// Nothing can send it: failed for good, said in the log.
+				w.cfg.Logger.Error("webhooks", "err", err)
+				err = w.cfg.Store.FinishJob(ctx, queue.Outcome{JobID: j.ID, Owner: w.cfg.Owner, At: now, State: queue.Failed,
+					Error: "the delivery could not be read"})
+				if err != nil {
+					return started, err
+				}
+				continue
+			}
 			w.start(ctx, d, now.Add(w.cfg.Lease))
 			started++
 		}
@@ -387,8 +385,8 @@ func (w *Worker) servedOrder(now time.Time) []int64 {
 
 // start sends one claimed delivery in the background. The attempt must end
 // before the lease does: leaseEnd less a margin for recording its outcome.
-func (w *Worker) start(ctx context.Context, d certorder.Delivery, leaseEnd time.Time) {
-	memberID := d.Endpoint.MemberID
+func (w *Worker) start(ctx context.Context, d Delivery, leaseEnd time.Time) {
+	memberID := d.MemberID
 	w.mu.Lock()
 	w.inFlight++
 	w.byEndpoint[d.EndpointID]++
@@ -425,50 +423,67 @@ func (w *Worker) start(ctx context.Context, d certorder.Delivery, leaseEnd time.
 
 // deliver makes one attempt of a delivery (bounded by actx) and records
 // what came of it (bounded by ctx).
-func (w *Worker) deliver(actx, ctx context.Context, d certorder.Delivery) error {
-	ep := d.Endpoint
+func (w *Worker) deliver(actx, ctx context.Context, d Delivery) error {
 	now := w.cfg.Now()
-	a := certorder.Attempt{DeliveryID: d.ID, EndpointID: ep.ID, At: now}
-	keys, err := signingKeys(ep, now)
+	o := queue.Outcome{JobID: d.ID, Owner: w.cfg.Owner, At: now}
+	ep, err := w.cfg.Store.FindEndpoint(actx, d.EndpointID)
+	switch {
+	case errors.Is(err, certorder.ErrNotFound), err == nil && ep.MemberID != d.MemberID:
+		// Deleted since it was queued (its ID perhaps another's now).
+		o.State, o.Error = queue.Failed, "the endpoint was deleted"
+		return w.cfg.Store.FinishJob(ctx, o)
+	case err != nil:
+		return err // the lease runs out and it is tried again
+	}
+	keys, err := signingKeys(&ep, now)
 	if !ep.Enabled || err != nil {
 		// Nothing is sent for an endpoint disabled since (or broken).
-		a.State, a.Class, a.Error = certorder.DeliveryFailed, "disabled", "the endpoint is disabled"
+		o.State, o.Error = queue.Failed, "the endpoint is disabled"
 		if err != nil {
-			a.Error = err.Error()
+			o.Error = err.Error()
 		}
+		o.Result = resultOf(Result{Class: "disabled"})
 		w.metrics.deliveries.WithLabelValues("disabled").Inc()
-		return w.cfg.Store.FinishAttempt(ctx, a)
+		return w.cfg.Store.FinishJob(ctx, o)
 	}
+	w.metrics.queueAge.Set(max(0, now.Sub(d.NextAttempt)).Seconds())
 	res := Deliver(actx, w.cfg.Client, ep.URL, keys, d.MsgID, now, d.Body)
 	if res.Class == ClassCanceled {
 		return nil // shutting down: the lease runs out and it is sent again
 	}
 	w.metrics.deliveries.WithLabelValues(string(res.Class)).Inc()
-	a.Status, a.Class, a.Latency = res.Status, string(res.Class), res.Latency
+	o.Result = resultOf(res)
 	if res.Err != nil {
-		a.Error = res.Err.Error()
+		o.Error = res.Err.Error()
 	}
 	if answer := strings.TrimSpace(res.Answer); answer != "" && !res.Delivered() {
 		// The receiver's own words say best why it refused: the member sees them.
-		a.Error = strings.TrimPrefix(a.Error+": "+answer, ": ")
+		o.Error = strings.TrimPrefix(o.Error+": "+answer, ": ")
 	}
+	disable := ""
 	switch attempt := d.Attempts + 1; {
 	case res.Delivered():
-		a.State, a.Success = certorder.DeliveryDelivered, true
+		o.State = queue.Done
 	case res.Gone():
-		a.State, a.Disable = certorder.DeliveryFailed, "the endpoint answered 410 Gone"
+		o.State, disable = queue.Failed, "the endpoint answered 410 Gone"
 	case !ep.FailingSince.IsZero() && now.Sub(ep.FailingSince) >= w.cfg.DisableAfter:
-		a.State = certorder.DeliveryFailed
-		a.Disable = fmt.Sprintf("no delivery succeeded since %s", ep.FailingSince.UTC().Format(time.RFC3339))
+		o.State = queue.Failed
+		disable = fmt.Sprintf("no delivery succeeded since %s", ep.FailingSince.UTC().Format(time.RFC3339))
 	case attempt >= MaxAttempts || !res.Retry():
-		a.State = certorder.DeliveryFailed
+		o.State = queue.Failed
 	default:
-		a.State, a.NextAttempt = certorder.DeliveryPending, now.Add(max(Backoff(attempt, nil), res.RetryAfter))
+		o.State, o.RunAfter = queue.Pending, now.Add(max(queue.Backoff(attempt, nil), res.RetryAfter))
 	}
-	if a.Disable != "" {
-		w.cfg.Logger.Warn("webhook endpoint disabled", "endpoint", ep.ID, "member_id", ep.MemberID, "reason", a.Disable)
+	if disable != "" {
+		w.cfg.Logger.Warn("webhook endpoint disabled", "endpoint", ep.ID, "member_id", ep.MemberID, "reason", disable)
 	}
-	return w.cfg.Store.FinishAttempt(context.WithoutCancel(ctx), a)
+	ctx = context.WithoutCancel(ctx)
+	if err := w.cfg.Store.FinishJob(ctx, o); err != nil {
+		return err
+	}
+	// The endpoint's health after the job's outcome: a crash between the
+	// two leaves it one attempt behind, never a delivery sent twice.
+	return w.cfg.Store.RecordEndpointAttempt(ctx, ep.ID, now, res.Delivered(), disable)
 }
 
 // signingKeys are the keys a message is signed with now: the endpoint's

@@ -19,6 +19,7 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/acmeurl"
 	"github.com/certorder/certorder/internal/printable"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/mailer"
 	"github.com/certorder/certorder/notice"
 )
@@ -108,7 +109,7 @@ func settingsError(cmd string, errs []error) error {
 
 // startNotices sends members' e-mail notices in the background until the
 // function it returns is called.
-func startNotices(ctx context.Context, c *serveConfig, logger *slog.Logger, store mailer.Outbox, reg prometheus.Registerer) func() {
+func startNotices(ctx context.Context, c *serveConfig, logger *slog.Logger, store mailer.Store, reg prometheus.Registerer) func() {
 	w := mailer.NewWorker(mailer.WorkerConfig{Store: store, SMTP: *c.smtp, Logger: logger, Metrics: reg,
 		Texts: notice.Texts{PublicURL: c.notices.publicURL, Windows: c.windows}})
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -164,14 +165,14 @@ func probeRelay(ctx context.Context, cfg mailer.Config, logger *slog.Logger) {
 // noticeAdmin is what admin notice ... uses.
 type noticeAdmin interface {
 	FindMember(ctx context.Context, name string) (certorder.Member, error)
-	certorder.MemberNoticeStore
-	certorder.AuditStore
+	storekit.MemberNoticeStore
+	storekit.AuditStore
 }
 
 // noticeUnblocker is what admin notice unblock uses.
 type noticeUnblocker interface {
-	certorder.NoticeRecipientStore
-	certorder.AuditStore
+	storekit.NoticeRecipientStore
+	storekit.AuditStore
 }
 
 func (e *env) noticeAdd(fs *flag.FlagSet) adminFunc {
@@ -289,7 +290,7 @@ func (e *env) noticeUnblock(ctx context.Context, store noticeUnblocker, args []s
 type noticeTester interface {
 	FindMember(ctx context.Context, name string) (certorder.Member, error)
 	NoticeAddresses(ctx context.Context, memberID int64) ([]certorder.NoticeAddress, error)
-	certorder.AuditStore
+	storekit.AuditStore
 }
 
 // noticeTest sends a test message now through the relay serve's settings

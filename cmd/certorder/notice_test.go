@@ -120,7 +120,8 @@ func TestNoticesServe(t *testing.T) {
 	}
 
 	stderr := &syncBuffer{}
-	endpoint, _ := startServeWith(t, c, stderr, append(smtpArgs(t, mail), "--webhook-allow-private")...)
+	metricsAddr := freeAddr(t)
+	endpoint, _ := startServeWith(t, c, stderr, append(smtpArgs(t, mail), "--webhook-allow-private", "--metrics-addr", metricsAddr)...)
 	base := strings.TrimSuffix(endpoint, "/api/digicert/")
 	renewals(t, c, "acme", [2]int{101, 102})
 	ms := mail.Wait(2, 20*time.Second)
@@ -165,7 +166,7 @@ func TestNoticesServe(t *testing.T) {
 	}
 	renewals(t, c, "acme", [2]int{103, 104})
 	mail.Wait(3, 20*time.Second)
-	time.Sleep(1500 * time.Millisecond) // a round of the worker: nothing more may come
+	awaitRounds(t, metricsAddr, "notices") // nothing more may come
 	ms = mail.Messages()
 	if len(ms) != 3 || ms[2].To[0] != "all@acme.example" {
 		t.Errorf("after unsubscribing, %d messages; the last to %v", len(ms), ms[len(ms)-1].To)
@@ -192,8 +193,12 @@ func TestNoticesTwoInstances(t *testing.T) {
 		c.ok("admin", "notice", "add", "acme", "ops"+strconv.Itoa(i)+"@acme.example")
 	}
 	var ps []*process
+	var metrics []string
 	for range 2 {
-		ps = append(ps, startProcess(t, bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--db", dsn}, smtpArgs(t, mail)...)...))
+		addr := freeAddr(t)
+		ps = append(ps, startProcess(t, bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--db", dsn, "--metrics-addr", addr},
+			smtpArgs(t, mail)...)...))
+		metrics = append(metrics, addr)
 	}
 	var pairs [][2]int
 	for i := range 8 {
@@ -202,7 +207,9 @@ func TestNoticesTwoInstances(t *testing.T) {
 	renewals(t, c, "acme", pairs...)
 	const want = 5 * 8 // each renewal to each address: within the day's ten
 	mail.Wait(want, 30*time.Second)
-	time.Sleep(2 * time.Second) // both workers go round again: nothing more may come
+	for _, addr := range metrics { // both workers go round again: nothing more may come
+		awaitRounds(t, addr, "notices")
+	}
 	ms := mail.Messages()
 	ids := map[string]bool{}
 	perAddress := map[string]map[string]bool{}

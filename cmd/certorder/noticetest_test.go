@@ -232,22 +232,21 @@ func TestNoticeListRetry(t *testing.T) {
 	at := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
 	finish := func(a certorder.NoticeAttempt) {
 		t.Helper()
-		a.AddressID, a.At = 1, at
-		if err := s.FinishNotice(context.Background(), a); err != nil {
+		a.At = at
+		if err := s.RecordNoticeAttempt(context.Background(), 1, a); err != nil {
 			t.Fatal(err)
 		}
 	}
-	finish(certorder.NoticeAttempt{State: certorder.DeliveryFailed, Permanent: true, Error: "RCPT: the relay answered 550 no such mailbox",
-		FailureKind: "recipient"})
+	finish(certorder.NoticeAttempt{Failure: "RCPT: the relay answered 550 no such mailbox", FailureKind: "recipient"})
 	at = at.Add(time.Hour)
-	finish(certorder.NoticeAttempt{State: certorder.DeliveryPending, NextAttempt: at.Add(5 * time.Minute),
-		Error: "AUTH: the relay answered 454 4.7.0 (its text is not kept: it may quote the credentials)", FailureKind: "service"})
+	finish(certorder.NoticeAttempt{RetryAt: at.Add(5 * time.Minute),
+		Failure: "AUTH: the relay answered 454 4.7.0 (its text is not kept: it may quote the credentials)", FailureKind: "service"})
 	want := "2026-11-28T10:00:00Z AUTH: the relay answered 454 4.7.0 (its text is not kept: it may quote the credentials) " +
 		"(temporary: tried again at 2026-11-28T10:05:00Z)"
 	if list := c.ok("admin", "notice", "list", "acme"); !strings.Contains(list, want) {
 		t.Errorf("notice list:\n%s\nwant %q", list, want)
 	}
-	finish(certorder.NoticeAttempt{State: certorder.DeliveryDelivered})
+	finish(certorder.NoticeAttempt{Sent: true})
 	if list := c.ok("admin", "notice", "list", "acme"); !strings.Contains(list, "active  2026-11-28T10:00:00Z  -") {
 		t.Errorf("after a success:\n%s", list)
 	}

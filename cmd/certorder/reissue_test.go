@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,7 +13,9 @@ import (
 
 	"github.com/certorder/certorder/digicert/digicerttest"
 	"github.com/certorder/certorder/internal/testdb"
+	"github.com/certorder/certorder/queue"
 	"github.com/certorder/certorder/stores"
+	"github.com/certorder/certorder/webhook"
 )
 
 // A reissue upstream between two syncs that both see the order issued
@@ -107,9 +110,17 @@ func testReissueThroughSync(t *testing.T, dsn string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, err := store.MemberDeliveries(context.Background(), alice.ID, endpointID, 100)
-	if err != nil || len(ds) != 2 || ds[0].EventType != "order.status_changed" || ds[1].EventType != "order.reissued" {
-		t.Errorf("deliveries: %+v %v", ds, err)
+	jobs, err := store.Jobs(context.Background(), queue.List{Kind: queue.KindWebhook, MemberID: alice.ID, SubjectID: endpointID, Limit: 100})
+	var types []string
+	for _, j := range jobs {
+		d, err := webhook.DeliveryOf(j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		types = append(types, d.EventType)
+	}
+	if err != nil || !slices.Equal(types, []string{"order.status_changed", "order.reissued"}) {
+		t.Errorf("deliveries: %v %v", types, err)
 	}
 
 	// The member page keeps both certificates; info names both ends.

@@ -167,12 +167,26 @@ func scrape(t *testing.T, addr, name string) float64 {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	m := regexp.MustCompile(`(?m)^` + name + ` (\S+)$`).FindSubmatch(b)
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` (\S+)$`).FindSubmatch(b)
 	if m == nil {
 		t.Fatalf("no %s in /metrics", name)
 	}
 	v, _ := strconv.ParseFloat(string(m[1]), 64)
 	return v
+}
+
+// awaitRounds returns once the worker (webhooks, notices) of the serve
+// whose metrics are at addr has ended two more rounds than it had at the
+// call: everything it could see then it has seen, and done what it does
+// with it. So "nothing more came" is tested after the work, not after a
+// guess at how long it takes.
+func awaitRounds(t *testing.T, addr, worker string) {
+	t.Helper()
+	name := `certorder_worker_rounds_total{worker="` + worker + `"}`
+	start := scrape(t, addr, name)
+	if !poll.Within(30*time.Second, func() bool { return scrape(t, addr, name) >= start+2 }) {
+		t.Fatalf("the %s worker at %s did not go round twice in 30 s", worker, addr)
+	}
 }
 
 // freeAddr is a loopback address whose port was free a moment ago.

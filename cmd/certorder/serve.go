@@ -173,10 +173,10 @@ func checkDBDir(db string) error {
 	return nil
 }
 
-// webhookStore is what serve's webhook worker uses: the outbox, and the
+// webhookStore is what serve's webhook worker uses: its store, and the
 // events' orders for a chat room's line.
 type webhookStore interface {
-	certorder.WebhookOutbox
+	webhook.Store
 	notice.OrderFinder
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/certorder/certorder/ccsync"
 	"github.com/certorder/certorder/digicert"
 	"github.com/certorder/certorder/internal/printable"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/stores"
 )
 
@@ -200,7 +201,7 @@ func (p *progressLine) clear() {
 func (e *env) memberLink(link bool) func(fs *flag.FlagSet) adminFunc {
 	return func(fs *flag.FlagSet) adminFunc {
 		container := fs.Int64("container", 0, "the CertCentral division (container) ID (required)")
-		return role(func(ctx context.Context, store certorder.SyncStore, args []string) error {
+		return role(func(ctx context.Context, store storekit.SyncStore, args []string) error {
 			if *container <= 0 {
 				return usageError("--container ID is required: the division's CertCentral container ID")
 			}
@@ -240,7 +241,7 @@ func linksByMember(ctx context.Context, store linkReader) (map[int64][]string, e
 
 // syncStatus is admin sync status: the cursor, the last run, the links,
 // the unassigned orders and the recent runs.
-func (e *env) syncStatus(ctx context.Context, store certorder.SyncStore, _ []string) error {
+func (e *env) syncStatus(ctx context.Context, store storekit.SyncStore, _ []string) error {
 	st, err := store.SyncState(ctx, 10)
 	if err != nil {
 		return err
@@ -303,7 +304,7 @@ func (e *env) syncStatus(ctx context.Context, store certorder.SyncStore, _ []str
 
 // runOutcome says how a run ended: ok, incomplete (stopped at
 // --sync-max-fetches) or failed.
-func runOutcome(r certorder.SyncRun) string {
+func runOutcome(r storekit.SyncRun) string {
 	switch {
 	case r.OK:
 		return "ok"

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/digicert/digicerttest"
 	"github.com/certorder/certorder/internal/poll"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/stores"
 )
@@ -178,7 +178,7 @@ func TestSyncEveryTwoInstances(t *testing.T) {
 }
 
 // syncState is the sync state, with up to 100 runs, of the store at dsn.
-func syncState(t *testing.T, dsn string) certorder.SyncState {
+func syncState(t *testing.T, dsn string) storekit.SyncState {
 	t.Helper()
 	store, err := stores.Open(context.Background(), dsn)
 	if err != nil {

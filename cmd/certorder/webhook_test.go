@@ -304,8 +304,11 @@ func TestWebhookTwoInstances(t *testing.T) {
 		t.Fatal(err, errOut)
 	}
 	bin := buildBinary(t)
+	var metrics []string
 	for range 2 {
-		startProcess(t, bin, "serve", "--addr", "127.0.0.1:0", "--db", dsn, "--webhook-allow-private")
+		addr := freeAddr(t)
+		startProcess(t, bin, "serve", "--addr", "127.0.0.1:0", "--db", dsn, "--webhook-allow-private", "--metrics-addr", addr)
+		metrics = append(metrics, addr)
 	}
 	for i := 1; i <= n; i++ { // one status change per order, one import each
 		if _, errOut, err := c.run(webhookOrder(i, "revoked", "2030-01-01"), "admin", "order", "import", "--member", "alice", "-"); err != nil {
@@ -313,7 +316,9 @@ func TestWebhookTwoInstances(t *testing.T) {
 		}
 	}
 	rc.wait(n)
-	time.Sleep(2 * time.Second) // room for a double delivery to show
+	for _, addr := range metrics { // room for a double delivery to show
+		awaitRounds(t, addr, "webhooks")
+	}
 	got := rc.wait(n)
 	seen := map[string]int{}
 	orderSeen := map[float64]int{}

@@ -81,6 +81,9 @@ type Options struct {
 	NoAuth bool
 	// MaxBytes is the SIZE it advertises and enforces; 0: 1 MiB.
 	MaxBytes int64
+	// Certificate is the server's (its first certificate the leaf, and
+	// CAFile's); nil: a fresh self-signed one for 127.0.0.1 and localhost.
+	Certificate *tls.Certificate
 }
 
 // Message is one message the server accepted.
@@ -95,16 +98,28 @@ type Message struct {
 // the first byte (--smtp-tls tls), else STARTTLS on a plain connection.
 func Start(t testing.TB, implicitTLS bool) *Server {
 	t.Helper()
+	return StartWithCertificate(t, implicitTLS, certificate(t))
+}
+
+// StartWithCertificate is Start with the server's certificate chosen by
+// the test (its first certificate is the leaf, and CAFile's).
+func StartWithCertificate(t testing.TB, implicitTLS bool, cert tls.Certificate) *Server {
+	t.Helper()
+	opts := Options{Certificate: &cert}
 	if implicitTLS {
-		return StartWith(t, Options{TLS: TLS})
+		opts.TLS = TLS
 	}
-	return StartWith(t, Options{})
+	return StartWith(t, opts)
 }
 
 // StartWith starts a server as opts say, until the test ends.
 func StartWith(t testing.TB, opts Options) *Server {
 	t.Helper()
-	cert, pemBytes := certificate(t)
+	cert := certificate(t)
+	if opts.Certificate != nil {
+		cert = *opts.Certificate
+	}
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]})
 	s := &Server{t: t, opts: opts, rcpts: map[string]int{}, arrived: make(chan struct{}, 1000)}
 	s.Roots = x509.NewCertPool()
 	s.Roots.AppendCertsFromPEM(pemBytes)
@@ -283,8 +298,8 @@ func (se *session) Reset()        { se.from, se.to = "", nil }
 func (se *session) Logout() error { return nil }
 
 // certificate is a fresh self-signed certificate for 127.0.0.1 and
-// localhost, and its PEM.
-func certificate(t testing.TB) (tls.Certificate, []byte) {
+// localhost.
+func certificate(t testing.TB) tls.Certificate {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -299,7 +314,7 @@ func certificate(t testing.TB) (tls.Certificate, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
 // Read is a message as a mail client shows it.

@@ -90,7 +90,7 @@ const UnassignedColumns = `id, container_id, COALESCE(renewed_by, 0), doc, doc_f
 
 // ScanUnassigned reads an unassigned order: its document is parsed again,
 // refused if stored in another format than this binary reads.
-func ScanUnassigned(row Row) (*certorder.UpstreamOrder, error) {
+func ScanUnassigned(row Row) (*UpstreamOrder, error) {
 	var id, container, renewedBy, format int64
 	var doc []byte
 	if err := row.Scan(&id, &container, &renewedBy, &doc, &format); err != nil {
@@ -104,7 +104,7 @@ func ScanUnassigned(row Row) (*certorder.UpstreamOrder, error) {
 		return nil, fmt.Errorf("unassigned order %d: %w", id, err)
 	}
 	o.RenewedBy = renewedBy
-	return &certorder.UpstreamOrder{Order: o, Container: container}, nil
+	return &UpstreamOrder{Order: o, Container: container}, nil
 }
 
 // OrderSorts are the ORDER BY clauses of the sorts of a list of orders

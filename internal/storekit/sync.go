@@ -2,8 +2,11 @@ package storekit
 
 import (
 	"context"
+	"iter"
+	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/queue"
 )
 
 // SyncTx is a store's transaction as ccsync.ApplyUpstream uses it; its reads see
@@ -23,13 +26,13 @@ type SyncTx interface {
 	// ContainerMember returns the member linked to the division; 0 if none.
 	ContainerMember(ctx context.Context, container int64) (int64, error)
 	// UnassignedOrder reads an unassigned order; certorder.ErrNotFound if none.
-	UnassignedOrder(ctx context.Context, id int64) (*certorder.UpstreamOrder, error)
+	UnassignedOrder(ctx context.Context, id int64) (*UpstreamOrder, error)
 	// SaveOrder stores o for the member with the renewal relation
 	// renewedBy, as ImportOrders stores an order it has checked.
 	SaveOrder(ctx context.Context, memberID int64, o *certorder.Order, renewedBy int64) error
 	// SaveUnassigned stores u as unassigned; DeleteUnassigned forgets one
 	// (deleting one that is not there is not an error).
-	SaveUnassigned(ctx context.Context, u certorder.UpstreamOrder) error
+	SaveUnassigned(ctx context.Context, u UpstreamOrder) error
 	DeleteUnassigned(ctx context.Context, id int64) error
 	// AddEvents writes the events of the orders saved (OrderChange.Events).
 	certorder.EventWriter
@@ -48,8 +51,48 @@ type SyncTxRunner interface {
 }
 
 // Store is a whole store as stores.Open returns it: every role of the
-// root package, and the sync's transactions.
+// root package, the queue, the order events' way into it, and the sync's
+// transactions. Only the code that opens a store (and the store suite)
+// holds it whole; everything else takes the interface it declares where it
+// uses it (webhook.Store, mailer.Store, web.Store, ccsync.Store, ...).
 type Store interface {
-	certorder.Store
+	CredentialStore
+	MemberStore
+	KeyStore
+	OrderStore
+	AuditStore
+	SessionStore
+	MemberWebhookStore
+	EndpointAdmin
+	MemberNoticeStore
+	NoticeRecipientStore
+	SyncStore
+	LifecycleReader
+	certorder.CertificateFinder
+	Pinger
+	queue.Store
+	EventQueues
 	SyncTxRunner
+
+	// Restore loads an export (see internal/export) into an empty
+	// store, in one transaction; ErrConflict if the store holds anything.
+	Restore(ctx context.Context, records iter.Seq2[Record, error]) error
+	// Close releases the store; every call after it fails with ErrUnavailable.
+	Close() error
+}
+
+// EventQueues is how the order events reach the queue, and what the
+// consumers of those jobs keep beside them: webhook.Store and mailer.Store
+// declare these for their use, with their meaning.
+type EventQueues interface {
+	FanOut(ctx context.Context, limit int, build func(ev certorder.Event, ep certorder.Endpoint) (queue.Job, error)) (int, error)
+	RecordEndpointAttempt(ctx context.Context, id int64, at time.Time, ok bool, disable string) error
+	EndingOrders(ctx context.Context, typ, from, to string) ([]certorder.EndingOrder, error)
+	RecordEnding(ctx context.Context, typ string, o certorder.EndingOrder, thresholds []int, data []byte, at time.Time) (bool, error)
+	PruneEvents(ctx context.Context, before time.Time) error
+
+	QueueNotices(ctx context.Context, limit int, at time.Time,
+		plan func(ev certorder.Event, a certorder.NoticeAddress, today int) (queue.Job, bool)) (taken, queued int, err error)
+	NoticeEvents(ctx context.Context, jobID int64) ([]certorder.Event, error)
+	RecordNoticeAttempt(ctx context.Context, addressID int64, a certorder.NoticeAttempt) error
 }

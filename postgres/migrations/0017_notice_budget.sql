@@ -35,5 +35,5 @@ ALTER TABLE notice_addresses ADD COLUMN retry_at TIMESTAMPTZ;
 -- base64 into these texts: they are not kept.
 UPDATE notice_addresses SET failure = 'a failure before this version (its text is not kept)'
     WHERE failure ILIKE '%AUTH%' OR failure LIKE '%535%';
-UPDATE notice_messages SET last_error = 'a failure before this version (its text is not kept)'
-    WHERE last_error ILIKE '%AUTH%' OR last_error LIKE '%535%';
+UPDATE jobs SET last_error = 'a failure before this version (its text is not kept)'
+    WHERE kind LIKE 'notice.%' AND (last_error ILIKE '%AUTH%' OR last_error LIKE '%535%');

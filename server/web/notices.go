@@ -61,7 +61,7 @@ func failureWords(cat *catalogue, a certorder.NoticeAddress) string {
 	case kind != mailKindRecipient && kind != mailKindMessage && kind != mailKindService:
 		kind = "unknown" // recorded before the kinds were
 	}
-	return cat.S("notices.failure."+kind, cat.Moment(a.FailedAt))
+	return cat.S(failureKeys[kind], cat.Moment(a.FailedAt))
 }
 
 // The kinds of failure the mailer records (mailer.Kind...).
@@ -69,6 +69,15 @@ const (
 	mailKindRecipient = "recipient"
 	mailKindMessage   = "message"
 	mailKindService   = "service"
+)
+
+// What the page says of a recorded failure of each kind, and of a test
+// message's.
+var (
+	failureKeys = map[string]string{mailKindRecipient: "notices.failure.recipient", mailKindMessage: "notices.failure.message",
+		mailKindService: "notices.failure.service", "unknown": "notices.failure.unknown"}
+	testedKeys = map[string]string{mailKindRecipient: "notices.error.tested.recipient", mailKindMessage: "notices.error.tested.message",
+		mailKindService: "notices.error.tested.service"}
 )
 
 // testNoticeTimeout bounds the page's test message, the relay's exchange
@@ -109,13 +118,11 @@ func (h *handler) testNotice(w http.ResponseWriter, r *http.Request, s *certorde
 		return
 	}
 	var failed interface{ Kind() string }
-	kind := mailKindService
-	if errors.As(err, &failed) {
-		kind = failed.Kind()
-	} else {
-		h.cfg.Logger.Error("test message", "address_id", a.ID, "err", err)
+	key := testedKeys[mailKindService]
+	if errors.As(err, &failed) && testedKeys[failed.Kind()] != "" {
+		key = testedKeys[failed.Kind()]
 	}
-	h.noticesPage(w, r, s, http.StatusBadGateway, noticesData{Error: cat.S("notices.error.tested."+kind, a.Address)}, "", nil)
+	h.noticesPage(w, r, s, http.StatusBadGateway, noticesData{Error: cat.S(key, a.Address)}, "", nil)
 }
 
 // choiceField is a form's radio buttons (the "choices" template).

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
+	"github.com/certorder/certorder/queue"
 	"github.com/certorder/certorder/webhook"
 )
 
@@ -46,16 +48,21 @@ func (e *ThrottledError) Error() string { return fmt.Sprintf("throttled for %v",
 // member in the store's query, so no request of one member can touch
 // another's key or endpoint.
 type Store interface {
-	certorder.SessionStore
-	certorder.OrderReader
+	storekit.SessionStore
+	storekit.OrderReader
 	Keys(ctx context.Context, member string) ([]certorder.Key, error)
 	AddMemberKey(ctx context.Context, memberID int64, k certorder.Key, max int) error
 	RevokeMemberKey(ctx context.Context, memberID int64, id string) error
 	KeysLastUsed(ctx context.Context, keyIDs []string) (map[string]time.Time, error)
 
-	certorder.MemberWebhookStore
-	certorder.MemberNoticeStore
-	certorder.NoticeRecipientStore
+	storekit.MemberWebhookStore
+	storekit.MemberNoticeStore
+	storekit.NoticeRecipientStore
+	// The queue, for a webhook endpoint's deliveries: the latest
+	// (kind queue.KindWebhook), a test event, one sent again.
+	Jobs(ctx context.Context, l queue.List) ([]queue.Job, error)
+	Enqueue(ctx context.Context, jobs ...queue.Job) ([]int64, error)
+	RetryJob(ctx context.Context, kind string, memberID, subjectID, id int64) error
 }
 
 // Config is what New needs besides the store.

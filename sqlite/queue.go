@@ -1,0 +1,191 @@
+package sqlite
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
+	"github.com/certorder/certorder/queue"
+)
+
+// The one job queue (package queue). SQLite has one writer, and its
+// transactions begin IMMEDIATE, so a claim's UPDATE alone keeps two workers
+// from taking one job.
+
+var _ queue.Store = (*Store)(nil)
+
+const jobColumns = `id, kind, member_id, subject_id, COALESCE(unique_key, ''), payload, state, attempts, run_after,
+	lease_owner, lease_until, created_at, last_attempt, last_error, result`
+
+func scanJob(row storekit.Row) (queue.Job, error) {
+	var j queue.Job
+	var runAfter, lease, created, last sql.NullString
+	err := row.Scan(&j.ID, &j.Kind, &j.MemberID, &j.SubjectID, &j.Key, &j.Payload, &j.State, &j.Attempts, &runAfter,
+		&j.Owner, &lease, &created, &last, &j.LastError, &j.Result)
+	j.RunAfter, j.LeaseUntil, j.CreatedAt, j.LastAttempt = parseTime(runAfter), parseTime(lease), parseTime(created), parseTime(last)
+	return j, err
+}
+
+// Enqueue adds jobs.
+func (s *Store) Enqueue(ctx context.Context, jobs ...queue.Job) ([]int64, error) {
+	ids := make([]int64, 0, len(jobs))
+	err := inTx(ctx, s.write, func(tx *sql.Tx) error {
+		ids = ids[:0]
+		at := time.Now()
+		for _, j := range jobs {
+			id, err := insertJob(ctx, tx, j, at)
+			if err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	return ids, s.wrap("enqueue", err)
+}
+
+// insertJob adds a job in the transaction of the change that causes it,
+// created at at and due at its RunAfter (zero: at); one with a Key joins
+// the pending job of its kind with that key, whose ID it returns.
+func insertJob(ctx context.Context, tx *sql.Tx, j queue.Job, at time.Time) (int64, error) {
+	if j.RunAfter.IsZero() {
+		j.RunAfter = at
+	}
+	if j.Payload == nil {
+		j.Payload = []byte{}
+	}
+	var key any
+	if j.Key != "" {
+		key = j.Key
+	}
+	var id int64
+	err := tx.QueryRowContext(ctx, `INSERT INTO jobs (kind, member_id, subject_id, unique_key, payload, state, run_after, created_at)
+		VALUES (?, ?, ?, ?, ?, 'pending', ?, ?)
+		ON CONFLICT (kind, unique_key) WHERE state = 'pending' AND unique_key IS NOT NULL DO UPDATE SET kind = excluded.kind
+		RETURNING id`, j.Kind, j.MemberID, j.SubjectID, key, j.Payload, formatTime(j.RunAfter), formatTime(at)).Scan(&id)
+	return id, err
+}
+
+// ClaimJobs takes due jobs and holds them for the lease.
+func (s *Store) ClaimJobs(ctx context.Context, c queue.Claim) ([]queue.Job, error) {
+	kinds, _ := json.Marshal(c.Kinds) // strings always marshal
+	skipS, skipM, served := int64List(c.SkipSubjects), int64List(c.SkipMembers), int64List(c.Served)
+	// Round-robin: each subject's oldest due job (subjects found by
+	// skipping through jobs_subject_due, an index probe each whatever the
+	// backlog), numbered within each member, the first of each taken;
+	// served is the member's place in c.Served (0: not listed, first).
+	due := `SELECT j.id, j.member_id, j.subject_id, j.run_after FROM jobs j
+		WHERE j.state = 'pending' AND j.run_after <= ?2 AND j.kind IN (SELECT value FROM json_each(?5))`
+	if c.RoundRobin {
+		due = `WITH RECURSIVE subjects(id) AS (
+				SELECT (SELECT min(subject_id) FROM jobs WHERE state = 'pending')
+				UNION ALL
+				SELECT (SELECT min(subject_id) FROM jobs WHERE state = 'pending' AND subject_id > subjects.id)
+				FROM subjects WHERE subjects.id IS NOT NULL)
+			SELECT j.id, j.member_id, j.subject_id, j.run_after FROM subjects s JOIN jobs j ON j.id = (SELECT h.id FROM jobs h
+				WHERE h.subject_id = s.id AND h.state = 'pending' AND h.run_after <= ?2
+				AND h.kind IN (SELECT value FROM json_each(?5)) ORDER BY h.run_after, h.id LIMIT 1)
+			WHERE s.id IS NOT NULL`
+	}
+	var jobs []queue.Job
+	err := inTx(ctx, s.write, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'pending', lease_owner = '', lease_until = NULL
+			WHERE state = 'running' AND lease_until <= ?`, formatTime(c.At)); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `UPDATE jobs SET state = 'running', lease_until = ?1, lease_owner = ?3, unique_key = NULL
+			WHERE id IN (SELECT id FROM (
+				SELECT d.id, d.run_after, row_number() OVER (PARTITION BY d.member_id ORDER BY d.run_after, d.id) AS rn,
+					COALESCE((SELECT v.key + 1 FROM json_each(?8) v WHERE v.value = d.member_id), 0) AS served
+				FROM (`+due+`) d
+				WHERE d.subject_id NOT IN (SELECT value FROM json_each(?6)) AND d.member_id NOT IN (SELECT value FROM json_each(?7)))
+				WHERE ?9 = 0 OR rn = 1 ORDER BY rn, served, run_after, id LIMIT ?4)
+			RETURNING `+jobColumns, formatTime(c.At.Add(c.Lease)), formatTime(c.At), c.Owner, c.Limit, string(kinds),
+			skipS, skipM, served, c.RoundRobin)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		jobs, err = storekit.Collect(rows, scanJob)
+		return err
+	})
+	slices.SortFunc(jobs, func(a, b queue.Job) int { return cmp.Compare(a.ID, b.ID) }) // RETURNING's order is none
+	return jobs, s.wrap("claim jobs", err)
+}
+
+// FinishJob records an attempt's outcome.
+func (s *Store) FinishJob(ctx context.Context, o queue.Outcome) error {
+	next := o.RunAfter
+	if next.IsZero() {
+		next = o.At
+	}
+	res, err := s.write.ExecContext(ctx, `UPDATE jobs SET state = ?, attempts = attempts + 1, run_after = ?,
+		lease_owner = '', lease_until = NULL,
+		last_attempt = ?, last_error = ?, result = COALESCE(?, result) WHERE id = ? AND state = 'running' AND lease_owner = ?`,
+		o.State, formatTime(next), formatTime(o.At), o.Error, nullBytes(o.Result), o.JobID, o.Owner)
+	if err = oneRow(res, err, fmt.Sprintf("job %d", o.JobID)); errors.Is(err, certorder.ErrNotFound) {
+		err = fmt.Errorf("%w: job %d is no longer held by %s", certorder.ErrConflict, o.JobID, o.Owner)
+	}
+	return s.wrap("finish job", err)
+}
+
+// RetryJob makes a finished job pending again at once.
+func (s *Store) RetryJob(ctx context.Context, kind string, memberID, subjectID, id int64) error {
+	return s.wrap("retry job", inTx(ctx, s.write, func(tx *sql.Tx) error {
+		var state string
+		err := tx.QueryRowContext(ctx, `SELECT state FROM jobs WHERE id = ? AND kind = ? AND member_id = ? AND subject_id = ?`,
+			id, kind, memberID, subjectID).Scan(&state)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("%w: job %d", certorder.ErrNotFound, id)
+		case err != nil:
+			return err
+		case state == queue.Pending || state == queue.Running:
+			return fmt.Errorf("%w: job %d is %s already", certorder.ErrConflict, id, state)
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE jobs SET state = 'pending', attempts = 0, run_after = ? WHERE id = ?`, now(), id)
+		return err
+	}))
+}
+
+// Jobs lists jobs of a kind, a member and a subject, newest first.
+func (s *Store) Jobs(ctx context.Context, l queue.List) ([]queue.Job, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs
+		WHERE subject_id = ? AND kind = ? AND member_id = ? ORDER BY id DESC LIMIT ?`, l.SubjectID, l.Kind, l.MemberID, l.Limit)
+	if err != nil {
+		return nil, s.wrap("list jobs", err)
+	}
+	defer rows.Close()
+	jobs, err := storekit.Collect(rows, scanJob)
+	return jobs, s.wrap("list jobs", err)
+}
+
+// PruneJobs deletes the jobs of kinds finished before before.
+func (s *Store) PruneJobs(ctx context.Context, kinds []string, before time.Time) error {
+	list, _ := json.Marshal(kinds) // strings always marshal
+	_, err := s.write.ExecContext(ctx, `DELETE FROM jobs WHERE state IN ('done', 'failed') AND created_at < ?
+		AND kind IN (SELECT value FROM json_each(?))`, formatTime(before), string(list))
+	return s.wrap("prune jobs", err)
+}
+
+// deleteJobs deletes the jobs of a subject that is deleted, in its transaction.
+func deleteJobs(ctx context.Context, tx *sql.Tx, subjectID int64, kinds ...string) error {
+	list, _ := json.Marshal(kinds) // strings always marshal
+	_, err := tx.ExecContext(ctx, `DELETE FROM jobs WHERE subject_id = ? AND kind IN (SELECT value FROM json_each(?))`,
+		subjectID, string(list))
+	return err
+}
+
+func nullBytes(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return b
+}

@@ -1,0 +1,99 @@
+package webhook
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/queue"
+)
+
+// A delivery is one message to one endpoint: a job of kind
+// queue.KindWebhook whose subject is the endpoint. Its message ID and body
+// are made once, when it is queued, so every retry sends exactly what was
+// signed.
+
+// MaxAttempts is how many attempts a delivery gets, the first included
+// (queue.Backoff's schedule: about three days); after the last one fails
+// the delivery is failed for good.
+const MaxAttempts = queue.MaxAttempts
+
+// Delivery states, as a member reads them.
+const (
+	StatePending   = "pending" // waiting for its first or next attempt, or under way
+	StateDelivered = "delivered"
+	StateFailed    = "failed"
+)
+
+// Delivery is a delivery job read back.
+type Delivery struct {
+	ID          int64
+	EndpointID  int64
+	MemberID    int64
+	EventType   string
+	MsgID       string
+	Body        []byte
+	State       string // StatePending, StateDelivered or StateFailed
+	Attempts    int
+	NextAttempt time.Time
+	CreatedAt   time.Time
+
+	LastAttempt time.Time
+	LastStatus  int    // HTTP status of the last attempt, 0 if none came
+	LastClass   string // the Class of the last attempt
+	LastLatency time.Duration
+	LastError   string
+}
+
+// payload is a delivery job's payload: the message, made once. The body is
+// a JSON string, so its bytes come back exactly.
+type payload struct {
+	EventType string `json:"event_type"`
+	MsgID     string `json:"msg_id"`
+	Body      string `json:"body"`
+}
+
+// result is a delivery job's record of its last attempt.
+type result struct {
+	Status    int    `json:"status"`
+	Class     string `json:"class"`
+	LatencyUS int64  `json:"latency_us"`
+}
+
+// NewDelivery is the job that delivers a message to the endpoint.
+func NewDelivery(ep certorder.Endpoint, eventType, msgID string, body []byte) queue.Job {
+	p, _ := json.Marshal(payload{eventType, msgID, string(body)}) // strings always marshal
+	return queue.Job{Kind: queue.KindWebhook, MemberID: ep.MemberID, SubjectID: ep.ID, Payload: p}
+}
+
+// DeliveryOf reads a delivery job.
+func DeliveryOf(j queue.Job) (Delivery, error) {
+	var p payload
+	if err := json.Unmarshal(j.Payload, &p); err != nil {
+		return Delivery{}, fmt.Errorf("delivery %d: %w", j.ID, err)
+	}
+	d := Delivery{ID: j.ID, EndpointID: j.SubjectID, MemberID: j.MemberID, EventType: p.EventType, MsgID: p.MsgID,
+		Body: []byte(p.Body), State: StatePending, Attempts: j.Attempts, NextAttempt: j.RunAfter, CreatedAt: j.CreatedAt,
+		LastAttempt: j.LastAttempt, LastError: j.LastError}
+	switch j.State {
+	case queue.Done:
+		d.State = StateDelivered
+	case queue.Failed:
+		d.State = StateFailed
+	}
+	if j.Result != nil {
+		var r result
+		if err := json.Unmarshal(j.Result, &r); err != nil {
+			return Delivery{}, fmt.Errorf("delivery %d: %w", j.ID, err)
+		}
+		d.LastStatus, d.LastClass, d.LastLatency = r.Status, r.Class, time.Duration(r.LatencyUS)*time.Microsecond
+	}
+	return d, nil
+}
+
+// resultOf is the record of an attempt.
+func resultOf(res Result) []byte {
+	b, _ := json.Marshal(result{res.Status, string(res.Class), res.Latency.Microseconds()}) // always marshals
+	return b
+}
