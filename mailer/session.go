@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/mail"
 	"net/textproto"
 	"os"
 	"slices"
@@ -209,7 +210,7 @@ func (s *session) close() {
 
 // sender is the envelope's From: the --mail-from address without its name.
 func (c Config) sender() (string, error) {
-	a, err := parseFrom(c.From)
+	a, err := mail.ParseAddress(c.From)
 	if err != nil {
 		return "", err
 	}

@@ -78,15 +78,10 @@ func (c Config) Check() error {
 	}
 	if c.From == "" {
 		errs = append(errs, errors.New("--mail-from is required with --smtp-addr"))
-	} else if _, err := parseFrom(c.From); err != nil {
+	} else if _, err := mail.ParseAddress(c.From); err != nil {
 		errs = append(errs, fmt.Errorf("--mail-from %q is not an e-mail address (want noreply@example.com or \"certorder <noreply@example.com>\")", c.From))
 	}
 	return errors.Join(errs...)
-}
-
-// parseFrom reads --mail-from: an address, with a name or not.
-func parseFrom(from string) (*mail.Address, error) {
-	return mail.ParseAddress(from)
 }
 
 // message is a notice's e-mail as go-mail sends it: both parts, the
