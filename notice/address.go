@@ -183,7 +183,9 @@ func ChooseEventTypes(types []string) ([]string, error) {
 // address exists. A block link is checked against the store's record of
 // the confirmation it came in (certorder.NoticeConfirmation, which keeps
 // the address and its secret), so that it works after the address was
-// removed: that is what a flood of confirmations does.
+// removed: that is what a flood of confirmations does. An address whose
+// secret is not a key (CheckSecret: restored from a forged export) has no
+// link that works.
 
 // ConfirmToken is the token of address a's confirmation link, valid
 // ConfirmFor from its creation.
@@ -204,18 +206,13 @@ func BlockToken(a certorder.NoticeAddress) string {
 	return payload + "." + mac(a.Secret, a.Address, payload)
 }
 
-// minSecret is the shortest secret that signs a link: a shorter one (an
-// address restored from a doctored export) signs nothing, so that no link
-// of it can be forged by guessing its key. NewAddress makes 32 bytes.
-const minSecret = 16
-
 // mac is the MAC of a link's payload for an address; "" when the secret is
-// too short to sign with.
+// not a key (CheckSecret), so that no link of it can be forged by guessing.
 func mac(secret, address, payload string) string {
-	key, err := base64.StdEncoding.DecodeString(secret)
-	if err != nil || len(key) < minSecret {
+	if CheckSecret(secret) != nil {
 		return ""
 	}
+	key, _ := base64.StdEncoding.DecodeString(secret)
 	h := hmac.New(sha256.New, key)
 	h.Write([]byte(payload + "." + address))
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
