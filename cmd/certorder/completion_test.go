@@ -43,6 +43,8 @@ func TestCompleteCandidates(t *testing.T) {
 		{[]string{"admin", ""}, []string{"member", "key", "order", "audit", "webhook", "notice", "sync", "migrate", "export", "restore", "backup"}},
 		{[]string{"admin", "member", ""}, []string{"add", "list", "disable", "enable", "keys", "link", "unlink"}},
 		{[]string{"admin", "webhook", "r"}, []string{"remove", "rotate"}},
+		{[]string{"admin", "notice", ""}, []string{"add", "list", "remove", "test", "unblock"}},
+		{[]string{"admin", "notice", "test", "acme", "--smtp-a"}, []string{"--smtp-addr"}},
 		{[]string{"admin", "key", "r"}, []string{"revoke"}},
 		{[]string{"admin", "key", "create", "alice", "--"}, []string{"--db", "--label"}},
 		{[]string{"admin", "backup", "--a"}, []string{"--audit"}},

@@ -245,7 +245,7 @@ func (e *env) parseServe(args []string) (*serveConfig, *slog.Logger, error) {
 		return nil, nil, usageError("serve: --sync-every must not be negative")
 	}
 	var err error
-	if c.smtp, err = c.notices.check(e, c.web); err != nil {
+	if c.smtp, err = c.notices.check(e, "serve", true, c.web); err != nil {
 		return nil, nil, err
 	}
 	if c.maxConns < 0 {

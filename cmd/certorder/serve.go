@@ -112,6 +112,7 @@ func (e *env) serve(ctx context.Context, args []string) error {
 		SelfServiceKeysOff: !c.memberKeys,
 		PrivateWebhooks:    c.webhookAllowPrivate,
 		Notices:            c.smtp != nil,
+		TestNotice:         c.testNotice(logger),
 		ACMEURLTemplate:    c.acmeURLTemplate,
 		Windows:            c.windows,
 		Credentials:        creds,
