@@ -76,7 +76,10 @@ type Notice struct {
 	Day       string // the UTC day it was queued, YYYY-MM-DD
 	CreatedAt time.Time
 	Address   NoticeAddress
-	Events    []Event // its event, or the digest's, oldest first; none for a confirmation
+	Events    []Event // its event, or the digest's, oldest first (the first EventCount); none for a confirmation
+	// EventCount is how many events it tells: a digest's may be more than
+	// it lists.
+	EventCount int
 }
 
 // NoticeAttempt is how a message to an address went, as the address keeps

@@ -35,8 +35,9 @@ type Store interface {
 		plan func(ev certorder.Event, a certorder.NoticeAddress, today int) (queue.Job, bool)) (taken, queued int, err error)
 	// FindNoticeAddress returns an address by its ID.
 	FindNoticeAddress(ctx context.Context, id int64) (certorder.NoticeAddress, error)
-	// NoticeEvents returns the events a notice job tells, oldest first.
-	NoticeEvents(ctx context.Context, jobID int64) ([]certorder.Event, error)
+	// NoticeEvents returns the first limit events a notice job tells,
+	// oldest first, and how many it tells.
+	NoticeEvents(ctx context.Context, jobID int64, limit int) ([]certorder.Event, int, error)
 	// RecordNoticeAttempt records on an address how a message to it went:
 	// sent, refused for good, or failed for now (with when it is tried
 	// again).
@@ -328,8 +329,8 @@ func (w *Worker) notice(ctx context.Context, j queue.Job) (certorder.Notice, err
 	if n.Address.MemberID != j.MemberID { // deleted, and its ID another's now
 		return n, fmt.Errorf("%w: notice address %d", certorder.ErrNotFound, j.SubjectID)
 	}
-	if n.Kind != certorder.NoticeConfirm {
-		n.Events, err = w.cfg.Store.NoticeEvents(ctx, j.ID)
+	if n.Kind != certorder.NoticeConfirm { // a digest lists no more than MaxDigestItems
+		n.Events, n.EventCount, err = w.cfg.Store.NoticeEvents(ctx, j.ID, notice.MaxDigestItems)
 	}
 	return n, err
 }
@@ -337,8 +338,8 @@ func (w *Worker) notice(ctx context.Context, j queue.Job) (certorder.Notice, err
 // compose makes a notice's e-mail, its events said with their orders as
 // they are now.
 func (w *Worker) compose(ctx context.Context, n certorder.Notice, now time.Time) (*gomail.Msg, error) {
-	told := make([]notice.Told, 0, min(len(n.Events), notice.MaxDigestItems))
-	for _, ev := range n.Events[:min(len(n.Events), notice.MaxDigestItems)] { // a digest lists no more
+	told := make([]notice.Told, 0, len(n.Events))
+	for _, ev := range n.Events {
 		t := notice.Told{Event: ev, Now: now}
 		o, err := w.cfg.Store.FindOrder(ctx, notice.OrderID(ev))
 		if err != nil && !errors.Is(err, certorder.ErrNotFound) {
@@ -349,7 +350,7 @@ func (w *Worker) compose(ctx context.Context, n certorder.Notice, now time.Time)
 		}
 		told = append(told, t)
 	}
-	m, err := w.cfg.Texts.Compose(n, told, len(n.Events))
+	m, err := w.cfg.Texts.Compose(n, told, n.EventCount)
 	if err != nil {
 		return nil, err
 	}

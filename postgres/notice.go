@@ -228,16 +228,18 @@ func queueNotice(ctx context.Context, tx pgx.Tx, a certorder.NoticeAddress, ev c
 	return true, err
 }
 
-// NoticeEvents returns the events a notice tells, oldest first.
-func (s *Store) NoticeEvents(ctx context.Context, jobID int64) ([]certorder.Event, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT j.member_id, e.type, e.data, e.at FROM notice_events e
-		JOIN jobs j ON j.id = e.job_id WHERE e.job_id = $1 ORDER BY e.id`, jobID)
+// NoticeEvents returns the first limit events a notice tells, oldest
+// first, and how many it tells.
+func (s *Store) NoticeEvents(ctx context.Context, jobID int64, limit int) ([]certorder.Event, int, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT j.member_id, e.type, e.data, e.at, count(*) OVER () FROM notice_events e
+		JOIN jobs j ON j.id = e.job_id WHERE e.job_id = $1 ORDER BY e.id LIMIT $2`, jobID, limit)
+	total := 0
 	evs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.Event, error) {
 		var e certorder.Event
 		var data string
-		err := row.Scan(&e.MemberID, &e.Type, &data, &e.At)
+		err := row.Scan(&e.MemberID, &e.Type, &data, &e.At, &total)
 		e.Data = []byte(data)
 		return e, err
 	})
-	return evs, s.wrap("notice events", err)
+	return evs, total, s.wrap("notice events", err)
 }

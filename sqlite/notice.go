@@ -270,20 +270,22 @@ func queueNotice(ctx context.Context, tx *sql.Tx, a certorder.NoticeAddress, ev 
 	return true, err
 }
 
-// NoticeEvents returns the events a notice tells, oldest first.
-func (s *Store) NoticeEvents(ctx context.Context, jobID int64) ([]certorder.Event, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT j.member_id, e.type, e.data, e.at FROM notice_events e
-		JOIN jobs j ON j.id = e.job_id WHERE e.job_id = ? ORDER BY e.id`, jobID)
+// NoticeEvents returns the first limit events a notice tells, oldest
+// first, and how many it tells.
+func (s *Store) NoticeEvents(ctx context.Context, jobID int64, limit int) ([]certorder.Event, int, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT j.member_id, e.type, e.data, e.at, count(*) OVER () FROM notice_events e
+		JOIN jobs j ON j.id = e.job_id WHERE e.job_id = ? ORDER BY e.id LIMIT ?`, jobID, limit)
 	if err != nil {
-		return nil, s.wrap("notice events", err)
+		return nil, 0, s.wrap("notice events", err)
 	}
 	defer rows.Close()
+	total := 0
 	evs, err := storekit.Collect(rows, func(row storekit.Row) (certorder.Event, error) {
 		var e certorder.Event
 		var at sql.NullString
-		err := row.Scan(&e.MemberID, &e.Type, &e.Data, &at)
+		err := row.Scan(&e.MemberID, &e.Type, &e.Data, &at, &total)
 		e.At = parseTime(at)
 		return e, err
 	})
-	return evs, s.wrap("notice events", err)
+	return evs, total, s.wrap("notice events", err)
 }

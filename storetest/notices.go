@@ -64,7 +64,7 @@ func testNoticeAddresses(t *testing.T, open func(t *testing.T) storekit.Store) {
 		!ns[0].CreatedAt.Equal(at) || ns[0].State != queue.Running || ns[0].Owner != "storetest" {
 		t.Fatalf("ClaimJobs = %+v", ns)
 	}
-	if evs, err := s.NoticeEvents(ctx, ns[0].ID); err != nil || len(evs) != 0 {
+	if evs, n, err := s.NoticeEvents(ctx, ns[0].ID, 100); err != nil || len(evs) != 0 || n != 0 {
 		t.Fatalf("a confirmation's events: %v %v", evs, err)
 	}
 
@@ -170,7 +170,7 @@ func testNoticeOutbox(t *testing.T, open func(t *testing.T) storekit.Store) {
 		ns := make([]claimedNotice, len(jobs))
 		for i, j := range jobs {
 			ns[i] = claimedNotice{Job: j, Kind: strings.TrimPrefix(j.Kind, "notice.")}
-			ns[i].Events, err = s.NoticeEvents(ctx, j.ID)
+			ns[i].Events, _, err = s.NoticeEvents(ctx, j.ID, 100)
 			must(t, err)
 		}
 		return ns
@@ -257,6 +257,10 @@ func testNoticeOutbox(t *testing.T, open func(t *testing.T) storekit.Store) {
 	if digest.SubjectID != all.ID || !slices.Equal(types, []string{"order.status_changed", "order.status_changed", "order.renewed"}) ||
 		digest.CreatedAt.UTC().Format(certorder.DateLayout) != at.Format(certorder.DateLayout) {
 		t.Fatalf("digest %+v: %v", digest, types)
+	}
+	// A digest is read up to a bound, with the count of all it tells.
+	if first, n, err := s.NoticeEvents(ctx, digest.ID, 2); err != nil || len(first) != 2 || n != 3 || first[1].Type != "order.status_changed" {
+		t.Fatalf("the digest's first 2 events: %v of %d, %v", first, n, err)
 	}
 	_, err = s.ImportOrders(ctx, "alice", Orders(t, OrderJSON(100, 0, "2030-01-01"))) // revoked before: a status change
 	must(t, err)

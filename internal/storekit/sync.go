@@ -93,6 +93,6 @@ type EventQueues interface {
 
 	QueueNotices(ctx context.Context, limit int, at time.Time,
 		plan func(ev certorder.Event, a certorder.NoticeAddress, today int) (queue.Job, bool)) (taken, queued int, err error)
-	NoticeEvents(ctx context.Context, jobID int64) ([]certorder.Event, error)
+	NoticeEvents(ctx context.Context, jobID int64, limit int) ([]certorder.Event, int, error)
 	RecordNoticeAttempt(ctx context.Context, addressID int64, a certorder.NoticeAttempt) error
 }
