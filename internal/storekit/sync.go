@@ -66,6 +66,7 @@ type Store interface {
 	certorder.EndpointAdmin
 	certorder.MemberNoticeStore
 	SyncStore
+	CertCentralWebhookStore
 	certorder.LifecycleReader
 	certorder.CertificateFinder
 	certorder.Pinger
