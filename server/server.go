@@ -55,6 +55,9 @@ type Config struct {
 	// puts the cache in front of the store here (credcache.Store); nil: the
 	// store's FindCredential, each read within StoreTimeout.
 	Credentials certorder.CredentialStore
+	// Handlers are served beside the API and the web page, by ServeMux
+	// pattern: serve's CertCentral webhook receiver (ccwebhook.Path).
+	Handlers map[string]http.Handler
 }
 
 // DefaultMaxBodyBytes bounds a request body. A real request is well under 1 KiB.
@@ -154,6 +157,9 @@ func New(store Store, cfg Config) (*Server, error) {
 	unknownPath := func(w http.ResponseWriter, r *http.Request) {
 		ev := s.newEvent(r, time.Now())
 		s.answer(w, r, &ev, nil, wire.Fail(wire.UnknownPath))
+	}
+	for pattern, h := range cfg.Handlers {
+		s.mux.Handle(pattern, h)
 	}
 	if cfg.Web {
 		wc := web.Config{SignIn: s.signIn, Secure: s.secure, Now: cfg.Now, Logger: cfg.Logger, StoreTimeout: cfg.StoreTimeout,
