@@ -1,0 +1,327 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/certorder/certorder/digicert"
+	"github.com/certorder/certorder/digicert/digicerttest"
+	"github.com/certorder/certorder/internal/poll"
+	"github.com/certorder/certorder/internal/testdb"
+)
+
+// ccSecret is the CertCentral webhook's secret in these tests: no output,
+// log or audit entry may show it.
+const ccSecret = "cc-webhook-secret-4f1e9a7b2c6d8e0f13579bdf"
+
+// ccSetup is a store synced from a simulator with the example data set
+// and one order more in Acme's division (to renew), member acme-corp
+// linked to Acme's division with an API key and a webhook endpoint (the
+// member's receiver), and the files serve reads.
+type ccSetup struct {
+	u                   *upstream
+	c                   *cli
+	dsn, key            string
+	rc                  *receiver
+	secretFile, keyFile string
+	renewable           int64
+}
+
+func newCCSetup(t *testing.T, dsn string) *ccSetup {
+	t.Helper()
+	s := &ccSetup{u: newUpstream(t, digicerttest.Options{}), dsn: dsn}
+	s.u.sim.AddExample()
+	id, err := s.u.sim.AddOrder(digicerttest.OrderSpec{ContainerID: digicerttest.ExampleAcme, CommonName: "renew.acme.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.u.sim.Issue(id, time.Now().Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	s.renewable = id
+	s.c = syncCLI(t, dsn, s.u)
+	s.c.ok("admin", "member", "add", "acme-corp")
+	s.c.ok("admin", "member", "link", "acme-corp", "--container", fmt.Sprint(digicerttest.ExampleAcme))
+	s.c.sync()
+	s.key = lastLine(s.c.ok("admin", "key", "create", "acme-corp"))
+	s.rc = newReceiver(t)
+	s.rc.addEndpoint(s.c, "acme-corp")
+	dir := t.TempDir()
+	s.secretFile, s.keyFile = filepath.Join(dir, "cc-secret"), filepath.Join(dir, "dc-key")
+	if err := os.WriteFile(s.secretFile, []byte(ccSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s.keyFile, []byte(simKey), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// serveArgs are serve's flags with the receiver on and the poll hourly.
+func (s *ccSetup) serveArgs(metricsAddr string) []string {
+	return []string{"--db", s.dsn, "--metrics-addr", metricsAddr, "--sync-every", "1h", "--digicert-url", s.u.url,
+		"--digicert-api-key-file", s.keyFile, "--certcentral-webhook-secret-file", s.secretFile, "--webhook-allow-private"}
+}
+
+// webhookURL is the receiver's URL of a serve whose API endpoint is given.
+func webhookURL(endpoint string) string {
+	return strings.TrimSuffix(endpoint, "api/digicert/") + "certcentral/webhook"
+}
+
+// postEvent sends body to a receiver with the key (none when "").
+func postEvent(t *testing.T, method, url, key, body string) int {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("X-WEBHOOK-KEY", key)
+	}
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 400 && len(b) > 0 {
+		t.Errorf("%s %s answered %d with a body: %q", method, url, resp.StatusCode, b)
+	}
+	return resp.StatusCode
+}
+
+// within asserts that cond holds within 5 s of start, the issue's bound
+// from DigiCert's event to the members.
+func within(t *testing.T, start time.Time, what string, cond func() bool) {
+	t.Helper()
+	poll.Until(t, 30*time.Second, what, cond)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("%s took %v, over 5 s", what, took)
+	} else {
+		t.Logf("%s: %v", what, took.Round(time.Millisecond))
+	}
+}
+
+// eventsFor are the member's webhook events of a type for an order.
+func (s *ccSetup) eventsFor(typ string, order int64) int {
+	s.rc.mu.Lock()
+	defer s.rc.mu.Unlock()
+	n := 0
+	for _, r := range s.rc.got {
+		if id, _ := r.data["order_id"].(float64); r.typ == typ && int64(id) == order {
+			n++
+		}
+	}
+	return n
+}
+
+// answers reports whether the member's API answers action for order with
+// a body matching re.
+func (s *ccSetup) answers(t *testing.T, endpoint, action string, order int64, re string) bool {
+	code, body := post(t, endpoint, request("acme-corp", s.key, action, fmt.Sprint(order)))
+	return code == 200 && regexp.MustCompile(re).MatchString(body)
+}
+
+// The issue's "done when", on SQLite: with the poll hourly, a
+// revocation, a reissue and a renewal made in the simulator reach the API
+// and the member's webhook receiver within 5 s of the simulator's event,
+// through serve's receiver; the registration leaves the webhook active;
+// forged, oversized, malformed and repeated events change nothing, the
+// forged ones reach nothing upstream; a burst of 50 copies of one event
+// costs at most 5 Order info requests, no 429, one member event; the
+// secret shows nowhere.
+func TestCertCentralWebhook(t *testing.T) {
+	t.Parallel()
+	s := newCCSetup(t, testdb.SQLite(t))
+	metricsAddr := freeAddr(t)
+	log := &syncBuffer{}
+	endpoint, _ := startServeWith(t, s.c, log, s.serveArgs(metricsAddr)...)
+	hook := webhookURL(endpoint)
+	var outputs []string
+
+	out := s.c.ok("admin", "sync", "webhook", "register", "--endpoint", hook, "--secret-file", s.secretFile)
+	outputs = append(outputs, out)
+	for _, want := range []string{"webhook 1: created for " + hook, "test event: certorder recorded it",
+		"challenge: certorder received the token", "challenge: completed", "webhook 1: active"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("register's output lacks %q:\n%s", want, out)
+		}
+	}
+	if wh, ok := s.u.sim.Webhook(); !ok || wh.Status != digicert.WebhookActive || wh.Endpoint != hook ||
+		wh.Settings.InstantIssue != "1" || strings.Join(wh.Events, ",") != strings.Join(digicert.OrderEvents, ",") {
+		t.Fatalf("the simulator's webhook after register: %v %+v", wh, wh.Settings)
+	}
+	// Registering again updates the one webhook, verified anew.
+	out = s.c.ok("admin", "sync", "webhook", "register", "--endpoint", hook, "--secret-file", s.secretFile)
+	outputs = append(outputs, out)
+	if !strings.Contains(out, "webhook 1: updated for "+hook) || !strings.Contains(out, "webhook 1: active") {
+		t.Errorf("register again:\n%s", out)
+	}
+
+	// A revocation.
+	const revoked = 100006
+	start := time.Now()
+	if err := s.u.sim.SetStatus(revoked, "revoked", start); err != nil {
+		t.Fatal(err)
+	}
+	within(t, start, "the revocation at the API and the member's receiver", func() bool {
+		return s.answers(t, endpoint, "OrderInfo", revoked, `"status":"revoked"`) && s.eventsFor("order.status_changed", revoked) == 1
+	})
+
+	// A reissue: CertCentral tells of it when the new certificate is issued.
+	const reissued = 100002
+	if _, err := s.u.sim.Reissue(reissued, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	info, _ := s.u.sim.OrderInfo(reissued)
+	start = time.Now()
+	if err := s.u.sim.Issue(reissued, start); err != nil {
+		t.Fatal(err)
+	}
+	serial := regexp.MustCompile(`"serial_number":"([0-9a-f]+)"`)
+	newInfo, _ := s.u.sim.OrderInfo(reissued)
+	newSerial := serial.FindSubmatch(newInfo)
+	if newSerial == nil || serial.FindSubmatch(info) != nil {
+		t.Fatalf("the simulator's reissue: %s", newInfo)
+	}
+	within(t, start, "the reissue at the API and the member's receiver", func() bool {
+		return s.answers(t, endpoint, "OrderInfo", reissued, string(newSerial[1])) && s.eventsFor("order.reissued", reissued) == 1
+	})
+
+	// A renewal: CertCentral tells of it when the renewal's certificate is
+	// issued; the order it renews comes with it.
+	renewal, err := s.u.sim.Renew(s.renewable, 0, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	if err := s.u.sim.Issue(renewal, start); err != nil {
+		t.Fatal(err)
+	}
+	within(t, start, "the renewal at RenewCheck and the member's receiver", func() bool {
+		return s.answers(t, endpoint, "RenewCheck", s.renewable, fmt.Sprintf(`"renewed_orderId":%d\b`, renewal)) &&
+			s.eventsFor("order.renewed", s.renewable) == 1
+	})
+
+	// Forged, oversized, malformed, of another method: refused, nothing
+	// asked of CertCentral, nothing changed.
+	s.u.sim.ResetCounts()
+	before := s.c.ok("admin", "order", "list", "acme-corp")
+	forged := `{"event":"certificate_revoked","data":{"order_id":100007,"certificate_id":1}}`
+	for _, c := range []struct {
+		method, key, body string
+		want              int
+	}{
+		{"POST", "", forged, 401},
+		{"POST", "wrong-" + ccSecret, forged, 401},
+		{"POST", ccSecret[:len(ccSecret)-1], forged, 401},
+		{"POST", ccSecret, `{"event":"certificate_revoked","data":{"order_id":100007,"pad":"` + strings.Repeat("x", 70<<10) + `"}}`, 413},
+		{"POST", ccSecret, `{"event":"certificate_revoked"`, 400},
+		{"POST", ccSecret, `["certificate_revoked"]`, 400},
+		{"POST", ccSecret, `{"event":7}`, 400},
+		{"POST", ccSecret, `{"event":"certificate_revoked","data":{"order_id":"100007"}}`, 400},
+		{"POST", ccSecret, `{"event":"certificate_revoked","data":{}}`, 400},
+		{"GET", ccSecret, "", 405},
+		{"PUT", ccSecret, forged, 405},
+		{"POST", ccSecret, `{"event":"domain_validated","data":{"domain_id":1}}`, 200},
+		{"POST", ccSecret, `{"event":"something_new"}`, 200},
+		{"POST", ccSecret, `{"event":"test_webhook_endpoint"}`, 200},
+	} {
+		if got := postEvent(t, c.method, hook, c.key, c.body); got != c.want {
+			t.Errorf("%s %.60q with key %v: %d, want %d", c.method, c.body, c.key != "", got, c.want)
+		}
+	}
+	awaitRounds(t, metricsAddr, "certcentral")
+	if n := s.u.requests(); n != 0 {
+		t.Errorf("the refused events made %d requests to CertCentral", n)
+	}
+	if after := s.c.ok("admin", "order", "list", "acme-corp"); after != before {
+		t.Errorf("the refused events changed the orders:\n%s\n%s", before, after)
+	}
+	metrics := httpGet(t, "http://"+metricsAddr+"/metrics")
+	for _, want := range []string{
+		`certorder_certcentral_webhook_events_total{event="none",outcome="refused"} 3`,
+		`certorder_certcentral_webhook_events_total{event="none",outcome="invalid"} 7`,
+		`certorder_certcentral_webhook_events_total{event="certificate_revoked",outcome="invalid"} 1`,
+		`certorder_certcentral_webhook_events_total{event="other",outcome="ignored"} 1`,
+		`certorder_certcentral_webhook_events_total{event="domain_validated",outcome="ignored"} 1`,
+		`certorder_certcentral_webhook_events_total{event="challenge_webhook_endpoint",outcome="applied"} 2`,
+		`certorder_certcentral_webhook_events_total{event="certificate_issued",outcome="applied"} 2`,
+		`certorder_certcentral_webhook_apply_seconds_count 3`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
+	// A burst: the simulator's event and 49 copies of it at once.
+	const burst = 100007
+	s.u.sim.ResetCounts()
+	var wg sync.WaitGroup
+	start = time.Now()
+	for i := range 49 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i == 0 {
+				if err := s.u.sim.SetStatus(burst, "rejected", start); err != nil {
+					t.Error(err)
+				}
+			}
+			body := fmt.Sprintf(`{"event":"order_rejected","data":{"order_id":%d,"certificate_id":500007}}`, burst)
+			if code := postEvent(t, "POST", hook, ccSecret, body); code != 200 {
+				t.Errorf("a copy: %d", code)
+			}
+		}()
+	}
+	wg.Wait()
+	within(t, start, "the burst's change at the API", func() bool {
+		return s.answers(t, endpoint, "OrderInfo", burst, `"status":"rejected"`) && s.eventsFor("order.status_changed", burst) == 1
+	})
+	awaitRounds(t, metricsAddr, "certcentral")
+	awaitRounds(t, metricsAddr, "webhooks")
+	if n := s.u.sim.Requests()[digicerttest.EndpointOrderInfo]; n > 5 {
+		t.Errorf("the burst made %d Order info requests, over 5", n)
+	}
+	if v := s.u.sim.Violations(); len(v) > 0 {
+		t.Errorf("CertCentral's rate limits broken: %v", v)
+	}
+	if n := s.eventsFor("order.status_changed", burst); n != 1 {
+		t.Errorf("the burst made %d member events, want 1", n)
+	}
+
+	// What the operator sees.
+	status := s.c.ok("admin", "sync", "webhook", "status")
+	outputs = append(outputs, status)
+	for _, want := range []string{"webhook 1: active", "endpoint: " + hook, "events: certificate_issued, certificate_revoked, order_rejected",
+		"certificate_issued for instant issues: on", "challenge_webhook_endpoint",
+		"certcentral webhook: last event order_rejected for order 100007"} {
+		if !strings.Contains(status, want) {
+			t.Errorf("webhook status lacks %q:\n%s", want, status)
+		}
+	}
+	for _, re := range []string{`certificate_revoked\s+100006\s+200 success\s+received \S+, applied`,
+		`order_rejected\s+100007\s+200 success\s+received \S+, applied`} {
+		if !regexp.MustCompile(re).MatchString(status) {
+			t.Errorf("webhook status does not show %s:\n%s", re, status)
+		}
+	}
+	st := s.c.ok("admin", "sync", "status")
+	outputs = append(outputs, st, s.c.ok("admin", "sync", "webhook", "test"), s.c.ok("admin", "audit", "--limit", "1000"), metrics)
+	if !strings.Contains(st, "certcentral webhook: last event order_rejected for order 100007, received ") {
+		t.Errorf("sync status lacks the last event:\n%s", st)
+	}
+	for _, o := range append(outputs, log.String()) {
+		if strings.Contains(o, ccSecret) || strings.Contains(o, simKey) {
+			t.Fatalf("a secret shows in:\n%s", o)
+		}
+	}
+}
