@@ -325,3 +325,110 @@ func TestCertCentralWebhook(t *testing.T) {
 		}
 	}
 }
+
+// On PostgreSQL with two instances: the simulator's events reach one, the
+// other answers the API with them; a burst of copies sent to both is
+// applied once (one member event, at most 5 Order info requests, no 429).
+func TestCertCentralWebhookTwoInstances(t *testing.T) {
+	t.Parallel()
+	s := newCCSetup(t, testdb.Postgres(t))
+	bin := buildBinary(t)
+	var procs []*process
+	var metricsAddrs []string
+	for range 2 {
+		addr := freeAddr(t)
+		procs = append(procs, startProcess(t, bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, s.serveArgs(addr)...)...))
+		metricsAddrs = append(metricsAddrs, addr)
+	}
+	a, b := procs[0], procs[1]
+	out := s.c.ok("admin", "sync", "webhook", "register", "--endpoint", webhookURL(a.endpoint), "--secret-file", s.secretFile)
+	if !strings.Contains(out, "webhook 1: active") {
+		t.Fatalf("register:\n%s", out)
+	}
+
+	start := time.Now()
+	if err := s.u.sim.SetStatus(100006, "revoked", start); err != nil {
+		t.Fatal(err)
+	}
+	within(t, start, "the revocation at the other instance's API and the member's receiver", func() bool {
+		return s.answers(t, b.endpoint, "OrderInfo", 100006, `"status":"revoked"`) && s.eventsFor("order.status_changed", 100006) == 1
+	})
+
+	const burst = 100007
+	s.u.sim.ResetCounts()
+	var wg sync.WaitGroup
+	start = time.Now()
+	if err := s.u.sim.SetStatus(burst, "rejected", start); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 49 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := fmt.Sprintf(`{"event":"order_rejected","data":{"order_id":%d,"certificate_id":500007}}`, burst)
+			if code := postEvent(t, "POST", webhookURL(procs[i%2].endpoint), ccSecret, body); code != 200 {
+				t.Errorf("a copy: %d", code)
+			}
+		}()
+	}
+	wg.Wait()
+	within(t, start, "the burst's change at both instances' API", func() bool {
+		return s.answers(t, a.endpoint, "OrderInfo", burst, `"status":"rejected"`) &&
+			s.answers(t, b.endpoint, "OrderInfo", burst, `"status":"rejected"`) && s.eventsFor("order.status_changed", burst) == 1
+	})
+	for _, addr := range metricsAddrs {
+		awaitRounds(t, addr, "certcentral")
+	}
+	for _, addr := range metricsAddrs {
+		awaitRounds(t, addr, "webhooks")
+	}
+	if n := s.u.sim.Requests()[digicerttest.EndpointOrderInfo]; n > 5 {
+		t.Errorf("the burst made %d Order info requests, over 5", n)
+	}
+	if v := s.u.sim.Violations(); len(v) > 0 {
+		t.Errorf("CertCentral's rate limits broken: %v", v)
+	}
+	if n := s.eventsFor("order.status_changed", burst); n != 1 {
+		t.Errorf("the burst made %d member events, want 1", n)
+	}
+	for _, p := range procs {
+		if l := p.log.String(); strings.Contains(l, ccSecret) || strings.Contains(l, simKey) {
+			t.Fatalf("a secret in the log:\n%s", l)
+		}
+	}
+}
+
+// The poll counts a change of status it found that no event announced
+// (certorder_certcentral_webhook_missed_total): a revocation made before
+// the webhook was registered is one; a rejection CertCentral announced,
+// and a cancellation (no event tells of those), are not.
+func TestCertCentralWebhookMissed(t *testing.T) {
+	t.Parallel()
+	s := newCCSetup(t, testdb.SQLite(t))
+	metricsAddr := freeAddr(t)
+	args := s.serveArgs(metricsAddr)
+	args[5] = "200ms" // --sync-every
+	endpoint, _ := startServe(t, s.c, args...)
+	missed := func() float64 { return scrape(t, metricsAddr, "certorder_certcentral_webhook_missed_total") }
+	if err := s.u.sim.SetStatus(100006, "revoked", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 30*time.Second, "the poll's revocation counted as missed", func() bool { return missed() == 1 })
+
+	s.c.ok("admin", "sync", "webhook", "register", "--endpoint", webhookURL(endpoint), "--secret-file", s.secretFile)
+	if err := s.u.sim.SetStatus(100007, "rejected", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.u.sim.SetStatus(100009, "canceled", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 30*time.Second, "the rejection applied", func() bool {
+		return s.answers(t, endpoint, "OrderInfo", 100007, `"status":"rejected"`)
+	})
+	// Two polls since: whatever they found is counted by now.
+	runs := len(syncState(t, s.dsn).Runs)
+	poll.Until(t, 30*time.Second, "two more polls", func() bool { return len(syncState(t, s.dsn).Runs) >= runs+2 })
+	if n := missed(); n != 1 {
+		t.Errorf("missed %v, want 1", n)
+	}
+}
