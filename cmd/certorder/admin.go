@@ -88,8 +88,8 @@ func (e *env) adminCommands() []adminCommand {
 	}
 }
 
-// isAdminGroup reports whether word is the first word of two-word
-// commands (member, key, ...), from the table.
+// isAdminGroup reports whether words are the first of longer commands
+// (member, key, sync webhook, ...), from the table.
 func (e *env) isAdminGroup(word string) bool {
 	return slices.ContainsFunc(e.adminCommands(), func(c adminCommand) bool { return strings.HasPrefix(c.name, word+" ") })
 }
@@ -133,13 +133,19 @@ func (e *env) admin(ctx context.Context, args []string) error {
 		}
 	}
 	if words == 0 {
-		if e.isAdminGroup(args[0]) {
+		// The longest run of leading words that is a group (member, sync
+		// webhook): its list, asked for or missing a command.
+		g := 0
+		for g < len(args) && e.isAdminGroup(strings.Join(args[:g+1], " ")) {
+			g++
+		}
+		if group := strings.Join(args[:g], " "); g > 0 {
 			switch {
-			case len(args) > 1 && isHelpFlag(args[1]):
-				return &helpShown{usage: e.adminUsage(args[0] + " ")}
-			case len(args) == 1:
-				fmt.Fprint(e.stderr, e.adminUsage(args[0]+" "))
-				return usageError("admin %s: which one? see the list above", args[0])
+			case len(args) > g && isHelpFlag(args[g]):
+				return &helpShown{usage: e.adminUsage(group + " ")}
+			case len(args) == g:
+				fmt.Fprint(e.stderr, e.adminUsage(group+" "))
+				return usageError("admin %s: which one? see the list above", group)
 			}
 		}
 		fmt.Fprint(e.stderr, e.adminUsage(""))

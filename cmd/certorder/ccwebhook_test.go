@@ -432,3 +432,40 @@ func TestCertCentralWebhookMissed(t *testing.T) {
 		t.Errorf("missed %v, want 1", n)
 	}
 }
+
+// The flags are checked before anything is opened or asked of CertCentral:
+// a short secret, an http endpoint off loopback, a bad CIDR, an allow-list
+// without the receiver are usage errors (exit 2) that never show the secret.
+func TestCertCentralWebhookFlags(t *testing.T) {
+	t.Parallel()
+	u := newUpstream(t, digicerttest.Options{})
+	c := syncCLI(t, testdb.SQLite(t), u)
+	dir := t.TempDir()
+	short := filepath.Join(dir, "short")
+	os.WriteFile(short, []byte("only-31-characters-long-secret!"), 0o600)
+	good := filepath.Join(dir, "good")
+	os.WriteFile(good, []byte(ccSecret), 0o644)
+	for _, args := range [][]string{
+		{"admin", "sync", "webhook"},
+		{"admin", "sync", "webhook", "register"},
+		{"admin", "sync", "webhook", "register", "--endpoint", "https://certorder.example/certcentral/webhook"},
+		{"admin", "sync", "webhook", "register", "--endpoint", "http://certorder.example/certcentral/webhook", "--secret-file", good},
+		{"admin", "sync", "webhook", "register", "--endpoint", "https://certorder.example/certcentral/webhook", "--secret-file", short},
+		{"admin", "sync", "webhook", "register", "--endpoint", "https://certorder.example/certcentral/webhook", "--secret-file", filepath.Join(dir, "none")},
+		{"serve", "--certcentral-webhook-secret-file", short, "--digicert-url", u.url},
+		{"serve", "--certcentral-webhook-secret-file", good, "--certcentral-webhook-allow", "216.168.240.0/33"},
+		{"serve", "--certcentral-webhook-allow", "216.168.240.0/20"},
+	} {
+		if out := c.fails(exitUsage, args...); strings.Contains(out, ccSecret) {
+			t.Errorf("%q shows the secret: %s", args, out)
+		}
+	}
+	if n := u.requests(); n != 0 {
+		t.Errorf("%d requests to CertCentral", n)
+	}
+	// A secret file others may read is warned about, as the other key files are.
+	_, errOut, _ := c.run("", "admin", "sync", "webhook", "register", "--endpoint", "http://127.0.0.1:1/certcentral/webhook", "--secret-file", good)
+	if !strings.Contains(errOut, "readable by every user") || strings.Contains(errOut, ccSecret) {
+		t.Errorf("no warning about a world-readable secret file: %q", errOut)
+	}
+}
