@@ -214,7 +214,7 @@ var announced = []string{"issued", "revoked", "rejected"}
 type Witness struct {
 	Store   queue.Store
 	Metrics *Metrics
-	Logger  *slog.Logger
+	Logger  *slog.Logger // nil: none
 }
 
 // PollFound counts the change if no event announced it.
@@ -222,14 +222,18 @@ func (w Witness) PollFound(ctx context.Context, orderID int64, status string, si
 	if !slices.Contains(announced, status) {
 		return
 	}
+	log := w.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	jobs, err := w.Store.Jobs(ctx, queue.List{Kind: queue.KindCertCentralEvent, SubjectID: orderID, Limit: 1})
 	if err != nil {
-		w.Logger.Warn("certcentral webhook: could not tell whether an event announced a change", "order", orderID, "err", err)
+		log.Warn("certcentral webhook: could not tell whether an event announced a change", "order", orderID, "err", err)
 		return
 	}
 	if len(jobs) > 0 && !jobs[0].CreatedAt.Before(since) {
 		return
 	}
 	w.Metrics.missed.Inc()
-	w.Logger.Warn("certcentral webhook: the poll found a change no event announced", "order", orderID, "status", status)
+	log.Warn("certcentral webhook: the poll found a change no event announced", "order", orderID, "status", status)
 }
