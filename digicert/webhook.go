@@ -137,8 +137,8 @@ func (c *Client) UpdateWebhook(ctx context.Context, id int64, cfg WebhookConfig)
 
 // TestWebhookEndpoint has CertCentral send its test event to endpoint,
 // with the secret in X-WEBHOOK-KEY when it is not empty (POST
-// webhook/test-endpoint, "Send test event"). An error other than ErrNotFound
-// with the code webhook_endpoint_error says the endpoint did not answer 2xx.
+// webhook/test-endpoint, "Send test event"). An error with the code
+// webhook_endpoint_error says the endpoint did not answer 2xx.
 func (c *Client) TestWebhookEndpoint(ctx context.Context, endpoint, secret string) error {
 	body := struct {
 		Endpoint string `json:"endpoint"`
