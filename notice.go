@@ -1,7 +1,6 @@
 package certorder
 
 import (
-	"context"
 	"slices"
 	"time"
 )
@@ -69,32 +68,4 @@ type Notice struct {
 	CreatedAt time.Time
 	Address   NoticeAddress
 	Events    []Event // its event, or the digest's, oldest first; none for a confirmation
-}
-
-// MemberNoticeStore is what the web page and the operator do with notice
-// addresses. The Member... calls are scoped to memberID in the store's
-// query, as MemberWebhookStore's.
-type MemberNoticeStore interface {
-	// NoticeAddresses lists the member's addresses, oldest first.
-	NoticeAddresses(ctx context.Context, memberID int64) ([]NoticeAddress, error)
-	// AddNoticeAddress stores a new address of the member unless it holds
-	// max already (ErrLimit) or has this address (ErrConflict), atomically
-	// as AddMemberKey. One not confirmed (a.ConfirmedAt zero) gets its
-	// confirmation message queued in the same transaction.
-	AddNoticeAddress(ctx context.Context, memberID int64, a NoticeAddress, max int) (NoticeAddress, error)
-	// MemberNoticeAddress returns the member's address id.
-	MemberNoticeAddress(ctx context.Context, memberID, id int64) (NoticeAddress, error)
-	// SetMemberNoticeAddress changes the language and events of the member's address id.
-	SetMemberNoticeAddress(ctx context.Context, memberID, id int64, lang string, events []string) error
-	// DeleteMemberNoticeAddress deletes the member's address id and its messages.
-	DeleteMemberNoticeAddress(ctx context.Context, memberID, id int64) error
-	// FindNoticeAddress returns an address by its ID alone, for the links
-	// in a message (whose signature package notice checks) and the operator.
-	FindNoticeAddress(ctx context.Context, id int64) (NoticeAddress, error)
-	// ConfirmNoticeAddress confirms address id at at; ErrConflict if it
-	// is confirmed already (a confirmation link works once).
-	ConfirmNoticeAddress(ctx context.Context, id int64, at time.Time) error
-	// UnsubscribeNoticeAddress stops the messages to address id (its
-	// pending ones too); unsubscribing twice is not an error.
-	UnsubscribeNoticeAddress(ctx context.Context, id int64, at time.Time) error
 }

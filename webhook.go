@@ -132,43 +132,6 @@ func (o *EndingOrder) End(typ string) string {
 	return o.Certificate.ValidTill
 }
 
-// MemberWebhookStore is what the member web page does with endpoints:
-// list them, and the member's own calls. Each of those is scoped to
-// memberID in the store's query, so that another member's endpoint or
-// delivery is ErrNotFound, exactly like a missing one, and no request of
-// one member can read or change another's. (An ID checked first and used
-// after would not do: SQLite may give a deleted endpoint's ID to the next
-// one.)
-type MemberWebhookStore interface {
-	// Endpoints lists a member's endpoints, oldest first.
-	Endpoints(ctx context.Context, member string) ([]Endpoint, error)
-	// AddMemberEndpoint is AddEndpoint for the member, unless it holds max
-	// endpoints already (ErrLimit), atomically as AddMemberKey.
-	AddMemberEndpoint(ctx context.Context, memberID int64, e Endpoint, max int) (Endpoint, error)
-	// MemberEndpoint returns the member's endpoint id.
-	MemberEndpoint(ctx context.Context, memberID, id int64) (Endpoint, error)
-	// SetMemberEndpointEnabled enables the member's endpoint id (clearing
-	// its failure) or disables it, saying why.
-	SetMemberEndpointEnabled(ctx context.Context, memberID, id int64, enabled bool, reason string) error
-	// DeleteMemberEndpoint deletes the member's endpoint id and its deliveries.
-	DeleteMemberEndpoint(ctx context.Context, memberID, id int64) error
-}
-
-// EndpointAdmin is what the operator does with endpoints beyond a
-// member's calls: reach any endpoint by its ID (admin webhook ...).
-type EndpointAdmin interface {
-	// AddEndpoint stores a new endpoint of the named member; e.ID, MemberID,
-	// CreatedAt are filled in.
-	AddEndpoint(ctx context.Context, member string, e Endpoint) (Endpoint, error)
-	// FindEndpoint returns one endpoint; ErrNotFound if none.
-	FindEndpoint(ctx context.Context, id int64) (Endpoint, error)
-	// RotateSecret makes secret the endpoint's, the current one staying
-	// valid (and signed with) until previousUntil.
-	RotateSecret(ctx context.Context, id int64, secret string, previousUntil time.Time) error
-	// DeleteEndpoint deletes an endpoint and its deliveries.
-	DeleteEndpoint(ctx context.Context, id int64) error
-}
-
 // ParseThresholds reads a comma-separated list of days ("30,7,1"), as the
 // stores keep the thresholds told and serve takes them; what does not
 // parse as a positive number is left out.

@@ -2,6 +2,6 @@ package postgres
 
 // BackupAdvice says how to back up a PostgreSQL store: with PostgreSQL's
 // own tools (docs/OPERATIONS.md, Backups). The store has no Backup: copying
-// itself (certorder.BackupStore) is SQLite's.
+// itself (storekit.BackupStore) is SQLite's.
 const BackupAdvice = "back up PostgreSQL with pg_dump " +
 	"(pg_dump --format=custom --file=certorder.dump \"$CERTORDER_DB\"; see docs/OPERATIONS.md, Backups)"

@@ -3,7 +3,7 @@ package postgres_test
 import (
 	"testing"
 
-	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/postgres"
 )
 
@@ -11,7 +11,7 @@ import (
 // with (admin backup gives BackupAdvice before connecting).
 func TestNoBackup(t *testing.T) {
 	t.Parallel()
-	if _, ok := any(&postgres.Store{}).(certorder.BackupStore); ok {
+	if _, ok := any(&postgres.Store{}).(storekit.BackupStore); ok {
 		t.Fatal("the PostgreSQL store offers a Backup")
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/credcache"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // The cache's timing. An instance beats every heartbeatEvery on its
@@ -62,8 +63,8 @@ type cache struct {
 }
 
 var (
-	_ credcache.Sourcer         = (*Store)(nil)
-	_ certorder.InstanceAwaiter = (*Store)(nil)
+	_ credcache.Sourcer        = (*Store)(nil)
+	_ storekit.InstanceAwaiter = (*Store)(nil)
 )
 
 // generation is the cache's generation, or false when the cache must not

@@ -11,10 +11,11 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/export"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // Restore loads an export into the empty store, in one transaction.
-func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record, error]) error {
+func (s *Store) Restore(ctx context.Context, records iter.Seq2[storekit.Record, error]) error {
 	return s.wrap("restore", s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := lockTx(ctx, tx, lockRenewals); err != nil {
 			return err

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // auditor writes the audit trail in the background, in batches, so that an
@@ -26,7 +27,7 @@ import (
 // and each flush writes one entry per pair with its count. So a flood
 // neither fills the trail nor crowds out the entries of real traffic.
 type auditor struct {
-	store     certorder.AuditStore
+	store     storekit.AuditStore
 	retention time.Duration
 	now       func() time.Time
 	dropped   prometheus.Counter
@@ -66,7 +67,7 @@ const (
 	maxNamed = 100
 )
 
-func newAuditor(store certorder.AuditStore, retention time.Duration, now func() time.Time, dropped prometheus.Counter, logger *slog.Logger) *auditor {
+func newAuditor(store storekit.AuditStore, retention time.Duration, now func() time.Time, dropped prometheus.Counter, logger *slog.Logger) *auditor {
 	a := &auditor{store: store, retention: retention, now: now, dropped: dropped, logger: logger,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		pending: make([]certorder.AuditEntry, 0, auditBatch), refused: map[refusal]*certorder.AuditEntry{}}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/credcache"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/server/web"
 	"github.com/certorder/certorder/wire"
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,7 +55,7 @@ type Config struct {
 	// Credentials is where the API and the sign-in read credentials: serve
 	// puts the cache in front of the store here (credcache.Store); nil: the
 	// store's FindCredential, each read within StoreTimeout.
-	Credentials certorder.CredentialStore
+	Credentials storekit.CredentialStore
 	// Handlers are served beside the API and the web page, by ServeMux
 	// pattern: serve's CertCentral webhook receiver (ccwebhook.Path).
 	Handlers map[string]http.Handler
@@ -80,19 +81,19 @@ func ValidSegment(seg string) error {
 // Store is what the server needs of the store: each part goes to the part
 // of the server that uses it.
 type Store interface {
-	certorder.CredentialStore   // the API's one read per request
+	storekit.CredentialStore    // the API's one read per request
 	certorder.CertificateFinder // CertificateCheck's second read, once the credentials are accepted
-	certorder.AuditStore        // the audit trail's writer
-	certorder.Pinger            // /readyz
+	storekit.AuditStore         // the audit trail's writer
+	storekit.Pinger             // /readyz
 	web.Store                   // the member web page
 }
 
 // Server is the service's HTTP handler. Close it after the http.Server
 // has shut down, to write the last audit entries.
 type Server struct {
-	creds   certorder.CredentialStore // Config.Credentials
+	creds   storekit.CredentialStore // Config.Credentials
 	certs   certorder.CertificateFinder
-	ping    certorder.Pinger
+	ping    storekit.Pinger
 	cfg     Config
 	mux     *http.ServeMux
 	metrics *metrics

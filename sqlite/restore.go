@@ -10,10 +10,11 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/export"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // Restore loads an export into the empty store, in one transaction.
-func (s *Store) Restore(ctx context.Context, records iter.Seq2[certorder.Record, error]) error {
+func (s *Store) Restore(ctx context.Context, records iter.Seq2[storekit.Record, error]) error {
 	return s.wrap("restore", s.bulkTx(ctx, func(tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM members) + (SELECT COUNT(*) FROM orders)`).Scan(&n); err != nil {

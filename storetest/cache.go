@@ -51,7 +51,7 @@ func cacheChecks(t *testing.T, server, admin storekit.Store, fill int) {
 	must(t, err)
 	settle := func() {
 		t.Helper()
-		if w, ok := admin.(certorder.InstanceAwaiter); ok {
+		if w, ok := admin.(storekit.InstanceAwaiter); ok {
 			wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 			defer cancel()
 			unconfirmed, err := w.AwaitInstances(wctx)
@@ -157,7 +157,7 @@ func cacheChecks(t *testing.T, server, admin storekit.Store, fill int) {
 		t.Fatal(err)
 	}
 	must(t, server.SetMemberDisabled(ctx, "alice", true))
-	if w, ok := server.(certorder.InstanceAwaiter); ok {
+	if w, ok := server.(storekit.InstanceAwaiter); ok {
 		wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		defer cancel()
 		if unconfirmed, err := w.AwaitInstances(wctx); err != nil || len(unconfirmed) > 0 {

@@ -300,8 +300,11 @@ type Call struct {
 
 // Actions are the actions of the interface, by name (case-sensitive), and
 // CertificateCheck, an extension on the same endpoint and in the same form
-// (the spec's section 1, item 5; docs/API.md). Adding one is adding an
-// entry here.
+// (the spec's section 1, item 5; docs/API.md). Adding one is an entry
+// here with its Answer, its request fields in Request (and flat.go's
+// decoding), its answer in docs/openapi.yaml and docs/API.md, and, when it
+// reads something the credential's one read does not bring, a role of
+// the store for the server to call.
 var Actions = map[string]Action{
 	"Auth":             {Answer: answerAuth},
 	"OrderInfo":        {NeedsOrder: true, Answer: answerOrderInfo},

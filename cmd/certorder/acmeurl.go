@@ -117,11 +117,7 @@ func (e *env) acmeURL(ctx context.Context, args []string) error {
 		// id, which is the newest only in a chain of two.
 		newestOf := ""
 		if len(cur.Chain) > 2 {
-			ids := make([]string, len(cur.Chain))
-			for i, n := range cur.Chain {
-				ids[i] = strconv.FormatInt(n, 10)
-			}
-			newestOf = fmt.Sprintf("; the newest order of its chain (%s) is %d", strings.Join(ids, " -> "), newest)
+			newestOf = fmt.Sprintf("; the newest order of its chain (%s) is %d", chainText(cur.Chain), newest)
 		}
 		fmt.Fprintf(e.stderr, "order %d was renewed by %d%s (%s)\n", id, cur.Chain[1], newestOf, printable.String(cur.Order.Status))
 	}

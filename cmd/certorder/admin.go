@@ -12,6 +12,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/printable"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/stores"
 )
 
@@ -19,11 +20,11 @@ import (
 type adminFunc func(ctx context.Context, store stores.Store, args []string) error
 
 // role makes an adminFunc of a command that takes only the role of the
-// store it uses (certorder.MemberStore, ...), which every store has.
+// store it uses (storekit.MemberStore, ...), which every store has.
 func role[S any](f func(ctx context.Context, store S, args []string) error) adminFunc {
 	return func(ctx context.Context, store stores.Store, args []string) error {
 		s, ok := any(store).(S)
-		if !ok { // an optional role (certorder.BackupStore) this store lacks
+		if !ok { // an optional role (storekit.BackupStore) this store lacks
 			return fmt.Errorf("%w: the store %T cannot do this", errors.ErrUnsupported, store)
 		}
 		return f(ctx, s, args)
@@ -201,7 +202,7 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-func (e *env) memberAdd(ctx context.Context, store certorder.MemberStore, args []string) error {
+func (e *env) memberAdd(ctx context.Context, store storekit.MemberStore, args []string) error {
 	if err := certorder.ValidMemberName(args[0]); err != nil {
 		return usageError("member add: %v", err)
 	}
@@ -216,7 +217,7 @@ func (e *env) memberAdd(ctx context.Context, store certorder.MemberStore, args [
 
 // memberLister is what admin member list reads.
 type memberLister interface {
-	certorder.MemberStore
+	storekit.MemberStore
 	linkReader
 }
 
@@ -249,7 +250,7 @@ func (e *env) memberList(ctx context.Context, store memberLister, _ []string) er
 }
 
 func (e *env) memberSetDisabled(disabled bool) adminFunc {
-	return role(func(ctx context.Context, store certorder.MemberStore, args []string) error {
+	return role(func(ctx context.Context, store storekit.MemberStore, args []string) error {
 		if err := store.SetMemberDisabled(ctx, args[0], disabled); err != nil {
 			return err
 		}
@@ -266,7 +267,7 @@ func (e *env) memberSetDisabled(disabled bool) adminFunc {
 }
 
 // memberKeys turns a member's self-service keys on the web page on or off.
-func (e *env) memberKeys(ctx context.Context, store certorder.MemberStore, args []string) error {
+func (e *env) memberKeys(ctx context.Context, store storekit.MemberStore, args []string) error {
 	var allowed bool
 	switch args[1] {
 	case "on":
@@ -284,7 +285,7 @@ func (e *env) memberKeys(ctx context.Context, store certorder.MemberStore, args 
 
 func (e *env) keyCreate(fs *flag.FlagSet) adminFunc {
 	label := fs.String("label", "", "a note on what the key is for")
-	return role(func(ctx context.Context, store certorder.KeyStore, args []string) error {
+	return role(func(ctx context.Context, store storekit.KeyStore, args []string) error {
 		text, key, err := certorder.NewKey(*label)
 		if err != nil {
 			return err
@@ -300,7 +301,7 @@ func (e *env) keyCreate(fs *flag.FlagSet) adminFunc {
 
 // keyLister is what admin key list reads.
 type keyLister interface {
-	certorder.KeyStore
+	storekit.KeyStore
 	KeysLastUsed(ctx context.Context, keyIDs []string) (map[string]time.Time, error)
 }
 
@@ -323,7 +324,7 @@ func (e *env) keyList(ctx context.Context, store keyLister, args []string) error
 
 // keyRevoke takes a key ID or a whole key; a whole key is revoked by its
 // ID, and no message repeats what was given, which may hold a secret.
-func (e *env) keyRevoke(ctx context.Context, store certorder.KeyStore, args []string) error {
+func (e *env) keyRevoke(ctx context.Context, store storekit.KeyStore, args []string) error {
 	id := args[0]
 	if strings.HasPrefix(id, certorder.KeyPrefix) {
 		var ok bool

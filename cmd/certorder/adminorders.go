@@ -18,12 +18,13 @@ import (
 	"github.com/certorder/certorder/client"
 	"github.com/certorder/certorder/internal/importfile"
 	"github.com/certorder/certorder/internal/printable"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/wire"
 )
 
 func (e *env) orderImport(fs *flag.FlagSet) adminFunc {
 	member := fs.String("member", "", "the member the orders belong to (required)")
-	return role(func(ctx context.Context, store certorder.OrderStore, args []string) error {
+	return role(func(ctx context.Context, store storekit.OrderStore, args []string) error {
 		if *member == "" {
 			return usageError("order import: --member is required")
 		}
@@ -65,7 +66,7 @@ func orderIDArg(s string) (int64, error) {
 	return id, nil
 }
 
-func (e *env) orderRenew(ctx context.Context, store certorder.OrderStore, args []string) error {
+func (e *env) orderRenew(ctx context.Context, store storekit.OrderStore, args []string) error {
 	oldID, err := orderIDArg(args[0])
 	if err != nil {
 		return err
@@ -132,8 +133,8 @@ func (e *env) orderList(fs *flag.FlagSet) adminFunc {
 
 // orderLister is what admin order list reads.
 type orderLister interface {
-	certorder.MemberStore
-	certorder.OrderReader
+	storekit.MemberStore
+	storekit.OrderReader
 }
 
 // stepNames lists the steps for a usage line.
@@ -149,7 +150,7 @@ func stepNames() string {
 // the member's summary (as `certorder info` does) with the owner first.
 func (e *env) orderShow(fs *flag.FlagSet) adminFunc {
 	summary := fs.Bool("summary", false, "print a readable summary with the owning member instead of the JSON")
-	return role(func(ctx context.Context, store certorder.OrderReader, args []string) error {
+	return role(func(ctx context.Context, store storekit.OrderReader, args []string) error {
 		id, err := orderIDArg(args[0])
 		if err != nil {
 			return err

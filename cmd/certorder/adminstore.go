@@ -14,12 +14,13 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/export"
 	"github.com/certorder/certorder/internal/printable"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/postgres"
 	"github.com/certorder/certorder/sqlite"
 	"github.com/certorder/certorder/wire"
 )
 
-func (e *env) migrate(ctx context.Context, store certorder.MemberStore, _ []string) error {
+func (e *env) migrate(ctx context.Context, store storekit.MemberStore, _ []string) error {
 	// Opening the store created it or applied the migrations.
 	fmt.Fprintln(e.stdout, "schema is up to date")
 	ms, err := store.Members(ctx)
@@ -33,12 +34,12 @@ func (e *env) migrate(ctx context.Context, store certorder.MemberStore, _ []stri
 	return nil
 }
 
-// backup copies a store while it is in use (certorder.BackupStore): a
+// backup copies a store while it is in use (storekit.BackupStore): a
 // SQLite file; admin refuses a PostgreSQL DSN, which has no Backup, before
 // connecting.
 func (e *env) backup(fs *flag.FlagSet) adminFunc {
 	withAudit := fs.Bool("audit", false, "also copy the audit trail, to FILE-audit")
-	return role(func(ctx context.Context, store certorder.BackupStore, args []string) error {
+	return role(func(ctx context.Context, store storekit.BackupStore, args []string) error {
 		if err := store.Backup(ctx, args[0], *withAudit); err != nil {
 			return err
 		}
@@ -60,7 +61,7 @@ func (e *env) export(ctx context.Context, store export.Exporter, _ []string) err
 
 // restorer is what admin restore writes to.
 type restorer interface {
-	Restore(ctx context.Context, records iter.Seq2[certorder.Record, error]) error
+	Restore(ctx context.Context, records iter.Seq2[storekit.Record, error]) error
 }
 
 func (e *env) restore(ctx context.Context, store restorer, args []string) error {
@@ -88,7 +89,7 @@ func (e *env) audit(fs *flag.FlagSet) adminFunc {
 	member := fs.String("member", "", "only this AccessName")
 	since := fs.String("since", "24h", "from this time: RFC 3339, YYYY-MM-DD, or a duration ago such as 24h")
 	limit := fs.Int("limit", 100, "at most this many entries; 0 for all")
-	return role(func(ctx context.Context, store certorder.AuditStore, _ []string) error {
+	return role(func(ctx context.Context, store storekit.AuditStore, _ []string) error {
 		from, err := parseSince(*since, time.Now())
 		if err != nil {
 			return usageError("audit: --since %q is not a time: give RFC 3339 (2026-11-21T08:00:00Z), "+

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // awaitTimeout bounds how long a command that takes access away waits for
@@ -35,7 +35,7 @@ func (e *env) awaitInstances(ctx context.Context, store any, what string) error 
 // confirmInstances is awaitInstances' wait: false when the store has no
 // instances to wait for.
 func confirmInstances(ctx context.Context, store any) (waited bool, err error) {
-	w, ok := store.(certorder.InstanceAwaiter)
+	w, ok := store.(storekit.InstanceAwaiter)
 	if !ok {
 		return false, nil
 	}

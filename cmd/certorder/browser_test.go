@@ -208,7 +208,7 @@ func TestBrowser(t *testing.T) {
 	}
 
 	// Sign in; the orders; the renewal chain to the current order.
-	var heading, chain, ordersText, acmeURL, copied string
+	var heading, chain, ordersText, acmeURL, copied, deployedCmd, deployedCopied string
 	err := chromedp.Run(ctx,
 		// The copy button writes to the clipboard, which the headless
 		// shell allows only when granted (the full browser does without).
@@ -235,6 +235,9 @@ func TestBrowser(t *testing.T) {
 		chromedp.Text(`#acme-url`, &acmeURL, chromedp.ByQuery),
 		chromedp.Click(`button[data-copy="acme-url"]`, chromedp.ByQuery),
 		chromedp.Poll(`document.getElementById("acme-url-status").textContent`, &copied, chromedp.WithPollingTimeout(5*time.Second)),
+		chromedp.Text(`#deployed-command`, &deployedCmd, chromedp.ByQuery),
+		chromedp.Click(`button[data-copy="deployed-command"]`, chromedp.ByQuery),
+		chromedp.Poll(`document.getElementById("deployed-command-status").textContent`, &deployedCopied, chromedp.WithPollingTimeout(5*time.Second)),
 		chromedp.Click(`details summary`, chromedp.ByQuery),
 		check("order"), shot("order.png"),
 	)
@@ -243,6 +246,9 @@ func TestBrowser(t *testing.T) {
 	}
 	if acmeURL != "http://127.0.0.1:14000/dir?action=renew&orderId=10003" || copied != "Copied." {
 		t.Errorf("ACME URL on order 10003: %q, copy button said %q", acmeURL, copied)
+	}
+	if deployedCmd != "certorder deployed shop.example.com" || deployedCopied != "Copied." {
+		t.Errorf("the check command on order 10003: %q, copy button said %q", deployedCmd, deployedCopied)
 	}
 	if strings.Contains(ordersText, "10001") || !strings.Contains(ordersText, "10003") || !strings.Contains(ordersText, "Current") {
 		t.Errorf("orders page, renewed orders hidden: %q", ordersText)

@@ -1,13 +1,7 @@
 package main
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
-	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,24 +21,8 @@ import (
 // PEM file openssl made. The names say which.
 func certFiles(t *testing.T, serial string) map[string]string {
 	t.Helper()
-	n, ok := new(big.Int).SetString(serial, 16)
-	if !ok {
-		t.Fatalf("serial %q", serial)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	make := func(serial *big.Int, cn string) []byte {
-		tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: cn},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return der
-	}
-	leaf, issuer := make(n, "leaf.example.com"), make(big.NewInt(1), "Issuing CA")
+	leaf := deployCert(t, serial, "leaf.example.com", 0, 1).Certificate[0]
+	issuer := deployCert(t, "1", "Issuing CA", 0, 1).Certificate[0]
 	pemOf := func(der []byte) []byte { return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}) }
 	dir := t.TempDir()
 	files := map[string]string{}

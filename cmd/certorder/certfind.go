@@ -60,9 +60,7 @@ func (e *env) certOrder(ctx context.Context, c *client.Client, a *certArg) (int6
 	}
 	cur := o.Certificate
 	on := ""
-	if d := cur.DateIssued.Raw; len(d) >= len("2006-01-02") {
-		on = " on " + d[:len("2006-01-02")]
-	} else if d := cur.ValidFrom.Raw; d != "" {
+	if d := issuedOn(cur); d != "" {
 		on = " on " + d
 	}
 	if cur.SerialNumber == "" {
@@ -75,6 +73,15 @@ func (e *env) certOrder(ctx context.Context, c *client.Client, a *certArg) (int6
 	return check.OrderID, nil
 }
 
+// issuedOn is the day a certificate was issued, YYYY-MM-DD: its
+// date_issued, else its valid_from; "" when neither is stated.
+func issuedOn(cert client.Certificate) string {
+	if d := cert.DateIssued.Raw; len(d) >= len(certorder.DateLayout) {
+		return d[:len(certorder.DateLayout)]
+	}
+	return cert.ValidFrom.Raw
+}
+
 // followChain follows the renewal chain from order id as current does
 // (with its errors, and so its exit codes) and, when the order was
 // renewed, says where the chain leads.
@@ -83,11 +90,7 @@ func (e *env) followChain(ctx context.Context, c *client.Client, id int64, asJSO
 	if err != nil || len(cur.Chain) < 2 || asJSON {
 		return err
 	}
-	ids := make([]string, len(cur.Chain))
-	for i, n := range cur.Chain {
-		ids[i] = strconv.FormatInt(n, 10)
-	}
-	_, err = fmt.Fprintf(e.stdout, "Current order: %d (renewal chain %s)\n", cur.Order.OrderID, strings.Join(ids, " -> "))
+	_, err = fmt.Fprintf(e.stdout, "Current order: %d (renewal chain %s)\n", cur.Order.OrderID, chainText(cur.Chain))
 	return err
 }
 

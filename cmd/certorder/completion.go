@@ -92,12 +92,14 @@ func (e *env) candidates(ctx context.Context, words []string) []candidate {
 	}
 	if len(done) > len(path) {
 		prev := strings.TrimLeft(done[len(done)-1], "-")
-		if len(path) == 1 && path[0] == "acme-url" && prev == "action" {
-			var out []candidate
-			for _, a := range acmeActions {
-				out = append(out, candidate{a, "the ACME directory URL's action (DigiCert)"})
+		if len(path) == 1 {
+			if fv, ok := flagValues[[2]string{path[0], prev}]; ok {
+				var out []candidate
+				for _, v := range fv.values {
+					out = append(out, candidate{v, fv.summary})
+				}
+				return withPrefix(out, cur)
 			}
-			return withPrefix(out, cur)
 		}
 		if strings.HasPrefix(done[len(done)-1], "-") && !strings.Contains(prev, "=") &&
 			slices.ContainsFunc(flags, func(f flagInfo) bool { return f.name == prev && f.takesValue }) {
@@ -108,6 +110,16 @@ func (e *env) candidates(ctx context.Context, words []string) []candidate {
 		return withPrefix([]candidate{{"bash", ""}, {"zsh", ""}, {"fish", ""}}, cur)
 	}
 	return nil
+}
+
+// flagValues are the values of the flags that take a word from a list, by
+// command and flag.
+var flagValues = map[[2]string]struct {
+	values  []string
+	summary string
+}{
+	{"acme-url", "action"}:   {acmeActions, "the ACME directory URL's action (DigiCert)"},
+	{"deployed", "starttls"}: {starttlsProtocols, "ask for TLS inside this protocol first"},
 }
 
 // children lists what may follow path: the commands, the admin groups,

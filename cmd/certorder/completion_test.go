@@ -30,7 +30,13 @@ func TestCompleteCandidates(t *testing.T) {
 		typed []string
 		want  []string
 	}{
-		{[]string{""}, []string{"serve", "admin", "sync", "auth", "info", "renew-check", "current", "acme-url", "dev", "version", "completion", "help"}},
+		{[]string{""}, []string{"serve", "admin", "sync", "auth", "info", "renew-check", "current", "acme-url", "deployed", "dev", "version", "completion", "help"}},
+		{[]string{"de"}, []string{"deployed", "dev"}},
+		{[]string{"deployed", "www.example.com", "--s"}, []string{"--servername", "--starttls"}},
+		{[]string{"deployed", "--starttls", ""}, []string{"smtp"}},
+		{[]string{"deployed", "--w"}, []string{"--warn-days"}},
+		{[]string{"deployed", "--n"}, []string{"--nagios"}},
+		{[]string{"deployed", "--servername", ""}, nil},
 		{[]string{"re"}, []string{"renew-check"}},
 		{[]string{"dev", ""}, []string{"simulator"}},
 		{[]string{"dev", "simulator", "--"}, []string{"--addr", "--api-key-file"}},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/importfile"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // demoMember is the member serve --demo creates.
@@ -21,9 +22,9 @@ const demoMember = "demo"
 // time, so the printed key always works; earlier demo keys are revoked.
 // demoStore is what serve --demo writes to.
 type demoStore interface {
-	certorder.MemberStore
-	certorder.KeyStore
-	certorder.OrderStore
+	storekit.MemberStore
+	storekit.KeyStore
+	storekit.OrderStore
 }
 
 func (e *env) seedDemo(ctx context.Context, store demoStore, base, endpoint, db string) error {

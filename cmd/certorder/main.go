@@ -25,7 +25,7 @@ func main() {
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
+		if !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errSaid) {
 			fmt.Fprintln(os.Stderr, "certorder:", errorText(err))
 		}
 		os.Exit(exitCode(err))
@@ -66,6 +66,7 @@ var topCommands = []topCommand{
 	{"renew-check", "ID [flags]", "show the order that renewed an order", groupMember},
 	{"current", "ID [flags]", "follow renewals to the newest order", groupMember},
 	{"acme-url", "DIRECTORY_URL [flags]", "an ACME directory URL with its orderId moved to the newest order", groupMember},
+	{"deployed", "TARGET... [flags]", "does each server (HOST[:PORT]) serve its order's current certificate?", groupMember},
 	{"dev", "simulator [flags]", "try certorder sync against a CertCentral simulator on loopback (dev simulator --help)", groupOther},
 	{"version", "", "print the version, commit and build date (also --version)", groupOther},
 	{"completion", "bash|zsh|fish", "print a shell completion script", groupOther},
@@ -98,7 +99,7 @@ func (e *env) usage() string {
 		}
 	}
 	b.WriteString("\nRun 'certorder <command> --help' for a command's flags. Exit codes: 0 success,\n" +
-		"1 failure, 2 wrong arguments or configuration; the member commands add 3 to 7.\n")
+		"1 failure, 2 wrong arguments or configuration; the member commands add 3 to 8.\n")
 	return b.String()
 }
 
@@ -152,6 +153,8 @@ func (e *env) dispatch(ctx context.Context, args []string) error {
 		return e.member(ctx, cmd, rest)
 	case "acme-url":
 		return e.acmeURL(ctx, rest)
+	case "deployed":
+		return e.deployed(ctx, rest)
 	case "dev":
 		return e.dev(ctx, rest)
 	case "version", "--version", "-version":

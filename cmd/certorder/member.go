@@ -27,6 +27,7 @@ const (
 	exitNotRenewed  = 5 // renew-check: the order has not been renewed
 	exitUnreachable = 6 // network, server or rate-limit trouble: try again later
 	exitOrderEnded  = 7 // current: the newest order of the chain is canceled or rejected
+	exitReplaced    = 8 // deployed: a server serves a replaced or renewed order's certificate, or one ending soon
 )
 
 // member runs auth, info, renew-check and current (acme-url is in acmeurl.go).
@@ -243,11 +244,7 @@ func (e *env) printOrder(o *client.Order, chain []int64, member string, next *ce
 		fmt.Fprintf(tw, "Member:\t%s\n", printable.String(member))
 	}
 	if len(chain) > 0 {
-		ids := make([]string, len(chain))
-		for i, id := range chain {
-			ids[i] = strconv.FormatInt(id, 10)
-		}
-		fmt.Fprintf(tw, "Renewal chain:\t%s\n", strings.Join(ids, " -> "))
+		fmt.Fprintf(tw, "Renewal chain:\t%s\n", chainText(chain))
 		fmt.Fprintf(tw, "Current order:\t%d\n", o.OrderID)
 	} else {
 		fmt.Fprintf(tw, "Order:\t%d\n", o.OrderID)
@@ -297,6 +294,15 @@ func (e *env) printOrder(o *client.Order, chain []int64, member string, next *ce
 		}
 	}
 	return tw.Flush()
+}
+
+// chainText is a renewal chain as the commands write it: "A -> B -> C".
+func chainText(chain []int64) string {
+	ids := make([]string, len(chain))
+	for i, id := range chain {
+		ids[i] = strconv.FormatInt(id, 10)
+	}
+	return strings.Join(ids, " -> ")
 }
 
 // daysLeft says how far a date is from today, UTC.

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // nextStepEvery is how often serve counts the orders by next step: a scan
@@ -21,7 +22,7 @@ const nextStepPage = 10000
 // startNextSteps keeps certorder_orders_by_next_step and
 // certorder_orders_next_step_overdue up to date until the returned function
 // is called: at once, then every nextStepEvery.
-func startNextSteps(ctx context.Context, store certorder.LifecycleReader, reg prometheus.Registerer, w certorder.Windows,
+func startNextSteps(ctx context.Context, store storekit.LifecycleReader, reg prometheus.Registerer, w certorder.Windows,
 	logger *slog.Logger) func() {
 	byStep := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "certorder_orders_by_next_step",
@@ -53,7 +54,7 @@ func startNextSteps(ctx context.Context, store certorder.LifecycleReader, reg pr
 }
 
 // countNextSteps counts every stored order by the one rule, Windows.Next.
-func countNextSteps(ctx context.Context, store certorder.LifecycleReader, w certorder.Windows, byStep, overdue *prometheus.GaugeVec) error {
+func countNextSteps(ctx context.Context, store storekit.LifecycleReader, w certorder.Windows, byStep, overdue *prometheus.GaugeVec) error {
 	now := time.Now()
 	counts, late := map[certorder.Step]int{}, map[certorder.Step]int{}
 	for after := int64(0); ; {

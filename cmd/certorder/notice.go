@@ -18,6 +18,7 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/acmeurl"
 	"github.com/certorder/certorder/internal/printable"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/mailer"
 	"github.com/certorder/certorder/notice"
 )
@@ -101,8 +102,8 @@ func startNotices(ctx context.Context, c *serveConfig, logger *slog.Logger, stor
 // noticeAdmin is what admin notice ... uses.
 type noticeAdmin interface {
 	FindMember(ctx context.Context, name string) (certorder.Member, error)
-	certorder.MemberNoticeStore
-	certorder.AuditStore
+	storekit.MemberNoticeStore
+	storekit.AuditStore
 }
 
 func (e *env) noticeAdd(fs *flag.FlagSet) adminFunc {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/printable"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/webhook"
 )
 
@@ -19,8 +20,8 @@ import (
 
 // endpointAdder is what admin webhook add writes to.
 type endpointAdder interface {
-	certorder.EndpointAdmin
-	certorder.AuditStore
+	storekit.EndpointAdmin
+	storekit.AuditStore
 }
 
 func (e *env) webhookAdd(fs *flag.FlagSet) adminFunc {
@@ -65,7 +66,7 @@ func eventsText(types []string) string {
 	return strings.Join(printable.Strings(types), ", ") // as stored: a restore may have brought anything
 }
 
-func (e *env) webhookList(ctx context.Context, store certorder.MemberWebhookStore, args []string) error {
+func (e *env) webhookList(ctx context.Context, store storekit.MemberWebhookStore, args []string) error {
 	eps, err := store.Endpoints(ctx, args[0])
 	if err != nil {
 		return err
@@ -90,7 +91,7 @@ func (e *env) webhookList(ctx context.Context, store certorder.MemberWebhookStor
 }
 
 // endpointArg is the endpoint an ID argument names.
-func endpointArg(ctx context.Context, store certorder.EndpointAdmin, s string) (certorder.Endpoint, error) {
+func endpointArg(ctx context.Context, store storekit.EndpointAdmin, s string) (certorder.Endpoint, error) {
 	id, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || id <= 0 {
 		return certorder.Endpoint{}, usageError("%q is not an endpoint ID (see admin webhook list)", s)
@@ -137,6 +138,6 @@ func (e *env) webhookRotate(ctx context.Context, store endpointAdder, args []str
 
 // auditAdmin records an operator's change in the audit trail. The change
 // is made; a failure to record it is reported but does not undo it.
-func auditAdmin(ctx context.Context, store certorder.AuditStore, member, action string) {
+func auditAdmin(ctx context.Context, store storekit.AuditStore, member, action string) {
 	store.AppendAudit(ctx, []certorder.AuditEntry{{Time: time.Now(), Member: member, Action: action, ClientIP: "admin"}})
 }

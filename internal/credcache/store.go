@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // Source is what a store tells the cache in front of it: when anything
@@ -35,7 +36,7 @@ type SourceConfig struct {
 	Logger   *slog.Logger // where the source reports trouble (a lost notification connection); nil: nowhere
 }
 
-// Store is a certorder.CredentialStore in front of another: FindCredential
+// Store is a storekit.CredentialStore in front of another: FindCredential
 // answers from memory when the cache holds the credential (and the order)
 // for the source's current generation, and otherwise reads the store
 // within the timeout, and fills the cache. Without a cache (NewStore with
@@ -44,7 +45,7 @@ type SourceConfig struct {
 // (sqlite), or what a change whose AwaitInstances returned made stale
 // (postgres), and a hit sets no timer.
 type Store struct {
-	store   certorder.CredentialStore
+	store   storekit.CredentialStore
 	src     Source // nil: no cache
 	cache   *Cache
 	timeout time.Duration
@@ -52,7 +53,7 @@ type Store struct {
 
 // NewStore puts a cache of bytes, kept exact by src, in front of store;
 // src nil: no cache. timeout bounds every read of store.
-func NewStore(store certorder.CredentialStore, src Source, bytes int, timeout time.Duration) *Store {
+func NewStore(store storekit.CredentialStore, src Source, bytes int, timeout time.Duration) *Store {
 	s := &Store{store: store, src: src, timeout: timeout}
 	if src != nil {
 		s.cache = New(bytes)
@@ -97,4 +98,4 @@ func (s *Store) Stats() (entries, hits, misses int64) {
 	return s.cache.Stats()
 }
 
-var _ certorder.CredentialStore = (*Store)(nil)
+var _ storekit.CredentialStore = (*Store)(nil)

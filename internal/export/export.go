@@ -18,6 +18,7 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/inorder"
 	"github.com/certorder/certorder/internal/orderdoc"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // line is one JSON line of an export file.
@@ -189,13 +190,13 @@ func Write(ctx context.Context, s Exporter, w io.Writer) error {
 
 // Read reads what Write wrote, one record a line. After the first
 // error it yields nothing more; errors wrap certorder.ErrInvalid and name the line.
-func Read(r io.Reader) iter.Seq2[certorder.Record, error] {
-	return func(yield func(certorder.Record, error) bool) {
+func Read(r io.Reader) iter.Seq2[storekit.Record, error] {
+	return func(yield func(storekit.Record, error) bool) {
 		// Lines are read in a goroutine and parsed by a few (an order
 		// line is an order to check), in the file's order.
 		type item struct {
 			line    []byte
-			rec     certorder.Record
+			rec     storekit.Record
 			err     error
 			scanErr bool // err is the reader's, not a line's
 		}
@@ -221,10 +222,10 @@ func Read(r io.Reader) iter.Seq2[certorder.Record, error] {
 			n++
 			switch {
 			case it.scanErr:
-				yield(certorder.Record{}, fmt.Errorf("%w: %v", certorder.ErrInvalid, it.err))
+				yield(storekit.Record{}, fmt.Errorf("%w: %v", certorder.ErrInvalid, it.err))
 				return false
 			case it.err != nil:
-				yield(certorder.Record{}, fmt.Errorf("%w: line %d: %v", certorder.ErrInvalid, n, it.err))
+				yield(storekit.Record{}, fmt.Errorf("%w: line %d: %v", certorder.ErrInvalid, n, it.err))
 				return false
 			}
 			return yield(it.rec, nil)
@@ -232,7 +233,7 @@ func Read(r io.Reader) iter.Seq2[certorder.Record, error] {
 	}
 }
 
-func parseLine(b []byte) (certorder.Record, error) {
+func parseLine(b []byte) (storekit.Record, error) {
 	if rec, ok := parseOrderLine(b); ok {
 		return rec, nil
 	}
@@ -240,10 +241,10 @@ func parseLine(b []byte) (certorder.Record, error) {
 }
 
 // decodeLine is parseLine's general path: any line encoding/json reads.
-func decodeLine(b []byte) (certorder.Record, error) {
+func decodeLine(b []byte) (storekit.Record, error) {
 	var l line
 	if err := json.Unmarshal(b, &l); err != nil {
-		return certorder.Record{}, err
+		return storekit.Record{}, err
 	}
 	var zero time.Time
 	deref := func(t *time.Time) time.Time {
@@ -255,51 +256,51 @@ func decodeLine(b []byte) (certorder.Record, error) {
 	switch l.Type {
 	case "member":
 		if err := certorder.ValidMemberName(l.Name); err != nil {
-			return certorder.Record{}, err
+			return storekit.Record{}, err
 		}
-		return certorder.Record{Member: &certorder.Member{Name: l.Name, Disabled: l.Disabled, SelfServiceKeysOff: l.KeysOff,
+		return storekit.Record{Member: &certorder.Member{Name: l.Name, Disabled: l.Disabled, SelfServiceKeysOff: l.KeysOff,
 			CreatedAt: deref(l.CreatedAt)}}, nil
 	case "key":
 		if _, ok := certorder.KeyID(certorder.KeyPrefix + l.KeyID + "_x"); !ok || len(l.Hash) != 32 || l.Member == "" {
-			return certorder.Record{}, errors.New("a key needs key_id, member and a 32-byte hash")
+			return storekit.Record{}, errors.New("a key needs key_id, member and a 32-byte hash")
 		}
-		return certorder.Record{Key: &certorder.Key{ID: l.KeyID, Member: l.Member, Label: l.Label, Hash: l.Hash,
+		return storekit.Record{Key: &certorder.Key{ID: l.KeyID, Member: l.Member, Label: l.Label, Hash: l.Hash,
 			CreatedAt: deref(l.CreatedAt), RevokedAt: deref(l.RevokedAt)}}, nil
 	case "link":
 		if l.Member == "" || l.Container <= 0 {
-			return certorder.Record{}, errors.New("a link needs member and a positive container")
+			return storekit.Record{}, errors.New("a link needs member and a positive container")
 		}
-		return certorder.Record{Link: &certorder.ContainerLink{Member: l.Member, Container: l.Container, CreatedAt: deref(l.CreatedAt)}}, nil
+		return storekit.Record{Link: &certorder.ContainerLink{Member: l.Member, Container: l.Container, CreatedAt: deref(l.CreatedAt)}}, nil
 	case "endpoint":
 		if l.Member == "" || l.URL == "" || l.Secret == "" {
-			return certorder.Record{}, errors.New("an endpoint needs member, url and secret")
+			return storekit.Record{}, errors.New("an endpoint needs member, url and secret")
 		}
-		return certorder.Record{Endpoint: &certorder.Endpoint{Member: l.Member, URL: l.URL, EventTypes: l.EventTypes, Secret: l.Secret,
+		return storekit.Record{Endpoint: &certorder.Endpoint{Member: l.Member, URL: l.URL, EventTypes: l.EventTypes, Secret: l.Secret,
 			PreviousSecret: l.PreviousSecret, PreviousExpires: deref(l.PreviousExpires), Enabled: !l.EndpointOff,
 			DisabledReason: l.DisabledReason, CreatedAt: deref(l.CreatedAt), Format: certorder.EndpointFormat(l.Format)}}, nil
 	case "notice":
 		if l.Member == "" || l.Address == "" || l.Lang == "" || l.Secret == "" {
-			return certorder.Record{}, errors.New("a notice address needs member, address, lang and secret")
+			return storekit.Record{}, errors.New("a notice address needs member, address, lang and secret")
 		}
-		return certorder.Record{Notice: &certorder.NoticeAddress{Member: l.Member, Address: l.Address, Lang: l.Lang,
+		return storekit.Record{Notice: &certorder.NoticeAddress{Member: l.Member, Address: l.Address, Lang: l.Lang,
 			EventTypes: l.EventTypes, Secret: l.Secret, CreatedAt: deref(l.CreatedAt), ConfirmedAt: deref(l.ConfirmedAt),
 			UnsubscribedAt: deref(l.UnsubscribedAt)}}, nil
 	case "order":
 		return orderRecord(l.Member, l.OrderID, l.RenewedBy, l.Certificates, l.Doc)
 	}
-	return certorder.Record{}, fmt.Errorf("unknown type %q", l.Type)
+	return storekit.Record{}, fmt.Errorf("unknown type %q", l.Type)
 }
 
-func orderRecord(member string, orderID, renewedBy int64, history []certorder.Certificate, doc []byte) (certorder.Record, error) {
+func orderRecord(member string, orderID, renewedBy int64, history []certorder.Certificate, doc []byte) (storekit.Record, error) {
 	o, err := orderdoc.Parse(doc)
 	if err != nil {
-		return certorder.Record{}, err
+		return storekit.Record{}, err
 	}
 	if o.ID != orderID || member == "" || renewedBy < 0 || renewedBy == o.ID {
-		return certorder.Record{}, errors.New("an order needs member, order_id matching its document, and a sound renewed_by")
+		return storekit.Record{}, errors.New("an order needs member, order_id matching its document, and a sound renewed_by")
 	}
 	o.Member, o.RenewedBy = member, renewedBy
-	return certorder.Record{Order: o, History: history}, nil
+	return storekit.Record{Order: o, History: history}, nil
 }
 
 // parseOrderLine reads an order line exactly as Write writes it,
@@ -314,7 +315,7 @@ func orderRecord(member string, orderID, renewedBy int64, history []certorder.Ce
 // line), and ParseOrder has found the document a valid JSON object, so the
 // line is valid JSON with exactly those members. Anything else (another
 // form, an error to report) is left to parseLine's general path.
-func parseOrderLine(b []byte) (rec certorder.Record, ok bool) {
+func parseOrderLine(b []byte) (rec storekit.Record, ok bool) {
 	rest, ok := bytes.CutPrefix(b, []byte(`{"type":"order","member":"`))
 	if !ok {
 		return rec, false
@@ -395,7 +396,7 @@ type Restorer struct {
 // after its member. The renewals must follow the rules of RecordRenewal: within one
 // member, without cycles (a renewal may name an order not in the export, as
 // an import may).
-func (r Restorer) Run(records iter.Seq2[certorder.Record, error]) error {
+func (r Restorer) Run(records iter.Seq2[storekit.Record, error]) error {
 	ids := map[string]int64{}
 	owners := map[int64]int64{}   // order -> member ID
 	renewals := map[int64]int64{} // old -> new

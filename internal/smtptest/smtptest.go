@@ -69,7 +69,14 @@ type Message struct {
 // the first byte (--smtp-tls tls), else STARTTLS on a plain connection.
 func Start(t testing.TB, implicitTLS bool) *Server {
 	t.Helper()
-	cert, pemBytes := certificate(t)
+	return StartWithCertificate(t, implicitTLS, certificate(t))
+}
+
+// StartWithCertificate is Start with the server's certificate chosen by
+// the test (its first certificate is the leaf, and CAFile's).
+func StartWithCertificate(t testing.TB, implicitTLS bool, cert tls.Certificate) *Server {
+	t.Helper()
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]})
 	s := &Server{t: t, rcpts: map[string]int{}, arrived: make(chan struct{}, 1000)}
 	s.Roots = x509.NewCertPool()
 	s.Roots.AppendCertsFromPEM(pemBytes)
@@ -201,8 +208,8 @@ func (se *session) Reset()        { se.from, se.to = "", nil }
 func (se *session) Logout() error { return nil }
 
 // certificate is a fresh self-signed certificate for 127.0.0.1 and
-// localhost, and its PEM.
-func certificate(t testing.TB) (tls.Certificate, []byte) {
+// localhost.
+func certificate(t testing.TB) tls.Certificate {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -217,7 +224,7 @@ func certificate(t testing.TB) (tls.Certificate, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
 // Read is a message as a mail client shows it.

@@ -7,7 +7,7 @@ import (
 	"github.com/certorder/certorder"
 )
 
-// OrderSearch is the condition of an OrderQuery's Search and HideRenewed on
+// OrderSearch is the condition of an certorder.OrderQuery's Search and HideRenewed on
 // orders (alias o), "" for none: a part of a common name or DNS name (the
 // names column, through contains, the store's substring test as a format of
 // its one argument), or the order number, serial number or thumbprint the

@@ -56,27 +56,27 @@ type SyncTxRunner interface {
 // holds it whole; everything else takes the interface it declares where it
 // uses it (webhook.Store, mailer.Store, web.Store, ccsync.Store, ...).
 type Store interface {
-	certorder.CredentialStore
-	certorder.MemberStore
-	certorder.KeyStore
-	certorder.OrderStore
-	certorder.AuditStore
-	certorder.SessionStore
-	certorder.MemberWebhookStore
-	certorder.EndpointAdmin
-	certorder.MemberNoticeStore
+	CredentialStore
+	MemberStore
+	KeyStore
+	OrderStore
+	AuditStore
+	SessionStore
+	MemberWebhookStore
+	EndpointAdmin
+	MemberNoticeStore
 	SyncStore
 	CertCentralWebhookStore
-	certorder.LifecycleReader
+	LifecycleReader
 	certorder.CertificateFinder
-	certorder.Pinger
+	Pinger
 	queue.Store
 	EventQueues
 	SyncTxRunner
 
 	// Restore loads an export (see internal/export) into an empty
 	// store, in one transaction; ErrConflict if the store holds anything.
-	Restore(ctx context.Context, records iter.Seq2[certorder.Record, error]) error
+	Restore(ctx context.Context, records iter.Seq2[Record, error]) error
 	// Close releases the store; every call after it fails with ErrUnavailable.
 	Close() error
 }

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // Bounds on a member's self-service keys.
@@ -225,7 +226,7 @@ func (h *handler) revokeKey(w http.ResponseWriter, r *http.Request, s *certorder
 // revocation (PostgreSQL instances cache, and learn of changes by
 // notification), or after 15 s, logging those that did not confirm.
 func (h *handler) awaitInstances(r *http.Request, keyID string) {
-	w, ok := h.store.(certorder.InstanceAwaiter)
+	w, ok := h.store.(storekit.InstanceAwaiter)
 	if !ok {
 		return
 	}

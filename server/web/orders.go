@@ -272,6 +272,14 @@ type orderData struct {
 	ExpiryText string
 	ACMEURL    string // the directory URL for the newest order, when the operator set a template
 	ACMEEnded  bool   // the newest order is canceled or rejected: no URL to give
+	// DeployedHost is the host of the command that checks a server
+	// serves the current certificate (certorder deployed HOST): shown for
+	// the current order of a chain, issued and not ended. The page never
+	// connects to it: it would let anyone make the service connect anywhere.
+	DeployedHost string
+	// DeployedExample: DeployedHost stands for a host the member names
+	// (a wildcard certificate's, or HOST when no name would do).
+	DeployedExample bool
 }
 
 // historyRow is one certificate of the order page's history.
@@ -327,6 +335,12 @@ func (h *handler) order(w http.ResponseWriter, r *http.Request, s *certorder.Ses
 	for i := len(hist) - 1; i >= 0; i-- {
 		data.History = append(data.History, historyRow{Certificate: hist[i].Certificate, Current: i == len(hist)-1})
 	}
+	if data.IsCurrent && c.Issued() && data.Next.Step != certorder.StepEnded {
+		data.DeployedHost, data.DeployedExample = DeployedHost(c.Certificate.CommonName, c.Certificate.DNSNames)
+		if data.DeployedHost == "" {
+			data.DeployedHost, data.DeployedExample = "HOST", true
+		}
+	}
 	if h.cfg.ACMEURLTemplate != "" {
 		newest := o
 		if data.Current != id {
@@ -339,10 +353,12 @@ func (h *handler) order(w http.ResponseWriter, r *http.Request, s *certorder.Ses
 			data.ACMEEnded = true
 		} else {
 			data.ACMEURL = ACMEURL(h.cfg.ACMEURLTemplate, data.Current)
-			// The copy button's script (static/copy.js): this page alone
-			// allows the site's own scripts, and no inline one.
-			w.Header().Set("Content-Security-Policy", contentSecurityPolicy+"; script-src 'self'")
 		}
+	}
+	if data.ACMEURL != "" || data.DeployedHost != "" {
+		// The copy buttons' script (static/copy.js): this page alone
+		// allows the site's own scripts, and no inline one.
+		w.Header().Set("Content-Security-Policy", contentSecurityPolicy+"; script-src 'self'")
 	}
 	h.render(w, r, http.StatusOK, "order", signedIn(view{Title: cat.S("order.title", id), Section: "orders", Data: data}, s))
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/queue"
 	"github.com/certorder/certorder/webhook"
 )
@@ -47,15 +48,15 @@ func (e *ThrottledError) Error() string { return fmt.Sprintf("throttled for %v",
 // member in the store's query, so no request of one member can touch
 // another's key or endpoint.
 type Store interface {
-	certorder.SessionStore
-	certorder.OrderReader
+	storekit.SessionStore
+	storekit.OrderReader
 	Keys(ctx context.Context, member string) ([]certorder.Key, error)
 	AddMemberKey(ctx context.Context, memberID int64, k certorder.Key, max int) error
 	RevokeMemberKey(ctx context.Context, memberID int64, id string) error
 	KeysLastUsed(ctx context.Context, keyIDs []string) (map[string]time.Time, error)
 
-	certorder.MemberWebhookStore
-	certorder.MemberNoticeStore
+	storekit.MemberWebhookStore
+	storekit.MemberNoticeStore
 	// The queue, for a webhook endpoint's deliveries: the latest
 	// (kind queue.KindWebhook), a test event, one sent again.
 	Jobs(ctx context.Context, l queue.List) ([]queue.Job, error)
