@@ -469,3 +469,62 @@ func TestCertCentralWebhookFlags(t *testing.T) {
 		t.Errorf("no warning about a world-readable secret file: %q", errOut)
 	}
 }
+
+// docs/SYNC.md's "Try the webhook" works as written: after the store is
+// synced as "Try it" leaves it, its commands (serve on a free port, the
+// secret file in a temporary directory) print the lines it shows, and an
+// order the simulator then revokes is revoked in admin order show within
+// 5 s, the poll hourly.
+func TestTryWebhookSection(t *testing.T) {
+	t.Parallel()
+	section := docSection(t, "../../docs/SYNC.md", "CertCentral's webhook")
+	_, try, ok := strings.Cut(section, "\n### Try the webhook\n")
+	sh, text := codeBlocks(try, "sh"), codeBlocks(try, "text")
+	if !ok || len(sh) != 1 || len(text) != 1 {
+		t.Fatalf("want a subsection Try the webhook with one sh block and one text block, got %d and %d", len(sh), len(text))
+	}
+	s := newCCSetup(t, testdb.SQLite(t))
+	dir := t.TempDir()
+	var output strings.Builder
+	endpoint := ""
+	for _, line := range strings.Split(strings.TrimSpace(sh[0]), "\n") {
+		args := strings.Fields(line)
+		switch {
+		case strings.HasPrefix(line, "head -c 36 /dev/urandom | base64 > "):
+			os.WriteFile(filepath.Join(dir, args[len(args)-1]), []byte(ccSecret), 0o600)
+		case args[0] == "certorder" && args[1] == "serve" && args[len(args)-1] == "&":
+			args = append(args[2:len(args)-1], "--db", s.dsn, "--digicert-url", s.u.url, "--digicert-api-key-file", s.keyFile)
+			for i := range args {
+				if strings.HasSuffix(args[i], ".secret") {
+					args[i] = filepath.Join(dir, args[i])
+				}
+			}
+			endpoint, _ = startServe(t, s.c, args...)
+		case args[0] == "certorder":
+			for i := range args {
+				if strings.HasSuffix(args[i], ".secret") {
+					args[i] = filepath.Join(dir, args[i])
+				}
+				if strings.HasPrefix(args[i], "http://127.0.0.1:8080/") {
+					args[i] = webhookURL(endpoint)
+				}
+			}
+			output.WriteString(s.c.ok(args[1:]...))
+		default:
+			t.Fatalf("%q is not a line the test knows", line)
+		}
+	}
+	got := output.String()
+	for _, line := range strings.Split(strings.TrimSpace(text[0]), "\n") {
+		if want := strings.ReplaceAll(line, "http://127.0.0.1:8080/certcentral/webhook", webhookURL(endpoint)); !strings.Contains(got, want+"\n") {
+			t.Errorf("no line %q in what the commands printed:\n%s", want, got)
+		}
+	}
+	start := time.Now()
+	if err := s.u.sim.SetStatus(100006, "revoked", start); err != nil {
+		t.Fatal(err)
+	}
+	within(t, start, "the revocation in admin order show", func() bool {
+		return strings.Contains(s.c.ok("admin", "order", "show", "100006", "--summary"), "revoked")
+	})
+}
