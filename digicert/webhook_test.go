@@ -187,7 +187,7 @@ func TestWebhookEvents(t *testing.T) {
 	e.sim.SetStatus(o1, "revoked", e.clock.Now())
 	e.sim.SetStatus(o2, "rejected", e.clock.Now()) // not subscribed
 	e.sim.SetStatus(o2, "canceled", e.clock.Now()) // no such event
-	e.sim.SetStatus(o3, "revoked", e.clock.Now()) // the last: the sender sends in order
+	e.sim.SetStatus(o3, "revoked", e.clock.Now())  // the last: the sender sends in order
 	want := []string{fmt.Sprintf("certificate_issued %d", o2), fmt.Sprintf("certificate_revoked %d", o1),
 		fmt.Sprintf("certificate_revoked %d", o3)}
 	var got []string

@@ -123,6 +123,55 @@ func (s *ccSetup) eventsFor(typ string, order int64) int {
 	return n
 }
 
+// burst rejects order 100007 in the simulator, which sends its event to
+// the registered receiver, and sends 49 copies of that event at once to
+// the receivers at hooks, in turn. Within 5 s every serve at endpoints
+// answers the change; once the workers have gone round, the burst made at
+// most 5 Order info requests, no 429, and one member event.
+func (s *ccSetup) burst(t *testing.T, hooks, endpoints, metricsAddrs []string) {
+	t.Helper()
+	const order = 100007
+	s.u.sim.ResetCounts()
+	start := time.Now()
+	if err := s.u.sim.SetStatus(order, "rejected", start); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 49 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := fmt.Sprintf(`{"event":"order_rejected","data":{"order_id":%d,"certificate_id":500007}}`, order)
+			if code := postEvent(t, "POST", hooks[i%len(hooks)], ccSecret, body); code != 200 {
+				t.Errorf("a copy: %d", code)
+			}
+		}()
+	}
+	wg.Wait()
+	within(t, start, "the burst's change at the API", func() bool {
+		for _, e := range endpoints {
+			if !s.answers(t, e, "OrderInfo", order, `"status":"rejected"`) {
+				return false
+			}
+		}
+		return s.eventsFor("order.status_changed", order) == 1
+	})
+	for _, worker := range []string{"certcentral", "webhooks"} {
+		for _, addr := range metricsAddrs {
+			awaitRounds(t, addr, worker)
+		}
+	}
+	if n := s.u.sim.Requests()[digicerttest.EndpointOrderInfo]; n > 5 {
+		t.Errorf("the burst made %d Order info requests, over 5", n)
+	}
+	if v := s.u.sim.Violations(); len(v) > 0 {
+		t.Errorf("CertCentral's rate limits broken: %v", v)
+	}
+	if n := s.eventsFor("order.status_changed", order); n != 1 {
+		t.Errorf("the burst made %d member events, want 1", n)
+	}
+}
+
 // answers reports whether the member's API answers action for order with
 // a body matching re.
 func (s *ccSetup) answers(t *testing.T, endpoint, action string, order int64, re string) bool {
@@ -263,40 +312,7 @@ func TestCertCentralWebhook(t *testing.T) {
 	}
 
 	// A burst: the simulator's event and 49 copies of it at once.
-	const burst = 100007
-	s.u.sim.ResetCounts()
-	var wg sync.WaitGroup
-	start = time.Now()
-	for i := range 49 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if i == 0 {
-				if err := s.u.sim.SetStatus(burst, "rejected", start); err != nil {
-					t.Error(err)
-				}
-			}
-			body := fmt.Sprintf(`{"event":"order_rejected","data":{"order_id":%d,"certificate_id":500007}}`, burst)
-			if code := postEvent(t, "POST", hook, ccSecret, body); code != 200 {
-				t.Errorf("a copy: %d", code)
-			}
-		}()
-	}
-	wg.Wait()
-	within(t, start, "the burst's change at the API", func() bool {
-		return s.answers(t, endpoint, "OrderInfo", burst, `"status":"rejected"`) && s.eventsFor("order.status_changed", burst) == 1
-	})
-	awaitRounds(t, metricsAddr, "certcentral")
-	awaitRounds(t, metricsAddr, "webhooks")
-	if n := s.u.sim.Requests()[digicerttest.EndpointOrderInfo]; n > 5 {
-		t.Errorf("the burst made %d Order info requests, over 5", n)
-	}
-	if v := s.u.sim.Violations(); len(v) > 0 {
-		t.Errorf("CertCentral's rate limits broken: %v", v)
-	}
-	if n := s.eventsFor("order.status_changed", burst); n != 1 {
-		t.Errorf("the burst made %d member events, want 1", n)
-	}
+	s.burst(t, []string{hook}, []string{endpoint}, []string{metricsAddr})
 
 	// What the operator sees.
 	status := s.c.ok("admin", "sync", "webhook", "status")
@@ -354,43 +370,8 @@ func TestCertCentralWebhookTwoInstances(t *testing.T) {
 		return s.answers(t, b.endpoint, "OrderInfo", 100006, `"status":"revoked"`) && s.eventsFor("order.status_changed", 100006) == 1
 	})
 
-	const burst = 100007
-	s.u.sim.ResetCounts()
-	var wg sync.WaitGroup
-	start = time.Now()
-	if err := s.u.sim.SetStatus(burst, "rejected", start); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 49 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			body := fmt.Sprintf(`{"event":"order_rejected","data":{"order_id":%d,"certificate_id":500007}}`, burst)
-			if code := postEvent(t, "POST", webhookURL(procs[i%2].endpoint), ccSecret, body); code != 200 {
-				t.Errorf("a copy: %d", code)
-			}
-		}()
-	}
-	wg.Wait()
-	within(t, start, "the burst's change at both instances' API", func() bool {
-		return s.answers(t, a.endpoint, "OrderInfo", burst, `"status":"rejected"`) &&
-			s.answers(t, b.endpoint, "OrderInfo", burst, `"status":"rejected"`) && s.eventsFor("order.status_changed", burst) == 1
-	})
-	for _, addr := range metricsAddrs {
-		awaitRounds(t, addr, "certcentral")
-	}
-	for _, addr := range metricsAddrs {
-		awaitRounds(t, addr, "webhooks")
-	}
-	if n := s.u.sim.Requests()[digicerttest.EndpointOrderInfo]; n > 5 {
-		t.Errorf("the burst made %d Order info requests, over 5", n)
-	}
-	if v := s.u.sim.Violations(); len(v) > 0 {
-		t.Errorf("CertCentral's rate limits broken: %v", v)
-	}
-	if n := s.eventsFor("order.status_changed", burst); n != 1 {
-		t.Errorf("the burst made %d member events, want 1", n)
-	}
+	// Copies sent to both instances.
+	s.burst(t, []string{webhookURL(a.endpoint), webhookURL(b.endpoint)}, []string{a.endpoint, b.endpoint}, metricsAddrs)
 	for _, p := range procs {
 		if l := p.log.String(); strings.Contains(l, ccSecret) || strings.Contains(l, simKey) {
 			t.Fatalf("a secret in the log:\n%s", l)
