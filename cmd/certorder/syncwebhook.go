@@ -108,24 +108,23 @@ func (e *env) registerWebhook(ctx context.Context, store ccwebhook.Store, client
 	}
 	fmt.Fprintf(out, "  events %s; certificate_issued for certificates issued instantly too\n", strings.Join(cfg.Events, ", "))
 
-	start := time.Now()
-	if err := client.TestWebhookEndpoint(ctx, endpoint, secret); err != nil {
-		return fmt.Errorf("test event: %w\nIs serve running with --certcentral-webhook-secret-file (the same secret), and does %s reach it?", err, shown)
-	}
-	fmt.Fprintln(out, "test event: sent; the endpoint answered 2xx")
-	if _, ok := waitRecorded(ctx, store, wait, func(w storekit.CertCentralWebhook) bool { return !w.LastEventAt.Before(start) }); ok {
-		fmt.Fprintln(out, "test event: certorder recorded it")
-	} else {
-		fmt.Fprintf(out, "test event: this store (--db) has no record of it; is it the store of the serve behind %s?\n", shown)
+	if err := e.testWebhook(ctx, store, client, endpoint, secret, wait); err != nil {
+		return err
 	}
 
-	start = time.Now()
+	// What the receiver records is compared with what it had, not with
+	// this machine's clock: serve may run on another.
+	before, err := store.CertCentralWebhook(ctx)
+	if err != nil {
+		return err
+	}
 	if err := client.SendWebhookChallenge(ctx, wh.ID); err != nil {
 		return fmt.Errorf("challenge: %w", err)
 	}
 	fmt.Fprintln(out, "challenge: CertCentral sent a token to the endpoint")
 	rec, ok := waitRecorded(ctx, store, wait, func(w storekit.CertCentralWebhook) bool {
-		return w.ChallengeToken != "" && !w.ChallengeAt.Before(start) && (w.ChallengeWebhookID == 0 || w.ChallengeWebhookID == wh.ID)
+		return w.ChallengeToken != "" && (w.ChallengeToken != before.ChallengeToken || !w.ChallengeAt.Equal(before.ChallengeAt)) &&
+			(w.ChallengeWebhookID == 0 || w.ChallengeWebhookID == wh.ID)
 	})
 	if !ok {
 		return fmt.Errorf("challenge: no token recorded in this store (--db) within %v: is it the store of the serve behind %s, and did CertCentral reach it (admin sync webhook status shows the deliveries)?", wait, shown)
@@ -150,6 +149,29 @@ func (e *env) registerWebhook(ctx context.Context, store ccwebhook.Store, client
 	fmt.Fprintf(out, "webhook %d: %s\n", wh.ID, printable.String(wh.Status))
 	if wh.Status != digicert.WebhookActive {
 		return fmt.Errorf("webhook %d is %s, not active", wh.ID, printable.String(wh.Status))
+	}
+	return nil
+}
+
+// testWebhook has CertCentral send its test event to the endpoint, with
+// the secret, and says whether certorder (the store at --db) recorded it.
+func (e *env) testWebhook(ctx context.Context, store ccwebhook.Store, client *digicert.Client, endpoint, secret string,
+	wait time.Duration) error {
+	before, err := store.CertCentralWebhook(ctx)
+	if err != nil {
+		return err
+	}
+	shown := redactURL(endpoint)
+	if err := client.TestWebhookEndpoint(ctx, endpoint, secret); err != nil {
+		return fmt.Errorf("test event to %s: %w\nIs serve running there with --certcentral-webhook-secret-file (the same secret), reachable from CertCentral?", shown, err)
+	}
+	fmt.Fprintln(e.stdout, "test event: sent; the endpoint answered 2xx")
+	if _, ok := waitRecorded(ctx, store, wait, func(w storekit.CertCentralWebhook) bool {
+		return w.LastEvent == digicert.EventTest && !w.LastEventAt.Equal(before.LastEventAt)
+	}); ok {
+		fmt.Fprintln(e.stdout, "test event: certorder recorded it")
+	} else {
+		fmt.Fprintf(e.stdout, "test event: this store (--db) has no record of it; is it the store of the serve behind %s?\n", shown)
 	}
 	return nil
 }
@@ -201,6 +223,7 @@ func redactURL(raw string) string {
 
 func (e *env) syncWebhookTest(fs *flag.FlagSet) adminFunc {
 	secretFile := fs.String("secret-file", "", "send this secret in X-WEBHOOK-KEY; default: the webhook's own")
+	wait := fs.Duration("wait", 10*time.Second, "how long to wait for the receiver to record the test event")
 	up, opts := webhookUpstream(fs)
 	return role(func(ctx context.Context, store ccwebhook.Store, _ []string) error {
 		const cmd = "sync webhook test"
@@ -225,17 +248,7 @@ func (e *env) syncWebhookTest(fs *flag.FlagSet) adminFunc {
 		if secret == "" {
 			secret = wh.Secret
 		}
-		start := time.Now()
-		if err := client.TestWebhookEndpoint(ctx, wh.Endpoint, secret); err != nil {
-			return fmt.Errorf("test event to %s: %w", redactURL(wh.Endpoint), err)
-		}
-		fmt.Fprintf(e.stdout, "test event: sent to %s; the endpoint answered 2xx\n", redactURL(wh.Endpoint))
-		if _, ok := waitRecorded(ctx, store, 5*time.Second, func(w storekit.CertCentralWebhook) bool { return !w.LastEventAt.Before(start) }); ok {
-			fmt.Fprintln(e.stdout, "test event: certorder recorded it")
-		} else {
-			fmt.Fprintln(e.stdout, "test event: this store (--db) has no record of it; is it the store of the serve behind the endpoint?")
-		}
-		return nil
+		return e.testWebhook(ctx, store, client, wh.Endpoint, secret, *wait)
 	})
 }
 
