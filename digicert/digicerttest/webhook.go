@@ -84,7 +84,8 @@ func loopbackClient() *http.Client {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
-// handleWebhooks routes the webhook endpoints; s.mu is held.
+// registerWebhooks routes the webhook endpoints; their handlers run with
+// s.mu held, as the others do.
 func (s *Server) registerWebhooks(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+BasePath+"webhook", s.listWebhooks)
 	mux.HandleFunc("POST "+BasePath+"webhook", s.createWebhook)
