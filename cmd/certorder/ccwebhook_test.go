@@ -332,7 +332,7 @@ func TestCertCentralWebhook(t *testing.T) {
 	outputs = append(outputs, status)
 	for _, want := range []string{"webhook 1: active", "endpoint: " + hook, "events: certificate_issued, certificate_revoked, order_rejected",
 		"certificate_issued for instant issues: on", "challenge_webhook_endpoint",
-		"certcentral webhook: last event order_rejected for order 100007"} {
+		"certcentral webhook: last event certificate_issued for order 100009"} {
 		if !strings.Contains(status, want) {
 			t.Errorf("webhook status lacks %q:\n%s", want, status)
 		}
@@ -345,7 +345,7 @@ func TestCertCentralWebhook(t *testing.T) {
 	}
 	st := s.c.ok("admin", "sync", "status")
 	outputs = append(outputs, st, s.c.ok("admin", "sync", "webhook", "test"), s.c.ok("admin", "audit", "--limit", "1000"), metrics)
-	if !strings.Contains(st, "certcentral webhook: last event order_rejected for order 100007, received ") {
+	if !strings.Contains(st, "certcentral webhook: last event certificate_issued for order 100009, received ") {
 		t.Errorf("sync status lacks the last event:\n%s", st)
 	}
 	for _, o := range append(outputs, log.String()) {
