@@ -85,7 +85,9 @@ func ChooseEventTypes(types []string) ([]string, error) {
 // the service finds the secret to check it with; it cannot be made for
 // another address or another expiry, and removing the address (or adding
 // it again: a new secret) voids it. The store makes a confirmation single
-// use; an unsubscribe link works as long as the address exists.
+// use; an unsubscribe link works as long as the address exists. An address
+// whose secret is not a key (CheckSecret: restored from a forged export)
+// has no link that works.
 
 // ConfirmToken is the token of address a's confirmation link, valid
 // ConfirmFor from its creation.
@@ -124,7 +126,7 @@ func TokenAddress(token string) (int64, bool) {
 // used already is the store's ConfirmNoticeAddress.)
 func CheckConfirmToken(a certorder.NoticeAddress, token string, now time.Time) error {
 	parts := strings.Split(token, ".")
-	if len(parts) != 4 || parts[0] != "c" || !hmac.Equal([]byte(parts[3]), []byte(mac(a, strings.Join(parts[:3], ".")))) ||
+	if CheckSecret(a.Secret) != nil || len(parts) != 4 || parts[0] != "c" || !hmac.Equal([]byte(parts[3]), []byte(mac(a, strings.Join(parts[:3], ".")))) ||
 		parts[1] != strconv.FormatInt(a.ID, 10) {
 		return ErrLink
 	}
@@ -141,7 +143,7 @@ func CheckConfirmToken(a certorder.NoticeAddress, token string, now time.Time) e
 // CheckUnsubscribeToken checks an unsubscribe token of address a.
 func CheckUnsubscribeToken(a certorder.NoticeAddress, token string) error {
 	parts := strings.Split(token, ".")
-	if len(parts) != 3 || parts[0] != "u" || parts[1] != strconv.FormatInt(a.ID, 10) ||
+	if CheckSecret(a.Secret) != nil || len(parts) != 3 || parts[0] != "u" || parts[1] != strconv.FormatInt(a.ID, 10) ||
 		!hmac.Equal([]byte(parts[2]), []byte(mac(a, strings.Join(parts[:2], ".")))) {
 		return ErrLink
 	}

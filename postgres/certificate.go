@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // historyColumns are the columns of a history entry, in the order of entryDest.
@@ -17,16 +18,17 @@ const historyColumns = `order_id, seq, cert_id, serial_number, thumbprint, commo
 // historyColumnNames are the columns a history entry is written to, in the
 // order of historyRow.
 var historyColumnNames = []string{"order_id", "cert_id", "serial_number", "thumbprint", "common_name", "dns_names",
-	"status", "date_issued", "valid_from", "valid_till", "serial_key", "thumbprint_key", "recorded_at"}
+	"status", "date_issued", "valid_from", "valid_till", "serial_key", "thumbprint_key", "recorded_at", "member_id"}
 
-func historyRow(e certorder.CertificateEntry, stamp time.Time) ([]any, error) {
+// historyRow is entry e of the history of an order of member memberID.
+func historyRow(e certorder.CertificateEntry, memberID int64, stamp time.Time) ([]any, error) {
 	names := e.DNSNames
 	if names == nil {
 		names = []string{}
 	}
 	b, err := json.Marshal(names)
 	return []any{e.OrderID, e.ID, e.SerialNumber, e.Thumbprint, e.CommonName, string(b), e.Status, e.DateIssued,
-		e.ValidFrom, e.ValidTill, certorder.SerialKey(e.SerialNumber), certorder.HexKey(e.Thumbprint), stamp}, err
+		e.ValidFrom, e.ValidTill, certorder.SerialKey(e.SerialNumber), certorder.HexKey(e.Thumbprint), stamp, memberID}, err
 }
 
 // histories reads the certificate histories of the orders ids, each oldest first.
@@ -69,10 +71,14 @@ func (h historyTx) Histories(ctx context.Context, ids []int64) (map[int64][]cert
 // SaveCertificates adds history entries in one COPY, and replaces those
 // recorded already one statement each.
 func (h historyTx) SaveCertificates(ctx context.Context, entries []certorder.CertificateEntry) error {
+	members, err := orderMembers(ctx, h.tx, storekit.AddedOrders(entries))
+	if err != nil {
+		return err
+	}
 	stamp := time.Now()
 	var inserts [][]any
 	for _, e := range entries {
-		row, err := historyRow(e, stamp)
+		row, err := historyRow(e, members[e.OrderID], stamp)
 		if err != nil {
 			return err
 		}
@@ -80,17 +86,19 @@ func (h historyTx) SaveCertificates(ctx context.Context, entries []certorder.Cer
 			inserts = append(inserts, row)
 			continue
 		}
+		// The entry keeps its member (the row's last): its order's, which
+		// never changes.
 		if _, err := h.tx.Exec(ctx, `UPDATE order_certificates SET order_id = $1, cert_id = $2, serial_number = $3,
 			thumbprint = $4, common_name = $5, dns_names = $6, status = $7, date_issued = $8, valid_from = $9,
 			valid_till = $10, serial_key = $11, thumbprint_key = $12, recorded_at = $13 WHERE seq = $14`,
-			append(row, e.Seq)...); err != nil {
+			append(row[:len(row)-1], e.Seq)...); err != nil {
 			return err
 		}
 	}
 	if len(inserts) == 0 {
 		return nil
 	}
-	_, err := h.tx.CopyFrom(ctx, pgx.Identifier{"order_certificates"}, historyColumnNames, pgx.CopyFromRows(inserts))
+	_, err = h.tx.CopyFrom(ctx, pgx.Identifier{"order_certificates"}, historyColumnNames, pgx.CopyFromRows(inserts))
 	return err
 }
 

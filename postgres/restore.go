@@ -80,7 +80,7 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[storekit.Record, 
 			},
 			Order: func(o *certorder.Order, memberID int64, certs []certorder.Certificate) error {
 				for _, c := range certs {
-					row, err := historyRow(certorder.CertificateEntry{OrderID: o.ID, Certificate: c}, stamp)
+					row, err := historyRow(certorder.CertificateEntry{OrderID: o.ID, Certificate: c}, memberID, stamp)
 					if err != nil {
 						return err
 					}

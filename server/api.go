@@ -286,11 +286,13 @@ func (s *Server) authenticate(ctx context.Context, name, key string, orderID int
 }
 
 // findCertificate reads the member's certificate key names, nil if the
-// member has none, within StoreTimeout. Another member's certificate is not
-// read (the query asks for the member's own): one query, whose answer and
-// work are those of an unknown certificate. Should one member's orders hold
-// the serial twice (a CA's serial is unique, an import might not be), the
-// newest order's is taken.
+// member has none, through Config.Certificates (the cache, which sets the
+// store's timeout only when it reads the store). Another member's
+// certificate is not read (the query asks for the member's own, through
+// the index by member and key): its answer and work are those of an
+// unknown certificate. Should one member's orders hold the serial twice (a
+// CA's serial is unique, an import might not be), the newest order's is
+// taken.
 func (s *Server) findCertificate(ctx context.Context, memberID int64, key wire.CertificateKey) (*certorder.CertificateMatch, *wire.Failure) {
 	q := certorder.CertificateQuery{MemberID: memberID}
 	if key.Thumbprint {
@@ -298,8 +300,6 @@ func (s *Server) findCertificate(ctx context.Context, memberID int64, key wire.C
 	} else {
 		q.Serials = []string{key.Key}
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
-	defer cancel()
 	ms, err := s.certs.FindCertificates(ctx, q)
 	if err != nil {
 		return nil, s.storeFailure(err)

@@ -50,6 +50,7 @@ type auditor struct {
 type refusal struct {
 	ip      string
 	member  string
+	action  string // "web" for the web page's, "" for the API's
 	outcome int
 }
 
@@ -94,11 +95,12 @@ func (a *auditor) record(e certorder.AuditEntry) {
 	}
 }
 
-// refuse counts a request refused before authentication.
+// refuse counts a request refused before authentication (the API's, or
+// the web page's: action "web").
 func (a *auditor) refuse(e certorder.AuditEntry) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	k := refusal{ip: e.ClientIP, outcome: e.Outcome}
+	k := refusal{ip: e.ClientIP, action: e.Action, outcome: e.Outcome}
 	if _, ok := a.refused[k]; !ok && len(a.refused) >= maxRefusals {
 		k.ip = "*"
 	}
@@ -106,7 +108,7 @@ func (a *auditor) refuse(e certorder.AuditEntry) {
 		agg.Count++
 		return
 	}
-	a.refused[k] = &certorder.AuditEntry{Time: e.Time, ClientIP: k.ip, Outcome: e.Outcome, Count: 1}
+	a.refused[k] = &certorder.AuditEntry{Time: e.Time, ClientIP: k.ip, Action: e.Action, Outcome: e.Outcome, Count: 1}
 	a.order = append(a.order, k)
 }
 

@@ -39,6 +39,12 @@ type Limits struct {
 	MaxPerIP    int
 	BodyTimeout time.Duration
 
+	// WebRate and WebBurst bound each client address's requests to the
+	// member web page, apart from the API's (weblimits.go): every request
+	// but the static files, and its forms' POSTs a fifth as fast.
+	WebRate  float64
+	WebBurst int
+
 	// TrustedProxies are the peers whose X-Forwarded-For is believed.
 	TrustedProxies []netip.Prefix
 }
@@ -50,6 +56,7 @@ var DefaultLimits = Limits{
 	IPRate: 20, IPBurst: 100,
 	AuthFailures: 10, AuthFailuresPerIP: 50, AuthFailWindow: 10 * time.Minute, AuthLockout: 15 * time.Minute,
 	MaxInFlight: 512, MaxPerIP: 32, BodyTimeout: 5 * time.Second,
+	WebRate: 10, WebBurst: 100,
 }
 
 // buckets is a token bucket per key (member or IP).

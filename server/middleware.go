@@ -74,13 +74,12 @@ func (s *Server) authFailed(ip, name string, now time.Time) {
 	}
 }
 
-// signIn checks the web page's sign-in with the API's limits and refusals.
+// signIn checks the web page's sign-in with the API's refusals and
+// failed-authentication lockouts.
 func (s *Server) signIn(r *http.Request, name, key string) (certorder.Credential, error) {
+	// The page's own limits (admitWeb) have counted the attempt: the
+	// API's per-IP budget is not spent on it.
 	ip, now := limitKey(clientIP(r, s.cfg.Limits.TrustedProxies)), s.cfg.Now()
-	if ok, wait := s.ipRate.take(ip, now); !ok {
-		s.metrics.limited.WithLabelValues("ip").Inc()
-		return certorder.Credential{}, &web.ThrottledError{Wait: wait}
-	}
 	if f := s.lockedOut(ip, name, now); f != nil {
 		return certorder.Credential{}, &web.ThrottledError{Wait: f.RetryAfter}
 	}

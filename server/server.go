@@ -56,6 +56,11 @@ type Config struct {
 	// puts the cache in front of the store here (credcache.Store); nil: the
 	// store's FindCredential, each read within StoreTimeout.
 	Credentials storekit.CredentialStore
+	// Certificates is where CertificateCheck reads the member's
+	// certificate, bounding its reads of the store by itself: serve puts
+	// the same cache in front (credcache.Store.Certificates); nil: the
+	// store's FindCertificates, each read within StoreTimeout.
+	Certificates certorder.CertificateFinder
 	// Handlers are served beside the API and the web page, by ServeMux
 	// pattern: serve's CertCentral webhook receiver (ccwebhook.Path).
 	Handlers map[string]http.Handler
@@ -91,8 +96,8 @@ type Store interface {
 // Server is the service's HTTP handler. Close it after the http.Server
 // has shut down, to write the last audit entries.
 type Server struct {
-	creds   storekit.CredentialStore // Config.Credentials
-	certs   certorder.CertificateFinder
+	creds   storekit.CredentialStore    // Config.Credentials
+	certs   certorder.CertificateFinder // Config.Certificates
 	ping    storekit.Pinger
 	cfg     Config
 	mux     *http.ServeMux
@@ -106,11 +111,12 @@ type Server struct {
 	draining    atomic.Bool  // shutting down: answers close their connections, /readyz says 503
 	lastRequest atomic.Int64 // when the last request arrived, in UnixNano
 
-	endpoint           string    // the path of the endpoint, /api/<segment>/
-	memberRate, ipRate *buckets  // nil when off
-	ipFails, pairFails *failures // per IP, per IP and AccessName; nil when off
-	perIP              *holds    // nil when off
-	maxInFlight        int64     // 0 when off
+	endpoint           string     // the path of the endpoint, /api/<segment>/
+	memberRate, ipRate *buckets   // nil when off
+	ipFails, pairFails *failures  // per IP, per IP and AccessName; nil when off
+	perIP              *holds     // nil when off
+	web                *webLimits // the web page's; nil when off
+	maxInFlight        int64      // 0 when off
 	inFlight           atomic.Int64
 }
 
@@ -134,20 +140,25 @@ func New(store Store, cfg Config) (*Server, error) {
 	}
 	l := cfg.Limits
 	s := &Server{
-		certs: store, ping: store, cfg: cfg, realClock: realClock,
+		ping: store, cfg: cfg, realClock: realClock,
 		metrics:    newMetrics(cfg.Metrics),
 		memberRate: newBuckets(l.MemberRate, l.MemberBurst),
 		ipRate:     newBuckets(l.IPRate, l.IPBurst),
 		ipFails:    newFailures(l.AuthFailuresPerIP, l),
 		pairFails:  newFailures(l.AuthFailures, l),
 		perIP:      newHolds(l.MaxPerIP),
+		web:        newWebLimits(l),
 		endpoint:   "/api/" + cfg.CASegment + "/",
 	}
 	if l.MaxInFlight > 0 {
 		s.maxInFlight = int64(l.MaxInFlight)
 	}
+	uncached := credcache.NewStore(store, nil, 0, cfg.StoreTimeout)
 	if s.creds = cfg.Credentials; s.creds == nil {
-		s.creds = credcache.NewStore(store, nil, 0, cfg.StoreTimeout)
+		s.creds = uncached
+	}
+	if s.certs = cfg.Certificates; s.certs == nil {
+		s.certs = uncached.Certificates(store)
 	}
 	if cfg.AuditRetention > 0 {
 		s.audit = newAuditor(store, cfg.AuditRetention, cfg.Now, s.metrics.auditDropped, cfg.Logger)
@@ -169,6 +180,9 @@ func New(store Store, cfg Config) (*Server, error) {
 			ACMEURLTemplate: cfg.ACMEURLTemplate, Windows: cfg.Windows}
 		if s.audit != nil {
 			wc.Audit = s.audit.record // sign-ins and key changes, beside the API's calls
+		}
+		if s.web != nil {
+			wc.Admit = s.admitWeb
 		}
 		page, err := web.New(store, wc)
 		if err != nil {

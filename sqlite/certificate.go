@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // historyColumns are the columns of a certificate history entry, in the
@@ -65,6 +66,10 @@ func (h historyTx) Histories(ctx context.Context, ids []int64) (map[int64][]cert
 // multi-row insert per eventBatchRows of them, as an import adds one a
 // new order.
 func (h historyTx) SaveCertificates(ctx context.Context, entries []certorder.CertificateEntry) error {
+	members, err := orderMembers(ctx, h.tx, storekit.AddedOrders(entries))
+	if err != nil {
+		return err
+	}
 	stamp := now()
 	var inserts []any
 	for _, e := range entries {
@@ -75,9 +80,10 @@ func (h historyTx) SaveCertificates(ctx context.Context, entries []certorder.Cer
 		args := []any{e.OrderID, e.ID, e.SerialNumber, e.Thumbprint, e.CommonName, string(names), e.Status, e.DateIssued,
 			e.ValidFrom, e.ValidTill, certorder.SerialKey(e.SerialNumber), certorder.HexKey(e.Thumbprint), stamp}
 		if e.Seq == 0 {
-			inserts = append(inserts, args...)
+			inserts = append(append(inserts, args...), members[e.OrderID])
 			continue
 		}
+		// The entry keeps its member: its order's, which never changes.
 		if _, err = h.tx.ExecContext(ctx, `UPDATE order_certificates SET order_id = ?, cert_id = ?, serial_number = ?,
 			thumbprint = ?, common_name = ?, dns_names = ?, status = ?, date_issued = ?, valid_from = ?, valid_till = ?,
 			serial_key = ?, thumbprint_key = ?, recorded_at = ? WHERE seq = ?`, append(args, e.Seq)...); err != nil {
@@ -101,10 +107,10 @@ func (h historyTx) TrimCertificates(ctx context.Context, ids []int64, keep int) 
 }
 
 const insertCertificate = `INSERT INTO order_certificates (order_id, cert_id, serial_number, thumbprint,
-	common_name, dns_names, status, date_issued, valid_from, valid_till, serial_key, thumbprint_key, recorded_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	common_name, dns_names, status, date_issued, valid_from, valid_till, serial_key, thumbprint_key, recorded_at, member_id)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-const historyFields = 13 // the columns of insertCertificate
+const historyFields = 14 // the columns of insertCertificate
 
 // dnsNames is names as stored: an empty array for none.
 func dnsNames(names []string) []string {

@@ -120,7 +120,7 @@ func TestLegacyAudit(t *testing.T) {
 func TestCache(t *testing.T) {
 	t.Parallel()
 	for name, check := range map[string]func(*testing.T, storekit.Store, storekit.Store){
-		"plain": storetest.Cache, "filled": storetest.CacheFilled,
+		"plain": storetest.Cache, "filled": storetest.CacheFilled, "certificates": storetest.CertificateCache,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

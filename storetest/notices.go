@@ -33,24 +33,24 @@ func testNoticeAddresses(t *testing.T, open func(t *testing.T) storekit.Store) {
 	// The operator's (confirmed) and the member's (to confirm, its
 	// confirmation queued with it).
 	ops, err := s.AddNoticeAddress(ctx, alice.ID, certorder.NoticeAddress{Address: "ops@a.example", Lang: "ja",
-		EventTypes: []string{"order.renewed", "order.plan_ending"}, Secret: "c2VjcmV0", CreatedAt: at, ConfirmedAt: at}, 3)
+		EventTypes: []string{"order.renewed", "order.plan_ending"}, Secret: noticeSecret, CreatedAt: at, ConfirmedAt: at}, 3)
 	must(t, err)
-	web, err := s.AddNoticeAddress(ctx, alice.ID, certorder.NoticeAddress{Address: "web@a.example", Lang: "en", Secret: "c2VjcmV0", CreatedAt: at}, 3)
+	web, err := s.AddNoticeAddress(ctx, alice.ID, certorder.NoticeAddress{Address: "web@a.example", Lang: "en", Secret: noticeSecret, CreatedAt: at}, 3)
 	must(t, err)
 	_, err = s.AddNoticeAddress(ctx, alice.ID, certorder.NoticeAddress{Address: "ops@a.example", Lang: "en", Secret: "x"}, 3)
 	wantErr(t, err, certorder.ErrConflict)
-	_, err = s.AddNoticeAddress(ctx, alice.ID, certorder.NoticeAddress{Address: "third@a.example", Lang: "en", Secret: "x", ConfirmedAt: at}, 3)
+	_, err = s.AddNoticeAddress(ctx, alice.ID, certorder.NoticeAddress{Address: "third@a.example", Lang: "en", Secret: noticeSecret, ConfirmedAt: at}, 3)
 	must(t, err)
 	_, err = s.AddNoticeAddress(ctx, alice.ID, certorder.NoticeAddress{Address: "fourth@a.example", Lang: "en", Secret: "x"}, 3)
 	wantErr(t, err, certorder.ErrLimit)
 	_, err = s.AddNoticeAddress(ctx, 1<<40, certorder.NoticeAddress{Address: "x@a.example", Lang: "en", Secret: "x"}, 3)
 	wantErr(t, err, certorder.ErrNotFound)
-	theirs, err := s.AddNoticeAddress(ctx, bob.ID, certorder.NoticeAddress{Address: "ops@a.example", Lang: "en", Secret: "x", ConfirmedAt: at}, 3)
+	theirs, err := s.AddNoticeAddress(ctx, bob.ID, certorder.NoticeAddress{Address: "ops@a.example", Lang: "en", Secret: noticeSecret, ConfirmedAt: at}, 3)
 	must(t, err) // another member may name the same address
 
 	as, err := s.NoticeAddresses(ctx, alice.ID)
 	must(t, err)
-	if len(as) != 3 || as[0].ID != ops.ID || as[0].Member != "alice" || as[0].Lang != "ja" || as[0].Secret != "c2VjcmV0" ||
+	if len(as) != 3 || as[0].ID != ops.ID || as[0].Member != "alice" || as[0].Lang != "ja" || as[0].Secret != noticeSecret ||
 		!slices.Equal(as[0].EventTypes, []string{"order.renewed", "order.plan_ending"}) || !as[0].ConfirmedAt.Equal(at) ||
 		!as[0].CreatedAt.Equal(at) || !as[0].Active() || as[1].Active() || len(as[1].EventTypes) != 0 {
 		t.Fatalf("NoticeAddresses = %+v", as)

@@ -251,8 +251,17 @@ type CertificateKey struct {
 
 // ParseCertificateKey reads CertificateCheck's parameters: serial_number
 // or thumbprint, exactly one, a JSON string (certorder.ParseSerial,
-// ParseThumbprint). Neither or both is a bad serial_number.
+// ParseThumbprint). Neither or both is a bad serial_number. A parameter
+// that is null is not given, as a null AccessName is none (error 110) and
+// a null orderId none (130): {"serial_number":null,"thumbprint":"…"}
+// asks by thumbprint, and a null alone is neither.
 func ParseCertificateKey(serial, thumbprint []byte) CertificateKey {
+	if string(serial) == "null" {
+		serial = nil
+	}
+	if string(thumbprint) == "null" {
+		thumbprint = nil
+	}
 	switch {
 	case serial != nil && thumbprint == nil:
 		return CertificateKey{Key: parsed(serial, certorder.ParseSerial)}

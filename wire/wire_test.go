@@ -127,7 +127,8 @@ func TestAppendOrderInfo(t *testing.T) {
 }
 
 // CertificateCheck's parameters: hexadecimal in any case, colons and
-// spaces ignored; a serial's leading zeros too; exactly one of the two.
+// spaces ignored; a serial's leading zeros too; exactly one of the two, a
+// null one not given.
 func TestParseCertificateKey(t *testing.T) {
 	thumb := "A1B2C3D4E5F60718293A4B5C6D7E8F9001122334"
 	for _, tc := range []struct {
@@ -146,8 +147,12 @@ func TestParseCertificateKey(t *testing.T) {
 		{`"0x0A"`, "", wire.CertificateKey{}},
 		{`"0A-1B"`, "", wire.CertificateKey{}},
 		{`"g1"`, "", wire.CertificateKey{}},
-		{`10`, "", wire.CertificateKey{}}, // a number, not a string
-		{`null`, "", wire.CertificateKey{}},
+		{`10`, "", wire.CertificateKey{}},                                                               // a number, not a string
+		{`null`, "", wire.CertificateKey{}},                                                             // neither
+		{`null`, `"` + thumb + `"`, wire.CertificateKey{Thumbprint: true, Key: strings.ToLower(thumb)}}, // null is not given
+		{`"0A"`, `null`, wire.CertificateKey{Key: "a"}},                                                 // null is not given
+		{`null`, `null`, wire.CertificateKey{}},                                                         // neither
+		{"", `null`, wire.CertificateKey{}},                                                             // neither (160, not 162)
 		{"", `"` + thumb + `"`, wire.CertificateKey{Thumbprint: true, Key: strings.ToLower(thumb)}},
 		{"", `"` + strings.ToLower(thumb) + `"`, wire.CertificateKey{Thumbprint: true, Key: strings.ToLower(thumb)}},
 		{"", `"A1:B2:C3:D4:E5:F6:07:18:29:3A:4B:5C:6D:7E:8F:90:01:12:23:34"`, wire.CertificateKey{Thumbprint: true, Key: strings.ToLower(thumb)}},

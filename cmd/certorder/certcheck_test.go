@@ -128,7 +128,10 @@ func testCertificateCheck(t *testing.T, dsn string) {
 		{certRequest("alice", alice, "serial_number", `2562`), 400, `{"error_message":"Error(160) serial_number is failed."}`},
 		{certRequest("alice", alice, "serial_number", `"00"`), 400, `{"error_message":"Error(160) serial_number is failed."}`},
 		{certRequest("alice", alice, "thumbprint", `"`+thumb("02")[2:]+`"`), 400, `{"error_message":"Error(162) thumbprint is failed."}`},
-		{certRequest("alice", alice, "thumbprint", `null`), 400, `{"error_message":"Error(162) thumbprint is failed."}`},
+		{certRequest("alice", alice, "thumbprint", `null`), 400, `{"error_message":"Error(160) serial_number is failed."}`}, // null is not given: neither
+		{certRequest("alice", alice, "serial_number", `null`, "thumbprint", `null`), 400, `{"error_message":"Error(160) serial_number is failed."}`},
+		{certRequest("alice", alice, "serial_number", `null`, "thumbprint", `"`+thumb("02")+`"`), 200, current},
+		{certRequest("alice", alice, "serial_number", `"0A01"`, "thumbprint", `null`), 200, earlier},
 		{certRequest("alice", "cok_000000000000_wrong", "serial_number", `"0A02"`), 401, `{"error_message":"Error(111) AccessName is failed."}`},
 		{certRequest("alice", "cok_000000000000_wrong", "serial_number", `"zz"`), 401, `{"error_message":"Error(111) AccessName is failed."}`},
 	} {

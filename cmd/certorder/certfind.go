@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -94,6 +95,54 @@ func (e *env) followChain(ctx context.Context, c *client.Client, id int64, asJSO
 	return err
 }
 
+// maxBadLines is how many of --from's bad lines admin order find names;
+// the others are counted, not kept (a file of bad lines is any size).
+const maxBadLines = 10
+
+// readFindFile reads admin order find's --from file, one serial or
+// thumbprint a line, into add. A bad line anywhere stops it before any
+// look-up, with the first maxBadLines named and the rest counted; a file
+// with nothing to look up says so.
+func (e *env) readFindFile(name string, add func(string) error) error {
+	r, err := e.openInput(name)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	sc := bufio.NewScanner(r)
+	var bad []string
+	n, nBad, queries := 0, 0, 0
+	for sc.Scan() {
+		n++
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if err := add(line); err != nil {
+			if nBad++; len(bad) < maxBadLines {
+				bad = append(bad, fmt.Sprintf("line %d: %v", n, err))
+			}
+			continue
+		}
+		queries++
+	}
+	switch err := sc.Err(); {
+	case errors.Is(err, bufio.ErrTooLong):
+		return fmt.Errorf("order find: %s: line %d is over %d KiB: not a serial number or thumbprint; nothing looked up",
+			name, n+1, bufio.MaxScanTokenSize>>10)
+	case err != nil:
+		return fmt.Errorf("order find: reading %s: %w", name, err)
+	case nBad > maxBadLines:
+		bad = append(bad, fmt.Sprintf("(and %d more bad lines)", nBad-maxBadLines))
+		fallthrough
+	case nBad > 0:
+		return fmt.Errorf("order find: %s: nothing looked up:\n%s", name, strings.Join(bad, "\n"))
+	case queries == 0:
+		return fmt.Errorf("order find: %s has no serial number or thumbprint to look up: its %d line(s) are blank or # comments", name, n)
+	}
+	return nil
+}
+
 // findBatch is how many serials and thumbprints admin order find asks the
 // store for in one query.
 const findBatch = 5000
@@ -110,7 +159,6 @@ type certQuery struct {
 // status of each certificate given, one indexed query per findBatch.
 func (e *env) orderFind(fs *flag.FlagSet) adminFunc {
 	var queries []certQuery
-	var bad []string
 	add := func(what string, serial, thumbprint bool) func(string) error {
 		return func(s string) error {
 			q := certQuery{given: strings.TrimSpace(s)}
@@ -128,7 +176,7 @@ func (e *env) orderFind(fs *flag.FlagSet) adminFunc {
 				q.thumbprint = ""
 			}
 			if !ok1 && !ok2 {
-				return fmt.Errorf("%q is not a %s", s, what)
+				return fmt.Errorf("%q is not a %s", certorder.Cut(s, 100), what)
 			}
 			queries = append(queries, q)
 			return nil
@@ -144,33 +192,9 @@ func (e *env) orderFind(fs *flag.FlagSet) adminFunc {
 			return usageError("order find: give --json or --csv, not both")
 		}
 		if *from != "" {
-			r, err := e.openInput(*from)
-			if err != nil {
+			if err := e.readFindFile(*from, add("serial number or thumbprint", true, true)); err != nil {
 				return err
 			}
-			defer r.Close()
-			sc := bufio.NewScanner(r)
-			either := add("serial number or thumbprint", true, true)
-			for n := 1; sc.Scan(); n++ {
-				line := strings.TrimSpace(sc.Text())
-				if line == "" || strings.HasPrefix(line, "#") {
-					continue
-				}
-				if err := either(line); err != nil {
-					bad = append(bad, fmt.Sprintf("line %d: %v", n, err))
-				}
-			}
-			if err := sc.Err(); err != nil {
-				return fmt.Errorf("order find: reading %s: %w", *from, err)
-			}
-		}
-		if len(bad) > 0 {
-			more := ""
-			if len(bad) > 10 {
-				more = fmt.Sprintf("\n(and %d more)", len(bad)-10)
-				bad = bad[:10]
-			}
-			return fmt.Errorf("order find: %s: nothing looked up:\n%s%s", *from, strings.Join(bad, "\n"), more)
 		}
 		if len(queries) == 0 {
 			return usageError("order find: give --serial, --thumbprint or --from FILE")

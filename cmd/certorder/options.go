@@ -102,6 +102,8 @@ func (c *serveConfig) options() []option {
 		{"rate-burst", "CERTORDER_RATE_BURST", "burst of the per-member limit", intVar(&l.MemberBurst, d.MemberBurst)},
 		{"ip-rate-limit", "CERTORDER_IP_RATE_LIMIT", "requests per second per client IP; 0 turns it off", floatVar(&l.IPRate, d.IPRate)},
 		{"ip-rate-burst", "CERTORDER_IP_RATE_BURST", "burst of the per-IP limit", intVar(&l.IPBurst, d.IPBurst)},
+		{"web-rate-limit", "CERTORDER_WEB_RATE_LIMIT", "requests per second per client IP to the member web page (its forms' POSTs a fifth of it), apart from the API's; 0 turns it off", floatVar(&l.WebRate, d.WebRate)},
+		{"web-rate-burst", "CERTORDER_WEB_RATE_BURST", "burst of the web page's per-IP limit (its forms' a fifth of it)", intVar(&l.WebBurst, d.WebBurst)},
 		{"auth-fail-limit", "CERTORDER_AUTH_FAIL_LIMIT", "failed authentications from one IP for one AccessName before that pair is locked out; 0 turns it off", intVar(&l.AuthFailures, d.AuthFailures)},
 		{"auth-fail-ip-limit", "CERTORDER_AUTH_FAIL_IP_LIMIT", "failed authentications from one IP, any names, before the IP is locked out; 0 turns it off", intVar(&l.AuthFailuresPerIP, d.AuthFailuresPerIP)},
 		{"auth-fail-window", "CERTORDER_AUTH_FAIL_WINDOW", "window in which failed authentications are counted", durationVar(&l.AuthFailWindow, d.AuthFailWindow)},

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -117,5 +121,77 @@ func testAdminOrderFind(t *testing.T, dsn string) {
 	os.WriteFile(bad, []byte("0A01\nserial\n0A02\n"), 0o600)
 	if msg := c.fails(exitFailure, "admin", "order", "find", "--from", bad); !strings.Contains(msg, `line 2: "serial" is not a serial number or thumbprint`) {
 		t.Errorf("a bad line: %s", msg)
+	}
+}
+
+// badLines is --from's input: n bad lines, made as they are read; at its
+// end it notes the heap that is live then (after a collection), when
+// admin order find has read every line and looked nothing up yet.
+type badLines struct {
+	n, at   int
+	pending []byte
+	liveEnd uint64
+}
+
+func (b *badLines) Read(p []byte) (int, error) {
+	if len(b.pending) == 0 {
+		if b.at == b.n {
+			b.liveEnd = liveHeap()
+			return 0, io.EOF
+		}
+		b.at++
+		b.pending = fmt.Appendf(nil, "not-a-serial-number-%08d-%s\n", b.at, strings.Repeat("z", 40))
+	}
+	n := copy(p, b.pending)
+	b.pending = b.pending[n:]
+	return n, nil
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// A --from file of bad lines of any size: the first ten named and the
+// rest counted, in memory that does not grow with the file (issue 46: 300
+// MB of bad lines held 468 MB); a file of blank lines says it has nothing
+// to look up. Not parallel: it measures the heap.
+func TestAdminOrderFindBadLines(t *testing.T) {
+	c := newStoreCLI(t, testdb.SQLite(t))
+	const n = 300_000 // 24 MB of bad lines
+	in := &badLines{n: n}
+	before := liveHeap()
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"admin", "order", "find", "--from", "-"}, func(k string) string { return c.env[k] },
+		in, &stdout, &stderr)
+	if err == nil || exitCode(err) != exitFailure {
+		t.Fatalf("order find --from of bad lines: %v (exit %d)", err, exitCode(err))
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, `line 1: "not-a-serial-number-00000001-`) || !strings.Contains(msg, "line 10: ") ||
+		strings.Contains(msg, "line 11: ") || !strings.Contains(msg, fmt.Sprintf("(and %d more bad lines)", n-10)) ||
+		!strings.Contains(msg, "nothing looked up") {
+		t.Errorf("order find --from of bad lines:\n%s", msg)
+	}
+	if grew := int64(in.liveEnd) - int64(before); grew > 4<<20 {
+		t.Errorf("the heap grew by %d MB reading %d bad lines: the lines are kept", grew>>20, n)
+	}
+
+	for name, file := range map[string]string{"blank": "\n\n  \n\t\n", "comments": "# revoked on 2026-11-28\n\n# none of ours\n", "empty": ""} {
+		path := filepath.Join(t.TempDir(), name+".txt")
+		os.WriteFile(path, []byte(file), 0o600)
+		msg := c.fails(exitFailure, "admin", "order", "find", "--from", path)
+		if !strings.Contains(msg, path+" has no serial number or thumbprint to look up") || strings.Contains(msg, "give --serial") {
+			t.Errorf("a %s file: %s", name, msg)
+		}
+	}
+
+	// A line over the scanner's bound is named, not quoted.
+	long := filepath.Join(t.TempDir(), "long.txt")
+	os.WriteFile(long, []byte("0A01\n"+strings.Repeat("f", 100<<10)+"\n"), 0o600)
+	if msg := c.fails(exitFailure, "admin", "order", "find", "--from", long); !strings.Contains(msg, "line 2 is over 64 KiB") || len(msg) > 500 {
+		t.Errorf("a long line: %.500s", msg)
 	}
 }

@@ -127,6 +127,7 @@ func (e *env) serve(ctx context.Context, args []string) error {
 		ACMEURLTemplate:    c.acmeURLTemplate,
 		Windows:            c.windows,
 		Credentials:        creds,
+		Certificates:       creds.Certificates(store),
 		Limits:             c.limits,
 		AuditRetention:     c.auditRetention,
 		Metrics:            reg,

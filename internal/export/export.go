@@ -1,6 +1,7 @@
 // Package export is the store's export format, JSON lines (Write, Read),
 // and the rules every store follows to restore one (Restorer). It imports
-// the root package, internal/orderdoc, internal/inorder and the standard library.
+// the root package, internal/orderdoc, internal/inorder, notice (the rules
+// of a notice address) and the standard library.
 package export
 
 import (
@@ -19,6 +20,7 @@ import (
 	"github.com/certorder/certorder/internal/inorder"
 	"github.com/certorder/certorder/internal/orderdoc"
 	"github.com/certorder/certorder/internal/storekit"
+	"github.com/certorder/certorder/notice"
 )
 
 // line is one JSON line of an export file.
@@ -282,9 +284,18 @@ func decodeLine(b []byte) (storekit.Record, error) {
 		if l.Member == "" || l.Address == "" || l.Lang == "" || l.Secret == "" {
 			return storekit.Record{}, errors.New("a notice address needs member, address, lang and secret")
 		}
-		return storekit.Record{Notice: &certorder.NoticeAddress{Member: l.Member, Address: l.Address, Lang: l.Lang,
-			EventTypes: l.EventTypes, Secret: l.Secret, CreatedAt: deref(l.CreatedAt), ConfirmedAt: deref(l.ConfirmedAt),
-			UnsubscribedAt: deref(l.UnsubscribedAt)}}, nil
+		// Checked as admin notice add checks a new one: a restored address
+		// is mailed and its links are signed with its secret.
+		a, err := notice.NewAddress(l.Address, l.Lang, l.EventTypes)
+		if err == nil {
+			err = notice.CheckSecret(l.Secret)
+		}
+		if err != nil {
+			return storekit.Record{}, err
+		}
+		a.Member, a.Secret = l.Member, l.Secret
+		a.CreatedAt, a.ConfirmedAt, a.UnsubscribedAt = deref(l.CreatedAt), deref(l.ConfirmedAt), deref(l.UnsubscribedAt)
+		return storekit.Record{Notice: &a}, nil
 	case "order":
 		return orderRecord(l.Member, l.OrderID, l.RenewedBy, l.Certificates, l.Doc)
 	}
@@ -372,115 +383,4 @@ func lineNumber(b []byte) (int64, []byte, bool) {
 	}
 	n, _ := strconv.ParseInt(string(b[:i]), 10, 64)
 	return n, b[i:], true
-}
-
-// Restorer is how a store writes each kind of record of a restore. Run
-// feeds it an export, resolving owners by member name, so that every store
-// follows the same rules.
-type Restorer struct {
-	Member func(m *certorder.Member) (id int64, err error) // stores a member, returns its new ID
-	Key    func(k *certorder.Key, memberID int64) error
-	Link   func(l *certorder.ContainerLink, memberID int64) error
-	// Order stores an order with its certificate history, oldest first
-	// (certorder.RestoredHistory: the exported one ending in the current
-	// certificate).
-	Order func(o *certorder.Order, memberID int64, history []certorder.Certificate) error
-	// Endpoint stores a webhook endpoint; nil refuses exports holding one.
-	Endpoint func(e *certorder.Endpoint, memberID int64) error
-	// Notice stores a notice address as exported (confirmed or not, and
-	// unsubscribed or not).
-	Notice func(a *certorder.NoticeAddress, memberID int64) error
-}
-
-// Run restores records in order; a key, a link or an order must come
-// after its member. The renewals must follow the rules of RecordRenewal: within one
-// member, without cycles (a renewal may name an order not in the export, as
-// an import may).
-func (r Restorer) Run(records iter.Seq2[storekit.Record, error]) error {
-	ids := map[string]int64{}
-	owners := map[int64]int64{}   // order -> member ID
-	renewals := map[int64]int64{} // old -> new
-	owner := func(name string) (int64, error) {
-		id, ok := ids[name]
-		if !ok {
-			return 0, fmt.Errorf("%w: member %s is not in the export before its keys and orders", certorder.ErrInvalid, name)
-		}
-		return id, nil
-	}
-	for rec, err := range records {
-		if err != nil {
-			return err
-		}
-		switch {
-		case rec.Member != nil:
-			id, err := r.Member(rec.Member)
-			if err != nil {
-				return err
-			}
-			ids[rec.Member.Name] = id
-		case rec.Key != nil:
-			id, err := owner(rec.Key.Member)
-			if err == nil {
-				err = r.Key(rec.Key, id)
-			}
-			if err != nil {
-				return err
-			}
-		case rec.Link != nil:
-			id, err := owner(rec.Link.Member)
-			if err == nil {
-				err = r.Link(rec.Link, id)
-			}
-			if err != nil {
-				return err
-			}
-		case rec.Notice != nil:
-			id, err := owner(rec.Notice.Member)
-			if err == nil {
-				err = r.Notice(rec.Notice, id)
-			}
-			if err != nil {
-				return err
-			}
-		case rec.Endpoint != nil:
-			id, err := owner(rec.Endpoint.Member)
-			if err == nil && r.Endpoint == nil {
-				err = fmt.Errorf("%w: this store cannot restore webhook endpoints", certorder.ErrInvalid)
-			}
-			if err == nil {
-				err = r.Endpoint(rec.Endpoint, id)
-			}
-			if err != nil {
-				return err
-			}
-		case rec.Order != nil:
-			if _, dup := owners[rec.Order.ID]; dup {
-				return fmt.Errorf("%w: order %d appears twice", certorder.ErrInvalid, rec.Order.ID)
-			}
-			id, err := owner(rec.Order.Member)
-			if err == nil {
-				err = r.Order(rec.Order, id, certorder.RestoredHistory(rec.Order, rec.History))
-			}
-			if err != nil {
-				return err
-			}
-			owners[rec.Order.ID] = id
-			if rec.Order.RenewedBy != 0 {
-				renewals[rec.Order.ID] = rec.Order.RenewedBy
-			}
-		}
-	}
-	lookup := func(_ context.Context, id int64) (certorder.OrderLink, error) {
-		member, ok := owners[id]
-		if !ok {
-			return certorder.OrderLink{}, fmt.Errorf("%w: order %d", certorder.ErrNotFound, id)
-		}
-		return certorder.OrderLink{MemberID: member, RenewedBy: renewals[id]}, nil
-	}
-	for old, renewedBy := range renewals {
-		if err := certorder.CheckRenewal(context.Background(), owners[old], old, renewedBy, lookup); err != nil {
-			return err
-		}
-	}
-	return nil
 }

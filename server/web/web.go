@@ -74,6 +74,10 @@ type Config struct {
 	Secure func(r *http.Request) bool
 	// ClientIP is the request's client address as the limits see it.
 	ClientIP func(r *http.Request) string
+	// Admit applies the page's per-address limits to a request (every one
+	// but the static files), saying how long to wait when it refuses:
+	// the page then answers 429 with Retry-After. nil: no limits.
+	Admit func(r *http.Request) (ok bool, wait time.Duration)
 	// Audit, when set, records sign-ins, sign-outs and key changes in the
 	// audit trail. It must not block.
 	Audit func(certorder.AuditEntry)
@@ -225,7 +229,7 @@ func New(store Store, cfg Config) (http.Handler, error) {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.errorPage(w, r, http.StatusForbidden, "error.cross_origin")
 	}))
-	return securityHeaders(h.withLanguage(cop.Handler(mux)), cfg.Secure), nil
+	return securityHeaders(h.limit(h.withLanguage(cop.Handler(mux))), cfg.Secure), nil
 }
 
 // withTimeout bounds a page's store work, as the API's.
