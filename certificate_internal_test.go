@@ -1,31 +1,26 @@
 package certorder
 
 import (
-	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
-// sameSerial is SerialKey's equality without the keys, for any text:
-// separators anywhere, leading zeros, either case, and the non-ASCII
-// letters strings.ToLower folds (the Kelvin sign is a k).
-func TestSameSerialIsSerialKeyEquality(t *testing.T) {
-	parts := []string{"0", "0", "a", "A", "b", "1", ":", " ", "\u212a", "k", "\xff", "é", "É"}
-	r := rand.New(rand.NewPCG(46, 6))
-	random := func() string {
-		s := ""
-		for range r.IntN(7) {
-			s += parts[r.IntN(len(parts))]
-		}
-		return s
+// HexKey gives what it gave when it was a strings.Replacer and ToLower,
+// and allocates nothing for a key already in its look-up form.
+func FuzzHexKey(f *testing.F) {
+	for _, s := range []string{"", "ab:CD ef", "0A1B", "00:0a", "deadbeef", "Ä:ß K", "\xff:A", " : "} {
+		f.Add(s)
 	}
-	fixed := [][2]string{{"0A:BC", "abc"}, {"00:00", ""}, {"0:0a", "A"}, {"ab", "abc"}, {"\u212a1", "k1"}, {"0 0\u212a", "K"}, {"a:", "a"}}
-	for i := range 20000 {
-		a, b := random(), random()
-		if i < len(fixed) {
-			a, b = fixed[i][0], fixed[i][1]
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := HexKey(s), strings.ToLower(strings.NewReplacer(":", "", " ", "").Replace(s)); got != want {
+			t.Errorf("HexKey(%q) = %q, want %q", s, got, want)
 		}
-		if got, want := sameSerial(a, b), SerialKey(a) == SerialKey(b); got != want {
-			t.Fatalf("sameSerial(%q, %q) = %v, SerialKey says %v", a, b, got, want)
-		}
+	})
+}
+
+func TestHexKeyNoAllocation(t *testing.T) {
+	key := "0a1b2c3d4e5f60718293a4b5c6d7e8f901234567"
+	if n := testing.AllocsPerRun(100, func() { HexKey(key); SerialKey(key) }); n != 0 {
+		t.Errorf("%v allocations for a key in look-up form, want 0", n)
 	}
 }

@@ -32,7 +32,16 @@ type NoticeAddress struct {
 	UnsubscribedAt time.Time // not zero: unsubscribed with a message's link
 	LastSent       time.Time // the last message the mail server accepted
 	FailedAt       time.Time // the last permanent failure, zero when none since LastSent
-	Failure        string    // what the mail server answered then
+	Failure        string    // what happened then, for the operator (mailer.Failure: the step and the relay's words)
+	FailureKind    string    // what the member is told of it (mailer's Kind...)
+	// The last temporary failure, and when that message is tried again;
+	// zero when none since the last success or permanent failure.
+	RetryFailedAt time.Time
+	RetryFailure  string
+	RetryAt       time.Time
+	// MemberDisabled: the member is disabled; nothing is sent to it, and
+	// its addresses cannot be confirmed, until it is enabled again.
+	MemberDisabled bool
 }
 
 // Active reports whether messages are sent to the address: confirmed and
@@ -68,4 +77,16 @@ type Notice struct {
 	CreatedAt time.Time
 	Address   NoticeAddress
 	Events    []Event // its event, or the digest's, oldest first; none for a confirmation
+}
+
+// NoticeAttempt is how a message to an address went, as the address keeps
+// it: sent; refused for good (Failure, RetryAt zero: the member sees its
+// kind); or failed for now (Failure, and when it is tried again: the
+// operator's to see).
+type NoticeAttempt struct {
+	At          time.Time
+	Sent        bool
+	Failure     string // what happened, for the operator (mailer.Failure: the step and the relay's words)
+	FailureKind string // what the member is told (mailer's Kind...)
+	RetryAt     time.Time
 }

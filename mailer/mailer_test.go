@@ -3,6 +3,7 @@ package mailer_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net"
 	"strconv"
@@ -153,8 +154,8 @@ func TestNoticeInBothLanguages(t *testing.T) {
 		}
 	}
 	for addr, want := range map[string]struct{ subject, text string }{
-		en.Address: {"Order 10001 (host10001.example.com) was renewed as order 10002: Renewed as 10002", "Order 10001 was renewed: the renewal is order 10002."},
-		ja.Address: {"注文 10001 (host10001.example.com) は注文 10002 に更新されました：注文 10002 に更新済み", "注文 10001 が更新されました。更新注文は注文 10002 です。"},
+		en.Address: {"Order 10001 (host10001.example.com) was renewed as order 10002. Follow order 10002 from now on.", "Order 10001 was renewed: the renewal is order 10002."},
+		ja.Address: {"注文 10001 (host10001.example.com) は注文 10002 に更新されました。今後は注文 10002 をご確認ください。", "注文 10001 が更新されました。更新注文は注文 10002 です。"},
 	} {
 		r := byRcpt[addr]
 		if r.Subject != want.subject {
@@ -272,11 +273,15 @@ func TestRetryAndFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(got.Failure, "550") || !strings.Contains(got.Failure, "no such mailbox here") || got.FailedAt.IsZero() {
+	if !strings.HasPrefix(got.Failure, "RCPT: the relay answered 550") || !strings.Contains(got.Failure, "no such mailbox here") ||
+		got.FailedAt.IsZero() || got.FailureKind != mailer.KindRecipient {
 		t.Errorf("the 550 is not recorded: %+v", got)
 	}
-	if got, _ := f.store.FindNoticeAddress(ctx, later.ID); got.Failure != "" {
-		t.Errorf("a 451 recorded as a failure: %q", got.Failure)
+	// A 451 is no failure of the address's, but the operator's to see:
+	// what it was, and when it is tried again.
+	if got, _ := f.store.FindNoticeAddress(ctx, later.ID); got.Failure != "" || !strings.HasPrefix(got.RetryFailure, "RCPT: the relay answered 451") ||
+		!got.RetryFailedAt.Equal(f.clock.now().Truncate(time.Microsecond)) || got.RetryAt.Sub(got.RetryFailedAt) < 3*time.Second {
+		t.Errorf("the 451: %+v", got)
 	}
 	f.tick() // not due yet
 	if f.smtp.Attempts(later.Address) != 1 {
@@ -287,6 +292,9 @@ func TestRetryAndFailure(t *testing.T) {
 	ms := f.smtp.Wait(1, 10*time.Second)
 	if len(ms) != 1 || ms[0].To[0] != later.Address || f.smtp.Attempts(later.Address) != 2 || f.smtp.Attempts(never.Address) != 1 {
 		t.Fatalf("after the wait: %d messages, attempts %d and %d", len(ms), f.smtp.Attempts(later.Address), f.smtp.Attempts(never.Address))
+	}
+	if got, _ := f.store.FindNoticeAddress(ctx, later.ID); got.RetryFailure != "" || !got.RetryAt.IsZero() || got.LastSent.IsZero() {
+		t.Errorf("delivered, the retry is still recorded: %+v", got)
 	}
 	f.clock.add(24 * time.Hour)
 	f.tick()
@@ -313,8 +321,14 @@ func TestRetryAndFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	if log := f.log.String(); !strings.Contains(log, "connection refused") || !strings.Contains(log, "trying again later") ||
+		!strings.Contains(log, "step=connect") || !strings.Contains(log, "check --smtp-addr") ||
 		strings.Contains(log, "refused-password") || strings.Contains(log, smtptest.Password) {
 		t.Errorf("log:\n%s", log)
+	}
+	// The member is told a kind, never the relay's address or words.
+	got, err = f.store.FindNoticeAddress(ctx, later.ID)
+	if err != nil || !strings.HasPrefix(got.RetryFailure, "connect: dial tcp "+addr) {
+		t.Fatalf("after the refused connection: %+v %v", got, err)
 	}
 }
 
@@ -349,5 +363,162 @@ func TestConfigCheck(t *testing.T) {
 	local.Addr, local.TLS = "127.0.0.1:25", "none"
 	if err := local.Check(); err != nil {
 		t.Errorf("none on loopback: %v", err)
+	}
+}
+
+// A confirmation says who asked (the member, and the service), how to
+// refuse, and carries the block link, which is its one-click unsubscribe
+// too: a mail client's button refuses every later confirmation.
+func TestConfirmationMessage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, false)
+	ctx := context.Background()
+	m, err := f.store.AddMember(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lang := range []string{"en", "ja"} {
+		a, err := notice.NewAddress(lang+"@stranger.example", lang, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.CreatedAt = f.clock.now()
+		if _, err := f.store.AddNoticeAddress(ctx, m.ID, a, certorder.MaxNoticeAddresses); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.tick()
+	for _, raw := range f.smtp.Wait(2, 10*time.Second) {
+		r, err := smtptest.Parse(raw.Raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unsub := strings.Trim(r.Header.Get("List-Unsubscribe"), "<>")
+		want := map[string][]string{
+			"en@stranger.example": {"Member acme of the certorder service at certorder.example asked for notices about its orders to be sent to en@stranger.example.",
+				"To refuse this and every later request to send certorder messages to this address, open this link and press Refuse: " + unsub},
+			"ja@stranger.example": {"certorder サービス（certorder.example）のメンバー acme が、注文に関する通知を ja@stranger.example に送るよう依頼しました。",
+				"今後すべて拒否するには、次のリンクを開き、「拒否」を押してください： " + unsub},
+		}[raw.To[0]]
+		if !strings.HasPrefix(unsub, "https://certorder.example/notices/block?t=b.") ||
+			r.Header.Get("List-Unsubscribe-Post") != "List-Unsubscribe=One-Click" || len(want) == 0 {
+			t.Fatalf("%v: List-Unsubscribe %q %q", raw.To, unsub, r.Header.Get("List-Unsubscribe-Post"))
+		}
+		for _, w := range want {
+			if !strings.Contains(r.Text, w) || !strings.Contains(r.HTML, strings.ReplaceAll(w, " "+unsub, "")) {
+				t.Errorf("%v lacks %q:\n%s\n%s", raw.To, w, r.Text, r.HTML)
+			}
+		}
+	}
+}
+
+// Text from elsewhere in a real message: a common name of one 1,500-byte
+// word with line breaks and controls, and a hostile status, in both
+// languages; every line of the message as sent is within RFC 5322's 998
+// octets, the subject as read is one printable line, no header is added.
+func TestHostileTextInAMessage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, false)
+	f.address("acme", "en@acme.example", "en")
+	f.address("acme", "ja@acme.example", "ja")
+	cn := strings.Repeat("W", 1500) + "\r\nBcc: victim@example.com\r\n\x1b[2J\u202e"
+	quoted, _ := json.Marshal(cn)
+	doc := strings.Replace(storetest.OrderJSON(40001, 0, "2027-01-10"), `"common_name":"host40001.example.com"`,
+		`"common_name":`+string(quoted), 1)
+	ctx := context.Background()
+	if _, err := f.store.ImportOrders(ctx, "acme", storetest.Orders(t, doc)); err != nil {
+		t.Fatal(err)
+	}
+	revoked := strings.Replace(doc, `"status":"issued","product"`, `"status":"revoked\r\nX-Evil: 1","product"`, 1)
+	if _, err := f.store.ImportOrders(ctx, "acme", storetest.Orders(t, revoked)); err != nil {
+		t.Fatal(err)
+	}
+	f.tick()
+	for _, m := range f.smtp.Wait(2, 10*time.Second) {
+		for i, line := range strings.Split(string(m.Raw), "\r\n") {
+			if len(line) > 998 {
+				t.Errorf("%v: line %d has %d octets", m.To, i, len(line))
+			}
+		}
+		r, err := smtptest.Parse(m.Raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Header["Bcc"]) != 0 || len(r.Header["X-Evil"]) != 0 || strings.ContainsAny(r.Subject, "\r\n\x1b\u202e") ||
+			len(r.Subject) > 400 || !strings.Contains(r.Subject, "40001") {
+			t.Errorf("%v: subject %q, headers %v", m.To, r.Subject, r.Header)
+		}
+	}
+}
+
+// A day of 1,000 events for an address: ten messages, then one digest
+// that lists MaxDigestItems of the rest, says how many more, and links the
+// page; the relay's SIZE (1 MiB here) is not reached.
+func TestDigestBounded(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, false)
+	f.clock.t = time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	f.address("acme", "ops@acme.example", "en")
+	var docs, revoked []string
+	for i := range 1000 {
+		doc := storetest.OrderJSON(int64(50000+i), 0, "2027-01-10")
+		docs = append(docs, doc)
+		revoked = append(revoked, strings.Replace(doc, `"status":"issued","product"`, `"status":"revoked","product"`, 1))
+	}
+	ctx := context.Background()
+	for _, batch := range [][]string{docs, revoked} {
+		if _, err := f.store.ImportOrders(ctx, "acme", storetest.Orders(t, batch...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.tick()
+	f.smtp.Wait(certorder.NoticeDailyEvents, 20*time.Second)
+	f.clock.t = time.Date(2026, 11, 28, 0, 0, 1, 0, time.UTC)
+	f.tick()
+	ms := f.smtp.Wait(certorder.NoticeDailyEvents+1, 20*time.Second)
+	digest := ms[len(ms)-1]
+	r, err := smtptest.Parse(digest.Raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Subject != "certorder: 990 more events for member acme on 2026-11-27" || strings.Count(r.Text, "Open the order:") != notice.MaxDigestItems ||
+		!strings.Contains(r.Text, "890 more events of that day are not listed here") || !strings.Contains(r.Text, "https://certorder.example/orders") ||
+		len(digest.Raw) > 1<<20 {
+		t.Errorf("digest of %d bytes: %q\n%s", len(digest.Raw), r.Subject, r.Text[len(r.Text)-600:])
+	}
+}
+
+// Nothing is mailed for a disabled member: not its events, not the
+// confirmation of its address; enabled again, its next events are.
+func TestDisabledMemberNotMailed(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, false)
+	ctx := context.Background()
+	f.address("acme", "ops@acme.example", "en")
+	a, err := notice.NewAddress("new@acme.example", "en", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.CreatedAt = f.clock.now()
+	if _, err := f.store.AddNoticeAddress(ctx, f.members["acme"], a, certorder.MaxNoticeAddresses); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.SetMemberDisabled(ctx, "acme", true); err != nil {
+		t.Fatal(err)
+	}
+	f.renew("acme", 60001, 60002)
+	f.tick()
+	f.clock.add(time.Hour)
+	f.tick()
+	if n := len(f.smtp.Messages()); n != 0 {
+		t.Fatalf("%d messages for a disabled member", n)
+	}
+	if err := f.store.SetMemberDisabled(ctx, "acme", false); err != nil {
+		t.Fatal(err)
+	}
+	f.renew("acme", 60003, 60004)
+	f.tick()
+	if ms := f.smtp.Wait(1, 10*time.Second); len(ms) != 1 || ms[0].To[0] != "ops@acme.example" {
+		t.Fatalf("enabled again: %d messages", len(ms))
 	}
 }

@@ -7,19 +7,19 @@ package mailer
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/mail"
 	"strconv"
-	"strings"
 	"time"
 
 	gomail "github.com/wneessen/go-mail"
 
 	"github.com/certorder/certorder/internal/acmeurl"
+	"github.com/certorder/certorder/internal/buildinfo"
 	"github.com/certorder/certorder/notice"
 )
 
@@ -29,6 +29,9 @@ const (
 	TLSImplicit = "tls"      // TLS from the first byte (port 465)
 	TLSNone     = "none"     // no TLS: only to a server on loopback (a local relay)
 )
+
+// UserAgent names certorder in every message (User-Agent, X-Mailer).
+var UserAgent = "certorder/" + buildinfo.Get().Version
 
 // DefaultTimeout bounds each exchange with the SMTP server.
 const DefaultTimeout = 15 * time.Second
@@ -46,9 +49,10 @@ type Config struct {
 	Timeout time.Duration // each exchange; 0: DefaultTimeout
 }
 
-// Check refuses settings that cannot work or are not safe, saying which
-// flag is wrong; the password is never quoted.
+// Check refuses settings that cannot work or are not safe: every problem
+// at once, one line each, naming its flag; the password is never quoted.
 func (c Config) Check() error {
+	var errs []error
 	host, port, err := net.SplitHostPort(c.Addr)
 	if n, perr := strconv.Atoi(port); err == nil && (perr != nil || n < 1 || n > 65535) {
 		err = fmt.Errorf("port %q is not a number from 1 to 65535", port)
@@ -57,62 +61,27 @@ func (c Config) Check() error {
 		err = errors.New("no host")
 	}
 	if err != nil {
-		return fmt.Errorf("--smtp-addr %q: %v (want HOST:PORT, such as smtp.example.com:587)", c.Addr, err)
+		errs = append(errs, fmt.Errorf("--smtp-addr %q: %v (want HOST:PORT, such as smtp.example.com:587)", c.Addr, err))
 	}
 	switch c.TLS {
 	case TLSStartTLS, TLSImplicit:
 	case TLSNone:
-		if !acmeurl.Loopback(host) {
-			return fmt.Errorf("--smtp-tls none is allowed only for a server on loopback (127.0.0.0/8, ::1, localhost), not %s: "+
-				"members' addresses and the SMTP password would cross the network in clear", host)
+		if host != "" && !acmeurl.Loopback(host) {
+			errs = append(errs, fmt.Errorf("--smtp-tls none is allowed only for a server on loopback (127.0.0.0/8, ::1, localhost), not %s: "+
+				"members' addresses and the SMTP password would cross the network in clear", host))
 		}
 	default:
-		return fmt.Errorf("--smtp-tls is starttls, tls or none, not %q", c.TLS)
+		errs = append(errs, fmt.Errorf("--smtp-tls is starttls, tls or none, not %q", c.TLS))
 	}
 	if (c.User == "") != (c.Password == "") {
-		return errors.New("--smtp-user and --smtp-password-file go together")
+		errs = append(errs, errors.New("--smtp-user and --smtp-password-file go together"))
 	}
-	if _, err := mail.ParseAddress(c.From); err != nil || c.From == "" {
-		return fmt.Errorf("--mail-from %q is not an e-mail address (want noreply@example.com or \"certorder <noreply@example.com>\")", c.From)
+	if c.From == "" {
+		errs = append(errs, errors.New("--mail-from is required with --smtp-addr"))
+	} else if _, err := mail.ParseAddress(c.From); err != nil {
+		errs = append(errs, fmt.Errorf("--mail-from %q is not an e-mail address (want noreply@example.com or \"certorder <noreply@example.com>\")", c.From))
 	}
-	return nil
-}
-
-// client is a go-mail client for the configuration.
-func (c Config) client() (*gomail.Client, error) {
-	host, port, err := net.SplitHostPort(c.Addr)
-	if err != nil {
-		return nil, err
-	}
-	p, err := strconv.Atoi(port)
-	if err != nil {
-		return nil, err
-	}
-	timeout := c.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	opts := []gomail.Option{gomail.WithTimeout(timeout),
-		gomail.WithTLSConfig(&tls.Config{ServerName: host, RootCAs: c.Roots, MinVersion: tls.VersionTLS12})}
-	switch c.TLS {
-	case TLSImplicit:
-		opts = append(opts, gomail.WithSSL())
-	case TLSNone:
-		opts = append(opts, gomail.WithTLSPolicy(gomail.NoTLS))
-	default:
-		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSMandatory))
-	}
-	if c.User != "" {
-		// Over TLS the strongest mechanism the server offers; in the clear
-		// (loopback only) PLAIN, which go-mail sends only to a local host.
-		auth := gomail.SMTPAuthAutoDiscover
-		if c.TLS == TLSNone {
-			auth = gomail.SMTPAuthPlain
-		}
-		opts = append(opts, gomail.WithSMTPAuth(auth), gomail.WithUsername(c.User), gomail.WithPassword(c.Password))
-	}
-	opts = append(opts, gomail.WithPort(p)) // after WithSSL, which sets its own default
-	return gomail.NewClient(host, opts...)
+	return errors.Join(errs...)
 }
 
 // message is a notice's e-mail as go-mail sends it: both parts, the
@@ -120,6 +89,7 @@ func (c Config) client() (*gomail.Client, error) {
 // (RFC 8058) and Auto-Submitted (RFC 3834: no auto-replies).
 func (c Config) message(m notice.Message, now time.Time) (*gomail.Msg, error) {
 	msg := gomail.NewMsg(gomail.WithCharset(gomail.CharsetUTF8), gomail.WithEncoding(gomail.EncodingQP))
+	msg.SetUserAgent(UserAgent) // User-Agent and X-Mailer: ours, not the library's
 	if err := msg.From(c.From); err != nil {
 		return nil, err
 	}
@@ -139,61 +109,43 @@ func (c Config) message(m notice.Message, now time.Time) (*gomail.Msg, error) {
 	return msg, nil
 }
 
-// failure says why a message was not sent, and whether the mail server
-// refused it for good: a 5xx answer to its recipient or its content. Any
-// other failure (4xx, no connection, TLS, AUTH, a 5xx to MAIL FROM: the
-// service's own settings) is temporary: tried again later.
-func failure(err error) (text string, permanent bool) {
-	var se *gomail.SendError
-	if !errors.As(err, &se) {
-		return err.Error(), false
+// failure is err as a Failure: one of a session's, or anything else
+// (composing the message) as the service's.
+func (c Config) failure(err error) *Failure {
+	var f *Failure
+	if errors.As(err, &f) {
+		return f
 	}
-	text = se.Error()
-	// go-mail adds the recipients and the Message-ID: the member knows both.
-	if i := strings.Index(text, ", affected recipient"); i >= 0 {
-		text = text[:i]
-	}
-	if i := strings.Index(text, ", affected message ID"); i >= 0 {
-		text = text[:i]
-	}
-	switch se.Reason {
-	case gomail.ErrSMTPRcptTo, gomail.ErrSMTPData, gomail.ErrSMTPDataClose, gomail.ErrWriteContent:
-		return text, se.ErrorCode() >= 500
-	}
-	return text, false
+	return c.fail(StepConnect, err)
 }
 
-// conn is a connection to the SMTP server that a worker's round keeps
-// open from one message to the next, and opens again after one failed.
+// conn is the session that a worker's round keeps open from one message to
+// the next, and opens again after one failed: each round checks the relay
+// again before it sends.
 type conn struct {
-	cfg    Config
-	client *gomail.Client
-	dialed bool
+	cfg     Config
+	session *session
 }
 
 // send sends one message, dialing first if need be.
-func (c *conn) send(ctx context.Context, msg *gomail.Msg) error {
-	if !c.dialed {
-		client, err := c.cfg.client()
+func (c *conn) send(ctx context.Context, msg io.WriterTo, to string) error {
+	if c.session == nil {
+		s, err := c.cfg.dial(ctx)
 		if err != nil {
 			return err
 		}
-		if err := client.DialWithContext(ctx); err != nil {
-			return fmt.Errorf("connecting to the SMTP server %s: %w", c.cfg.Addr, err)
-		}
-		c.client, c.dialed = client, true
+		c.session = s
 	}
-	err := c.client.Send(msg)
-	var se *gomail.SendError
-	if err != nil && (!errors.As(err, &se) || se.ErrorCode() == 0) {
-		c.close() // not an answer to this message: the connection is in doubt
+	err := c.session.send(ctx, msg, to)
+	if c.session.broken {
+		c.close()
 	}
 	return err
 }
 
 func (c *conn) close() {
-	if c.dialed {
-		c.client.Close()
-		c.dialed = false
+	if c.session != nil {
+		c.session.close()
+		c.session = nil
 	}
 }

@@ -38,8 +38,9 @@ type Store interface {
 	// NoticeEvents returns the events a notice job tells, oldest first.
 	NoticeEvents(ctx context.Context, jobID int64) ([]certorder.Event, error)
 	// RecordNoticeAttempt records on an address how a message to it went:
-	// sent, or refused for good (failure: what the mail server said).
-	RecordNoticeAttempt(ctx context.Context, addressID int64, at time.Time, sent bool, failure string) error
+	// sent, refused for good, or failed for now (with when it is tried
+	// again).
+	RecordNoticeAttempt(ctx context.Context, addressID int64, a certorder.NoticeAttempt) error
 	notice.OrderFinder
 }
 
@@ -86,6 +87,7 @@ type Worker struct {
 	pruned  time.Time
 	served  map[int64]uint64 // members sent to lately: when, on sent's clock
 	sent    uint64
+	down    bool // the last attempt failed at the relay: the next success says it works again
 }
 
 // servedMemory is how many members the worker remembers sending to: a
@@ -256,6 +258,11 @@ func (w *Worker) send(actx, ctx context.Context, c *conn, j queue.Job) error {
 		return w.cfg.Store.FinishJob(ctx, o)
 	case err != nil:
 		return err // the lease runs out and it is tried again
+	case n.Address.MemberDisabled:
+		// Nothing is sent for a disabled member: its events are news no
+		// more when it is enabled again (docs/OPERATIONS.md).
+		o.State, o.Error = queue.Failed, "the member is disabled"
+		return w.cfg.Store.FinishJob(ctx, o)
 	case n.Kind != certorder.NoticeConfirm && !n.Address.Active():
 		// Unsubscribed since it was queued: nothing is sent.
 		o.State, o.Error = queue.Failed, "the address unsubscribed"
@@ -265,44 +272,48 @@ func (w *Worker) send(actx, ctx context.Context, c *conn, j queue.Job) error {
 	if err != nil {
 		return err // the lease runs out and it is tried again
 	}
-	err = c.send(actx, msg)
+	err = c.send(actx, msg, n.Address.Address)
 	if ctx.Err() != nil {
 		return nil // shutting down: the lease runs out and it is sent again
 	}
-	text, permanent := "", false
+	var f *Failure
+	record := certorder.NoticeAttempt{At: now, Sent: err == nil}
+	log := []any{"notice", j.ID, "address_id", n.Address.ID, "member", n.Address.Member}
 	if err != nil {
-		text, permanent = failure(err)
+		// The member sees f.Kind(); the operator the step, the relay's
+		// words (never an AUTH reply's) and what to change.
+		f = w.cfg.SMTP.failure(err)
+		o.Error, record.Failure, record.FailureKind = f.Error(), f.Error(), f.Kind()
+		log = append(log, "step", f.Step, "err", f.Detail, "fix", f.Fix())
 	}
+	if err == nil && w.down {
+		w.cfg.Logger.Info("the SMTP relay works again", "smtp", w.cfg.SMTP.Addr)
+	}
+	w.down = f != nil && f.Kind() == KindService
 	switch {
 	case err == nil:
 		o.State = queue.Done
 		w.metrics.sent.WithLabelValues(n.Kind).Inc()
-	case permanent:
-		o.State, o.Error = queue.Failed, text
+	case f.Permanent:
+		o.State = queue.Failed
 		w.metrics.failed.WithLabelValues("permanent").Inc()
-		w.cfg.Logger.Warn("notice refused", "notice", j.ID, "address_id", n.Address.ID, "member", n.Address.Member, "err", text)
+		w.cfg.Logger.Warn("notice refused", log...)
 	case j.Attempts+1 >= queue.MaxAttempts:
-		o.State, o.Error, permanent = queue.Failed, fmt.Sprintf("gave up after %d attempts: %s", j.Attempts+1, text), true
+		o.State, o.Error = queue.Failed, fmt.Sprintf("gave up after %d attempts: %s", j.Attempts+1, o.Error)
+		record.Failure = o.Error
 		w.metrics.failed.WithLabelValues("permanent").Inc()
-		w.cfg.Logger.Warn("notice given up", "notice", j.ID, "address_id", n.Address.ID, "member", n.Address.Member, "err", text)
+		w.cfg.Logger.Warn("notice given up", log...)
 	default:
-		o.State, o.Error, o.RunAfter = queue.Pending, text, now.Add(queue.Backoff(j.Attempts+1, nil))
+		o.State, o.RunAfter = queue.Pending, now.Add(queue.Backoff(j.Attempts+1, nil))
+		record.RetryAt = o.RunAfter
 		w.metrics.failed.WithLabelValues("temporary").Inc()
-		w.cfg.Logger.Warn("notice not sent; trying again later", "notice", j.ID, "address_id", n.Address.ID,
-			"next_attempt", o.RunAfter.UTC().Format(time.RFC3339), "err", text)
+		w.cfg.Logger.Warn("notice not sent; trying again later", append(log, "next_attempt", o.RunAfter.UTC().Format(time.RFC3339))...)
 	}
 	ctx = context.WithoutCancel(ctx)
 	if err := w.cfg.Store.FinishJob(ctx, o); err != nil {
 		return err
 	}
-	if o.State == queue.Pending {
-		return nil
-	}
-	failure := ""
-	if permanent {
-		failure = o.Error
-	}
-	return w.cfg.Store.RecordNoticeAttempt(ctx, n.Address.ID, now, err == nil, failure)
+	return w.cfg.Store.RecordNoticeAttempt(ctx, n.Address.ID, record)
 }
 
 // notice reads a notice job: its address (ErrNotFound when deleted since)
@@ -326,8 +337,8 @@ func (w *Worker) notice(ctx context.Context, j queue.Job) (certorder.Notice, err
 // compose makes a notice's e-mail, its events said with their orders as
 // they are now.
 func (w *Worker) compose(ctx context.Context, n certorder.Notice, now time.Time) (*gomail.Msg, error) {
-	told := make([]notice.Told, 0, len(n.Events))
-	for _, ev := range n.Events {
+	told := make([]notice.Told, 0, min(len(n.Events), notice.MaxDigestItems))
+	for _, ev := range n.Events[:min(len(n.Events), notice.MaxDigestItems)] { // a digest lists no more
 		t := notice.Told{Event: ev, Now: now}
 		o, err := w.cfg.Store.FindOrder(ctx, notice.OrderID(ev))
 		if err != nil && !errors.Is(err, certorder.ErrNotFound) {
@@ -338,7 +349,7 @@ func (w *Worker) compose(ctx context.Context, n certorder.Notice, now time.Time)
 		}
 		told = append(told, t)
 	}
-	m, err := w.cfg.Texts.Compose(n, told)
+	m, err := w.cfg.Texts.Compose(n, told, len(n.Events))
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/printable"
 )
 
 // Languages are the messages' languages, the first the default.
@@ -115,56 +116,88 @@ func (t Texts) windows() certorder.Windows {
 	return t.Windows
 }
 
-// Line is the one readable line of an event in lang: the order's number and
-// common name, what happened, and what to do, by when ("Order 10001
-// (shop.example.com): Renew the contract by 2027-03-01"). It is a notice's
-// subject and a chat room's message.
-func (t Texts) Line(lang string, e Told) string {
+// maxValue bounds each value from elsewhere in a message (a common name,
+// a status): a DNS name is at most 253 bytes, a common name 64 characters.
+const maxValue = 100
+
+// maxLine bounds a line as a whole: a subject is one (RFC 5322 allows 998
+// octets a line; the encoded subject stays well within).
+const maxLine = 400
+
+// escaper is one output's rule for the values from elsewhere in its text.
+type escaper func(string) string
+
+// mailValue is the rule of an e-mail (its subject, both parts): one
+// printable line, bounded (internal/printable).
+func mailValue(s string) string { return printable.Cut(s, maxValue) }
+
+// chatValue is the rule of a chat room's message: that, and no mention,
+// link or image of its own.
+func chatValue(s string) string { return printable.Chat(s, maxValue) }
+
+// Line is the one readable line of an event in lang: what happened to the
+// order (its number and common name), then what to do, by when, each a
+// sentence ("Order 10001 (shop.example.com) was renewed as order 10002.
+// Get renewal 10002 issued by 2027-01-10."). It is a notice's subject and a
+// digest's item. Every value from elsewhere is escaped and bounded, and the
+// line is one line of at most maxLine bytes.
+func (t Texts) Line(lang string, e Told) string { return t.line(lang, e, mailValue) }
+
+func (t Texts) line(lang string, e Told, esc escaper) string {
 	var d eventData
 	json.Unmarshal(e.Event.Data, &d)
-	order := s(lang, "order", d.OrderID)
+	start, within := s(lang, "order", d.OrderID), s(lang, "order.in", d.OrderID)
 	if e.Order != nil && e.Order.Certificate.CommonName != "" {
-		order = s(lang, "order.named", d.OrderID, e.Order.Certificate.CommonName)
+		cn := esc(e.Order.Certificate.CommonName)
+		start, within = s(lang, "order.named", d.OrderID, cn), s(lang, "order.named.in", d.OrderID, cn)
 	}
+	var what string
 	switch e.Event.Type {
 	case certorder.EventOrderRenewed:
-		order = s(lang, "event.order.renewed", order, d.RenewedOrderID)
+		what = s(lang, "event.order.renewed", start, d.RenewedOrderID)
 	case certorder.EventOrderStatusChanged:
-		order = s(lang, "event.order.status_changed", order, d.Status)
+		what = s(lang, "event.order.status_changed", start, esc(d.Status))
 	case certorder.EventOrderReissued:
-		order = s(lang, "event.order.reissued", order)
+		what = s(lang, "event.order.reissued", start)
+	case certorder.EventOrderExpiring:
+		what = s(lang, "event.order.expiring", within, esc(d.ValidTill))
+	case certorder.EventOrderPlanEnding:
+		what = s(lang, "event.order.plan_ending", within, esc(d.OrderValidTill))
+	default:
+		what = s(lang, "event.other", start, esc(e.Event.Type))
 	}
-	return s(lang, "line", order, t.step(lang, e, d))
+	return certorder.Cut(s(lang, "line", what, t.step(lang, "line.", e, d, esc)), maxLine)
 }
 
-// step says the order's next step now; without the order, the step the
-// event's data name (order.expiring, order.plan_ending), else none.
-func (t Texts) step(lang string, e Told, d eventData) string {
+// step says the order's next step now (prefix "line." for the sentence a
+// line ends with, "" for the page's phrase); without the order, the step
+// the event's data name (order.expiring, order.plan_ending), else none.
+func (t Texts) step(lang, prefix string, e Told, d eventData, esc escaper) string {
 	var n certorder.NextStep
 	if e.Order != nil {
 		n = t.windows().Next(e.Order.Lifecycle(), e.Now)
 	} else {
 		n = t.windows().Next(certorder.Lifecycle{Status: "issued", ValidTill: d.ValidTill, PlanTill: d.OrderValidTill}, e.Now)
 	}
-	key, args := StepPhrase(n, iso)
-	return s(lang, key, args...)
+	key, args := StepPhrase(n, func(day string) string { return esc(iso(day)) })
+	return s(lang, prefix+key, args...)
 }
 
 // what is the sentence of the body that says what happened.
-func what(lang string, ev certorder.Event, d eventData) string {
+func what(lang string, ev certorder.Event, d eventData, esc escaper) string {
 	switch ev.Type {
 	case certorder.EventOrderRenewed:
 		return s(lang, "what.order.renewed", d.OrderID, d.RenewedOrderID)
 	case certorder.EventOrderStatusChanged:
-		return s(lang, "what.order.status_changed", d.OrderID, d.PreviousStatus, d.Status)
+		return s(lang, "what.order.status_changed", d.OrderID, esc(d.PreviousStatus), esc(d.Status))
 	case certorder.EventOrderReissued:
-		return s(lang, "what.order.reissued", d.OrderID, d.Certificate.ValidTill)
+		return s(lang, "what.order.reissued", d.OrderID, esc(d.Certificate.ValidTill))
 	case certorder.EventOrderExpiring:
-		return s(lang, "what.order.expiring", d.OrderID, d.ValidTill)
+		return s(lang, "what.order.expiring", d.OrderID, esc(d.ValidTill))
 	case certorder.EventOrderPlanEnding:
-		return s(lang, "what.order.plan_ending", d.OrderID, d.OrderValidTill)
+		return s(lang, "what.order.plan_ending", d.OrderID, esc(d.OrderValidTill))
 	}
-	return ev.Type
+	return esc(ev.Type)
 }
 
 // link is the public URL of path, query q (nil: none).
@@ -192,7 +225,14 @@ func (t Texts) ConfirmURL(a certorder.NoticeAddress) string {
 	return t.link("/notices/confirm", url.Values{"t": {ConfirmToken(a)}})
 }
 
-// ChatLine is an event for a chat room: the line and the order page's link.
+// BlockURL is the link in address a's confirmation that refuses every
+// later confirmation to its recipient.
+func (t Texts) BlockURL(a certorder.NoticeAddress) string {
+	return t.link("/notices/block", url.Values{"t": {BlockToken(a)}})
+}
+
+// ChatLine is an event for a chat room: the line, its values escaped for
+// a chat room (printable.Chat), and the order page's link.
 func (t Texts) ChatLine(e Told) string {
-	return t.Line("en", e) + " " + t.OrderURL(OrderID(e.Event))
+	return t.line("en", e, chatValue) + " " + t.OrderURL(OrderID(e.Event))
 }

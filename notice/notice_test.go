@@ -35,24 +35,27 @@ func TestLine(t *testing.T) {
 	}{
 		{"plan ending", "en", notice.Told{Event: event("order.plan_ending", `{"order_id":10001,"order_valid_till":"2027-03-01"}`),
 			Order: order(10001, "2027-02-20", "2027-03-01", 0, certorder.RenewalNone), Now: now},
-			"Order 10001 (shop.example.com): Renew the contract by 2027-03-01"},
+			"The plan of order 10001 (shop.example.com) ends on 2027-03-01. Renew the contract by 2027-03-01."},
 		{"plan ending ja", "ja", notice.Told{Event: event("order.plan_ending", `{"order_id":10001,"order_valid_till":"2027-03-01"}`),
 			Order: order(10001, "2027-02-20", "2027-03-01", 0, certorder.RenewalNone), Now: now},
-			"注文 10001 (shop.example.com)：2027-03-01 までに契約を更新"},
+			"注文 10001 (shop.example.com) の契約は 2027-03-01 に終了します。2027-03-01 までに契約を更新してください。"},
 		{"expiring", "en", notice.Told{Event: event("order.expiring", `{"order_id":10001,"valid_till":"2026-12-08"}`),
 			Order: order(10001, "2026-12-08", "2028-06-01", 0, certorder.RenewalNone), Now: now},
-			"Order 10001 (shop.example.com): Reissue by 2026-12-08"},
+			"The certificate of order 10001 (shop.example.com) ends on 2026-12-08. Reissue by 2026-12-08."},
 		{"renewed, renewal pending", "en", notice.Told{Event: event("order.renewed", `{"order_id":10001,"renewed_order_id":10002}`),
 			Order: order(10001, "2026-12-08", "2026-12-20", 10002, certorder.RenewalPending), Now: now},
-			"Order 10001 (shop.example.com) was renewed as order 10002: Get renewal 10002 issued by 2026-12-08"},
+			"Order 10001 (shop.example.com) was renewed as order 10002. Get renewal 10002 issued by 2026-12-08."},
 		{"renewed ja", "ja", notice.Told{Event: event("order.renewed", `{"order_id":10001,"renewed_order_id":10002}`),
 			Order: order(10001, "2026-12-08", "2026-12-20", 10002, certorder.RenewalIssued), Now: now},
-			"注文 10001 (shop.example.com) は注文 10002 に更新されました：注文 10002 に更新済み"},
+			"注文 10001 (shop.example.com) は注文 10002 に更新されました。今後は注文 10002 をご確認ください。"},
 		{"status", "en", notice.Told{Event: event("order.status_changed", `{"order_id":7,"status":"revoked","previous_status":"issued"}`),
 			Order: &certorder.Order{ID: 7, Status: "revoked", Certificate: certorder.Certificate{CommonName: "a.example"}}, Now: now},
-			"Order 7 (a.example) is now revoked: Ended: nothing more to do"},
+			"Order 7 (a.example) is now revoked. Nothing more to do."},
+		{"status ja", "ja", notice.Told{Event: event("order.status_changed", `{"order_id":7,"status":"revoked","previous_status":"issued"}`),
+			Order: &certorder.Order{ID: 7, Status: "revoked", Certificate: certorder.Certificate{CommonName: "a.example"}}, Now: now},
+			"注文 7 (a.example) の状態が revoked になりました。これ以上の手続きは不要です。"},
 		{"order gone: the event's data", "en", notice.Told{Event: event("order.plan_ending", `{"order_id":9,"valid_till":"2027-02-01","order_valid_till":"2027-02-01"}`), Now: now},
-			"Order 9: Renew the contract by 2027-02-01"},
+			"The plan of order 9 ends on 2027-02-01. Renew the contract by 2027-02-01."},
 	} {
 		if got := texts.Line(c.lang, c.told); got != c.want {
 			t.Errorf("%s: Line = %q, want %q", c.name, got, c.want)
@@ -60,8 +63,35 @@ func TestLine(t *testing.T) {
 	}
 	got := texts.ChatLine(notice.Told{Event: event("order.reissued", `{"order_id":10001,"certificate":{"valid_till":"2027-06-01"}}`),
 		Order: order(10001, "2027-06-01", "2028-06-01", 0, certorder.RenewalNone), Now: now})
-	if want := "Order 10001 (shop.example.com) has a new certificate: Nothing due yet https://certorder.example/orders/10001"; got != want {
+	if want := "Order 10001 (shop.example.com) has a new certificate. Nothing is due yet. https://certorder.example/orders/10001"; got != want {
 		t.Errorf("ChatLine = %q, want %q", got, want)
+	}
+	// order.expiring and order.plan_ending of one order on one day: two
+	// subjects, not one twice.
+	o := order(10001, "2027-02-20", "2027-02-20", 0, certorder.RenewalNone)
+	for _, lang := range notice.Languages {
+		expiring := texts.Line(lang, notice.Told{Event: event("order.expiring", `{"order_id":10001,"valid_till":"2027-02-20"}`), Order: o, Now: now})
+		ending := texts.Line(lang, notice.Told{Event: event("order.plan_ending", `{"order_id":10001,"order_valid_till":"2027-02-20"}`), Order: o, Now: now})
+		if expiring == ending {
+			t.Errorf("%s: one subject for both: %q", lang, expiring)
+		}
+	}
+}
+
+// Every message key is in every language.
+func TestCatalogues(t *testing.T) {
+	t.Parallel()
+	en := notice.Catalogue("en")
+	for _, lang := range notice.Languages {
+		cat := notice.Catalogue(lang)
+		for key := range en {
+			if _, ok := cat[key]; !ok {
+				t.Errorf("%s lacks %s", lang, key)
+			}
+		}
+		if len(cat) != len(en) {
+			t.Errorf("%s has %d keys, en %d", lang, len(cat), len(en))
+		}
 	}
 }
 
@@ -82,11 +112,11 @@ func TestCompose(t *testing.T) {
 	one := notice.Told{Event: event("order.plan_ending", `{"order_id":10001,"order_valid_till":"2027-03-01"}`),
 		Order: order(10001, "2027-02-20", "2027-03-01", 0, certorder.RenewalNone), Now: now}
 	m, err := texts.Compose(certorder.Notice{ID: 5, Kind: certorder.NoticeEvent, Day: "2026-12-01", CreatedAt: now, Address: a},
-		[]notice.Told{one})
+		[]notice.Told{one}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Subject != "注文 10001 (shop.example.com)：2027-03-01 までに契約を更新" || m.To != a.Address {
+	if m.Subject != "注文 10001 (shop.example.com) の契約は 2027-03-01 に終了します。2027-03-01 までに契約を更新してください。" || m.To != a.Address {
 		t.Errorf("subject %q to %q", m.Subject, m.To)
 	}
 	for _, part := range []string{m.Text, m.HTML} {
@@ -114,7 +144,7 @@ func TestCompose(t *testing.T) {
 	for i := range 4 {
 		told = append(told, notice.Told{Event: event("order.renewed", `{"order_id":`+string(rune('1'+i))+`,"renewed_order_id":99}`), Now: now})
 	}
-	d, err := texts.Compose(certorder.Notice{ID: 6, Kind: certorder.NoticeDigest, Day: "2026-12-01", Address: a}, told)
+	d, err := texts.Compose(certorder.Notice{ID: 6, Kind: certorder.NoticeDigest, Day: "2026-12-01", Address: a}, told, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,18 +157,19 @@ func TestCompose(t *testing.T) {
 		}
 	}
 
-	c, err := texts.Compose(certorder.Notice{ID: 7, Kind: certorder.NoticeConfirm, Address: a}, nil)
+	c, err := texts.Compose(certorder.Notice{ID: 7, Kind: certorder.NoticeConfirm, Address: a}, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Unsubscribe != "" || !strings.Contains(c.Text, "https://certorder.example/notices/confirm?t=c.3.") {
+	if !strings.HasPrefix(c.Unsubscribe, "https://certorder.example/notices/block?t=b.3.") ||
+		!strings.Contains(c.Text, "https://certorder.example/notices/confirm?t=c.3.") || !strings.Contains(c.Text, c.Unsubscribe) {
 		t.Errorf("confirmation: unsubscribe %q\n%s", c.Unsubscribe, c.Text)
 	}
 	// HTML escapes what an order carries.
 	evil := one
 	evil.Order = order(10001, "2027-02-20", "2027-03-01", 0, certorder.RenewalNone)
 	evil.Order.Certificate.CommonName = `<script>x</script>`
-	e, err := texts.Compose(certorder.Notice{ID: 8, Kind: certorder.NoticeEvent, Address: a}, []notice.Told{evil})
+	e, err := texts.Compose(certorder.Notice{ID: 8, Kind: certorder.NoticeEvent, Address: a}, []notice.Told{evil}, 0)
 	if err != nil || strings.Contains(e.HTML, "<script>") {
 		t.Errorf("HTML not escaped (%v):\n%s", err, e.HTML)
 	}
@@ -188,6 +219,34 @@ func TestTokens(t *testing.T) {
 	}
 	if err := notice.CheckUnsubscribeToken(a, u); err != nil {
 		t.Errorf("unsubscribe: %v", err)
+	}
+	// A block link is checked against the confirmations recorded for its
+	// address ID: the one it came in, not another of the same ID.
+	bt := notice.BlockToken(a)
+	record := func(x certorder.NoticeAddress) certorder.NoticeConfirmation {
+		return certorder.NoticeConfirmation{AddressID: x.ID, Address: x.Address, Secret: x.Secret}
+	}
+	if got, err := notice.CheckBlockToken([]certorder.NoticeConfirmation{record(b), record(a)}, bt); err != nil || got.Secret != a.Secret {
+		t.Errorf("block token: %+v %v", got, err)
+	}
+	for name, cs := range map[string][]certorder.NoticeConfirmation{"another secret": {record(b)}, "none": nil} {
+		if _, err := notice.CheckBlockToken(cs, bt); !errors.Is(err, notice.ErrLink) {
+			t.Errorf("block token, %s: %v", name, err)
+		}
+	}
+	if _, err := notice.CheckBlockToken([]certorder.NoticeConfirmation{record(a)}, u); !errors.Is(err, notice.ErrLink) {
+		t.Errorf("an unsubscribe token as a block token: %v", err)
+	}
+	// A secret too short to sign with (a doctored restore) signs nothing:
+	// no token of it is accepted, not even its own.
+	weak := a
+	weak.Secret = "eA=="
+	for name, err := range map[string]error{"confirm": notice.CheckConfirmToken(weak, notice.ConfirmToken(weak), now),
+		"unsubscribe": notice.CheckUnsubscribeToken(weak, notice.UnsubscribeToken(weak)),
+		"forged":      notice.CheckUnsubscribeToken(weak, "u.3.")} {
+		if !errors.Is(err, notice.ErrLink) {
+			t.Errorf("a weak secret's %s token: %v", name, err)
+		}
 	}
 	for _, s := range []string{"", "u", "u.x.y", "u.-1.y", strings.Repeat("u.1.", 60)} {
 		if _, ok := notice.TokenAddress(s); ok {

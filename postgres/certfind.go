@@ -65,7 +65,8 @@ func orderMembers(ctx context.Context, q querier, ids []int64) (map[int64]int64,
 }
 
 // nonNil is xs, or an empty array for none (a nil slice is NULL, and
-// "= ANY(NULL)" is NULL, not false; "<> ALL(NULL)" is NULL, not true).
+// "= ANY(NULL)" is NULL, not false; "<> ALL(NULL)" is NULL, not true; and
+// pgx encodes a NULL parameter as no bytes).
 func nonNil[T any](xs []T) []T {
 	if xs == nil {
 		return []T{}

@@ -31,6 +31,34 @@ func historyRow(e certorder.CertificateEntry, memberID int64, stamp time.Time) (
 		e.ValidFrom, e.ValidTill, certorder.SerialKey(e.SerialNumber), certorder.HexKey(e.Thumbprint), stamp, memberID}, err
 }
 
+// historyArrays are new history entries as one array a column, in the
+// order of historyColumnNames but recorded_at, for SaveOrders' statement.
+type historyArrays struct {
+	orderIDs, certIDs []int64
+	text              [10][]string // serial_number to thumbprint_key
+}
+
+func (h *historyArrays) add(e certorder.CertificateEntry) error {
+	row, err := historyRow(e, 0, time.Time{}) // the member and the time are the statement's
+	if err != nil {
+		return err
+	}
+	h.orderIDs, h.certIDs = append(h.orderIDs, e.OrderID), append(h.certIDs, e.ID)
+	for i := range h.text {
+		h.text[i] = append(h.text[i], row[2+i].(string))
+	}
+	return nil
+}
+
+// columns are the arrays, empty rather than nil.
+func (h *historyArrays) columns() []any {
+	cols := []any{nonNil(h.orderIDs), nonNil(h.certIDs)}
+	for _, t := range h.text {
+		cols = append(cols, nonNil(t))
+	}
+	return cols
+}
+
 // histories reads the certificate histories of the orders ids, each oldest first.
 func histories(ctx context.Context, q querier, ids []int64) (map[int64][]certorder.CertificateEntry, error) {
 	rows, _ := q.Query(ctx, `SELECT `+historyColumns+` FROM order_certificates WHERE order_id = ANY($1) ORDER BY order_id, seq`, ids)

@@ -19,18 +19,21 @@ import (
 // webhooks': FOR UPDATE SKIP LOCKED gives each event to one of them.
 
 const noticeAddressColumns = `a.id, a.member_id, m.name, a.address, a.lang, a.event_types, a.secret, a.created_at,
-	a.confirmed_at, a.unsubscribed_at, a.last_sent, a.failed_at, a.failure`
+	a.confirmed_at, a.unsubscribed_at, a.last_sent, a.failed_at, a.failure, a.failure_kind,
+	a.retry_failed_at, a.retry_failure, a.retry_at, m.disabled`
 
 func scanNoticeAddress(row pgx.Row, more ...any) (certorder.NoticeAddress, error) {
 	var a certorder.NoticeAddress
 	var types string
-	var confirmed, unsubscribed, sent, failed *time.Time
+	var confirmed, unsubscribed, sent, failed, retryFailed, retryAt *time.Time
 	err := row.Scan(append([]any{&a.ID, &a.MemberID, &a.Member, &a.Address, &a.Lang, &types, &a.Secret, &a.CreatedAt,
-		&confirmed, &unsubscribed, &sent, &failed, &a.Failure}, more...)...)
+		&confirmed, &unsubscribed, &sent, &failed, &a.Failure, &a.FailureKind,
+		&retryFailed, &a.RetryFailure, &retryAt, &a.MemberDisabled}, more...)...)
 	if types != "" {
 		a.EventTypes = strings.Split(types, ",")
 	}
 	a.ConfirmedAt, a.UnsubscribedAt, a.LastSent, a.FailedAt = deref(confirmed), deref(unsubscribed), deref(sent), deref(failed)
+	a.RetryFailedAt, a.RetryAt = deref(retryFailed), deref(retryAt)
 	return a, err
 }
 
@@ -58,7 +61,10 @@ func (s *Store) AddNoticeAddress(ctx context.Context, memberID int64, a certorde
 		err = tx.QueryRow(ctx, `INSERT INTO notice_addresses (member_id, address, lang, event_types, secret, created_at, confirmed_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`, memberID, a.Address, a.Lang, strings.Join(a.EventTypes, ","),
 			a.Secret, a.CreatedAt, nullTime(a.ConfirmedAt)).Scan(&a.ID)
-		if err != nil || !a.ConfirmedAt.IsZero() {
+		if err != nil {
+			return err
+		}
+		if err := admitNoticeAddress(ctx, tx, a); err != nil || !a.ConfirmedAt.IsZero() {
 			return err
 		}
 		_, err = insertJob(ctx, tx, queue.Job{Kind: queue.KindNoticeConfirm, MemberID: memberID, SubjectID: a.ID}, a.CreatedAt)
@@ -234,16 +240,4 @@ func (s *Store) NoticeEvents(ctx context.Context, jobID int64) ([]certorder.Even
 		return e, err
 	})
 	return evs, s.wrap("notice events", err)
-}
-
-// RecordNoticeAttempt records on an address how a message to it went.
-func (s *Store) RecordNoticeAttempt(ctx context.Context, id int64, at time.Time, sent bool, failure string) error {
-	var err error
-	switch {
-	case sent:
-		_, err = s.pool.Exec(ctx, `UPDATE notice_addresses SET last_sent = $1, failed_at = NULL, failure = '' WHERE id = $2`, at, id)
-	case failure != "":
-		_, err = s.pool.Exec(ctx, `UPDATE notice_addresses SET failed_at = $1, failure = $2 WHERE id = $3`, at, failure, id)
-	}
-	return s.wrap("record notice attempt", err)
 }

@@ -45,11 +45,13 @@ type Store struct {
 // lockMigrations serialises migrations across instances starting at once;
 // lockRenewals serialises writes to the renewal relation, so that two
 // imports cannot build a cycle between them; lockSync (sync.go) is held by
-// the one sync that runs.
+// the one sync that runs; lockConfirmations serialises the confirmations'
+// budget (noticebudget.go), which counts across members.
 const (
-	lockMigrations int32 = 0x63657201 // "cer" 1
-	lockRenewals   int32 = 0x63657202
-	lockSync       int32 = 0x63657203
+	lockMigrations    int32 = 0x63657201 // "cer" 1
+	lockRenewals      int32 = 0x63657202
+	lockSync          int32 = 0x63657203
+	lockConfirmations int32 = 0x63657204
 )
 
 // schemaKey is the advisory locks' second key: a hash of the schema the

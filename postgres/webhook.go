@@ -130,8 +130,10 @@ func (s *Store) FanOut(ctx context.Context, limit int, build func(certorder.Even
 		}
 		at := time.Now()
 		for _, ev := range events {
+			// A disabled member's events are posted to no one (docs/OPERATIONS.md).
 			rows, _ := tx.Query(ctx, `SELECT id, member_id, format FROM webhook_endpoints WHERE member_id = $1 AND enabled
-				AND (event_types = '' OR $2 = ANY(string_to_array(event_types, ',')))`, ev.MemberID, ev.Type)
+				AND (event_types = '' OR $2 = ANY(string_to_array(event_types, ',')))
+				AND NOT (SELECT disabled FROM members WHERE id = $1)`, ev.MemberID, ev.Type)
 			targets, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.Endpoint, error) {
 				var ep certorder.Endpoint
 				return ep, row.Scan(&ep.ID, &ep.MemberID, &ep.Format)

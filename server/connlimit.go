@@ -1,11 +1,12 @@
 package server
 
 import (
-	"container/list"
 	"net"
 	"net/http"
 	"net/netip"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -31,44 +32,59 @@ type ConnLimits struct {
 	// Exempt are peers not capped per address (trusted reverse proxies,
 	// which carry many clients); they count in Total.
 	Exempt []netip.Prefix
+	// HeaderTimeout is how long a connection whose request has begun to
+	// arrive, headers not yet whole, is never closed to admit another:
+	// the http.Server's ReadHeaderTimeout (else its ReadTimeout), after
+	// which the server closes it anyway; 0: as long as it takes.
+	HeaderTimeout time.Duration
 }
 
 // ConnLimiter is a listener that holds its connections within ConnLimits.
 // A connection over a per-address cap is closed as soon as it is accepted,
-// before anything is read. At Total, the connection idle the longest (a
-// keep-alive between requests, or one that has sent nothing yet) is closed
-// to admit the new one; only when every connection is serving a request
-// is the new one closed instead. So accept never runs out of descriptors,
-// and idle connections from many addresses cannot lock a new client out.
-// Hand ConnState to the http.Server (it tells idle from busy).
+// before anything is read. At Total, a new connection is admitted by
+// closing an idle connection (a keep-alive between requests, or one that
+// has sent nothing yet) of the client holding the most connections (IPv4:
+// the address; IPv6: its /56), if that client holds more than the new
+// connection's own (or is its own); a connection whose request is
+// arriving (within HeaderTimeout) or being served is never closed. With
+// no such idle connection the new one is closed instead. So accept never
+// runs out of descriptors, and clients churning connections from a few
+// addresses close their own, not the connections of slow, keep-alive or
+// new clients elsewhere. Hand ConnState to the http.Server (it tells a
+// connection serving a request from one between requests).
+//
+// A request costs the limiter a few atomic operations on its connection
+// (its first read marks it reading, StateActive serving, StateIdle idle);
+// the lock is taken only to admit and to release a connection.
 type ConnLimiter struct {
 	net.Listener
 	lim        ConnLimits
 	refused    *prometheus.CounterVec
 	idleClosed prometheus.Counter
+	epoch      time.Time // connections' times are nanoseconds since
 
 	mu     sync.Mutex
 	total  int
-	byAddr map[netip.Addr]int // by AddrKey
-	byWide map[netip.Addr]int // IPv6 by /56
-	idle   list.List          // of *limitedConn not serving a request, the longest idle first
+	byAddr map[netip.Addr]int // capped peers by AddrKey
+	byWide map[netip.Addr]int // capped IPv6 peers by /56
+	fair   fairGroups         // every connection, by FairKey
 }
 
 // LimitConns wraps ln in a ConnLimiter; its metrics are registered on reg,
 // if not nil: certorder_connections_refused_total by reason (per_address,
 // per_prefix, total) and certorder_connections_idle_closed_total.
 func LimitConns(ln net.Listener, lim ConnLimits, reg prometheus.Registerer) *ConnLimiter {
-	l := &ConnLimiter{Listener: ln, lim: lim,
+	l := &ConnLimiter{Listener: ln, lim: lim, epoch: time.Now(),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "certorder_connections_refused_total",
 			Help: "Connections closed as soon as accepted, by reason: per_address (the address, IPv6 its /64, held --max-conns-per-ip), " +
-				"per_prefix (its IPv6 /56 held 4 times that), total (--max-conns reached, every connection busy).",
+				"per_prefix (its IPv6 /56 held 4 times that), total (--max-conns reached, and no client holding more connections had one idle).",
 		}, []string{"reason"}),
 		idleClosed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "certorder_connections_idle_closed_total",
-			Help: "Idle connections closed, the longest idle first, to admit a new one at --max-conns.",
+			Help: "Idle connections closed to admit a new one at --max-conns, of the client (IPv4 address, IPv6 /56) holding the most.",
 		}),
-		byAddr: map[netip.Addr]int{}, byWide: map[netip.Addr]int{}}
+		byAddr: map[netip.Addr]int{}, byWide: map[netip.Addr]int{}, fair: fairGroups{byKey: map[netip.Addr]*connGroup{}}}
 	for _, reason := range []string{reasonPerAddress, reasonPerPrefix, reasonTotal} {
 		l.refused.WithLabelValues(reason) // every reason shows, at 0
 	}
@@ -89,6 +105,14 @@ const (
 // IPv6 its /64.
 func AddrKey(a netip.Addr) netip.Addr {
 	return prefixKey(a, 64)
+}
+
+// FairKey is what admission at the total counts a client by: the IPv4
+// address, or for IPv6 its /56, what a provider gives one customer site
+// (by /64, a site could spread its connections over 256 keys and never
+// hold the most).
+func FairKey(a netip.Addr) netip.Addr {
+	return prefixKey(a, 56)
 }
 
 // prefixKey is a's prefix of bits if a is IPv6, else a.
@@ -126,10 +150,14 @@ func (l *ConnLimiter) Accept() (net.Conn, error) {
 // close for it.
 func (l *ConnLimiter) admit(c net.Conn) (lc *limitedConn, victim *limitedConn, reason string) {
 	lc = &limitedConn{Conn: c, l: l}
-	if ap, err := netip.ParseAddrPort(c.RemoteAddr().String()); err == nil && l.lim.PerIP > 0 && !isTrusted(ap.Addr().Unmap(), l.lim.Exempt) {
+	ap, err := netip.ParseAddrPort(c.RemoteAddr().String())
+	if err == nil {
+		lc.fairKey = FairKey(ap.Addr())
+	}
+	if err == nil && l.lim.PerIP > 0 && !isTrusted(ap.Addr().Unmap(), l.lim.Exempt) {
 		lc.addr, lc.capped = AddrKey(ap.Addr()), true
 		if lc.addr.Is6() {
-			lc.wide = prefixKey(ap.Addr(), 56)
+			lc.wide = lc.fairKey
 		}
 	}
 	l.mu.Lock()
@@ -141,11 +169,9 @@ func (l *ConnLimiter) admit(c net.Conn) (lc *limitedConn, victim *limitedConn, r
 		return nil, nil, reasonPerPrefix
 	}
 	if l.lim.Total > 0 && l.total >= l.lim.Total {
-		front := l.idle.Front()
-		if front == nil {
+		if victim = l.fair.victim(lc.fairKey, l.evictable); victim == nil {
 			return nil, nil, reasonTotal
 		}
-		victim = front.Value.(*limitedConn)
 		l.release(victim)
 	}
 	l.total++
@@ -155,9 +181,36 @@ func (l *ConnLimiter) admit(c net.Conn) (lc *limitedConn, victim *limitedConn, r
 			l.byWide[lc.wide]++
 		}
 	}
-	lc.elem = l.idle.PushBack(lc) // new: idle until its first request
+	l.fair.add(lc)
 	return lc, victim, ""
 }
+
+// evictable marks c to be closed if it is idle, or has been reading a
+// request's headers for longer than HeaderTimeout; false if it is busy.
+// The time a connection began reading is the time admission first saw it
+// reading (the request path reads no clock for it), so it may be
+// protected up to HeaderTimeout past its real deadline, which for
+// HTTP/1.1 the server enforces itself.
+func (l *ConnLimiter) evictable(c *limitedConn) bool {
+	switch st := c.state.Load(); {
+	case st == connIdle:
+		return c.state.CompareAndSwap(connIdle, connEvicted)
+	case st&connStateMask == connReading && l.lim.HeaderTimeout > 0:
+		now := l.since()
+		if st == connReading { // seen reading for the first time: from now on
+			c.state.CompareAndSwap(connReading, connReading|now<<connStateBits)
+			return false
+		}
+		if now-st>>connStateBits > int64(l.lim.HeaderTimeout) {
+			return c.state.CompareAndSwap(st, connEvicted)
+		}
+	}
+	return false
+}
+
+// since is the time now, in nanoseconds since l.epoch (monotonic), at
+// least 1.
+func (l *ConnLimiter) since() int64 { return max(1, int64(time.Since(l.epoch))) }
 
 // release takes c out of the counts, once. Called with l.mu held.
 func (l *ConnLimiter) release(c *limitedConn) {
@@ -165,11 +218,8 @@ func (l *ConnLimiter) release(c *limitedConn) {
 		return
 	}
 	c.released = true
-	if c.elem != nil {
-		l.idle.Remove(c.elem)
-		c.elem = nil
-	}
 	l.total--
+	l.fair.remove(c)
 	if !c.capped {
 		return
 	}
@@ -183,40 +233,72 @@ func (l *ConnLimiter) release(c *limitedConn) {
 	}
 }
 
-// ConnState is for http.Server.ConnState: it keeps the list of idle
-// connections, the longest idle first.
+// ConnState is for http.Server.ConnState: a connection is busy from its
+// request's first byte (limitedConn.Read) until the server is done with it
+// (StateIdle), and idle again then; reading for longer than HeaderTimeout
+// counts as idle (an HTTP/2 connection's frames between streams, or a
+// client past the deadline the server closes it at anyway). Nothing here
+// takes the lock.
 func (l *ConnLimiter) ConnState(c net.Conn, s http.ConnState) {
-	if tc, ok := c.(interface{ NetConn() net.Conn }); ok { // TLS
-		c = tc.NetConn()
+	if s != http.StateActive && s != http.StateIdle {
+		return
 	}
 	lc, ok := c.(*limitedConn)
 	if !ok {
-		return
+		tc, tls := c.(interface{ NetConn() net.Conn })
+		if !tls {
+			return
+		}
+		if lc, ok = tc.NetConn().(*limitedConn); !ok {
+			return
+		}
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if lc.released {
-		return
-	}
-	if lc.elem != nil {
-		l.idle.Remove(lc.elem)
-		lc.elem = nil
-	}
-	if s == http.StateIdle || s == http.StateNew {
-		lc.elem = l.idle.PushBack(lc)
+	// A connection chosen to be closed was released already: what it is
+	// marked now no longer matters.
+	if s == http.StateActive { // the headers are whole: busy, however long it takes
+		lc.state.Store(connActive)
+	} else {
+		lc.state.Store(connIdle)
 	}
 }
 
+// The states of a connection (limitedConn.state): the low connStateBits;
+// a connection reading has above them the time admission first saw it so
+// (ConnLimiter.since), or 0 until then.
+const (
+	connIdle    = iota // admitted, or between requests: may be closed to admit another
+	connReading        // a request's bytes have begun to arrive
+	connActive         // its request is whole and being served
+	connEvicted        // chosen to be closed
+
+	connStateBits = 2
+	connStateMask = 1<<connStateBits - 1
+)
+
 type limitedConn struct {
 	net.Conn
-	l      *ConnLimiter
-	capped bool       // counted per address
-	addr   netip.Addr // AddrKey
-	wide   netip.Addr // IPv6: the /56; else invalid
+	l       *ConnLimiter
+	capped  bool       // counted per address
+	addr    netip.Addr // AddrKey
+	wide    netip.Addr // IPv6: the /56; else invalid
+	fairKey netip.Addr // FairKey; invalid for an address not parsed
+
+	state atomic.Int64 // connIdle...
 
 	// Guarded by l.mu.
-	elem     *list.Element // in l.idle while idle
-	released bool
+	group      *connGroup
+	prev, next *limitedConn // in group's list, oldest first
+	released   bool
+}
+
+// Read marks the connection busy when the first bytes of a request
+// arrive: one load of its state on every read after that.
+func (c *limitedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 && c.state.Load() == connIdle {
+		c.state.CompareAndSwap(connIdle, connReading)
+	}
+	return n, err
 }
 
 func (c *limitedConn) Close() error {

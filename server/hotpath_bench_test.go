@@ -80,8 +80,13 @@ func BenchmarkHotPath(b *testing.B) {
 		}
 	})
 	b.Run("loopback", func(b *testing.B) {
-		serveLoopback(b, &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-			WriteTimeout: 15 * time.Second, IdleTimeout: 30 * time.Second, MaxHeaderBytes: 16 << 10}, bodies)
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+			WriteTimeout: 15 * time.Second, IdleTimeout: 30 * time.Second, MaxHeaderBytes: 16 << 10}
+		serveLoopback(b, srv, bodies, func(ln net.Listener) net.Listener {
+			l := server.LimitConns(ln, server.ConnLimits{PerIP: server.DefaultMaxConnsPerIP, Total: 57344, HeaderTimeout: srv.ReadHeaderTimeout}, nil)
+			srv.ConnState = l.ConnState
+			return l
+		})
 	})
 	b.Run("bare", func(b *testing.B) {
 		body := answer(1)
@@ -89,7 +94,7 @@ func BenchmarkHotPath(b *testing.B) {
 			io.Copy(io.Discard, r.Body)
 			w.Header().Set("Content-Type", "application/json")
 			w.Write(body)
-		})}, bodies)
+		})}, bodies, nil)
 	})
 }
 
@@ -119,13 +124,17 @@ func (w *discardWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// serveLoopback serves srv on a loopback port and sends it the requests of
-// bodies in turn on one keep-alive connection, each as wrk's script
-// writes it, reading each answer whole before the next.
-func serveLoopback(b *testing.B, srv *http.Server, bodies [][]byte) {
+// serveLoopback serves srv on a loopback port (through limit, if not nil)
+// and sends it the requests of bodies in turn on one keep-alive
+// connection, each as wrk's script writes it, reading each answer whole
+// before the next.
+func serveLoopback(b *testing.B, srv *http.Server, bodies [][]byte, limit func(net.Listener) net.Listener) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
+	}
+	if limit != nil {
+		ln = limit(ln)
 	}
 	go srv.Serve(ln)
 	defer srv.Close()

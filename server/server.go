@@ -46,6 +46,9 @@ type Config struct {
 	// Notices lets members add e-mail addresses for notices on the web
 	// page (serve --smtp-addr).
 	Notices bool
+	// TestNotice sends a test message to an address now (the page's "Send a
+	// test message"; mailer.Config.SendTest); nil: no such button.
+	TestNotice func(ctx context.Context, a certorder.NoticeAddress) error
 	// ACMEURLTemplate is shown on each order's page with the chain's
 	// newest order in {orderId} (serve --acme-url-template); "" shows nothing.
 	ACMEURLTemplate string
@@ -177,7 +180,7 @@ func New(store Store, cfg Config) (*Server, error) {
 		wc := web.Config{SignIn: s.signIn, Secure: s.secure, Now: cfg.Now, Logger: cfg.Logger, StoreTimeout: cfg.StoreTimeout,
 			ClientIP:           func(r *http.Request) string { return clientIP(r, cfg.Limits.TrustedProxies) },
 			SelfServiceKeysOff: cfg.SelfServiceKeysOff, PrivateWebhooks: cfg.PrivateWebhooks, Notices: cfg.Notices,
-			ACMEURLTemplate: cfg.ACMEURLTemplate, Windows: cfg.Windows}
+			TestNotice: cfg.TestNotice, ACMEURLTemplate: cfg.ACMEURLTemplate, Windows: cfg.Windows}
 		if s.audit != nil {
 			wc.Audit = s.audit.record // sign-ins and key changes, beside the API's calls
 		}

@@ -248,7 +248,7 @@ func TestWebWebhookChatFormat(t *testing.T) {
 	defer mu.Unlock()
 	slices.Sort(texts) // "Order ..." before "This ..."
 	if len(texts) != 2 || texts[1] != webhook.TestMessage ||
-		texts[0] != "Order 1003 (old.example.com) was renewed as order 1004: Renewed as 1004 https://certorder.example/orders/1003" {
+		texts[0] != "Order 1003 (old.example.com) was renewed as order 1004. Follow order 1004 from now on. https://certorder.example/orders/1003" {
 		t.Fatalf("the chat room got %q", texts)
 	}
 }

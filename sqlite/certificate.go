@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"slices"
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/storekit"
@@ -56,22 +55,49 @@ func (s *Store) Certificates(ctx context.Context, ids []int64) (map[int64][]cert
 }
 
 // historyTx is certorder.HistoryWriter on a transaction.
-type historyTx struct{ tx *sql.Tx }
+type historyTx struct {
+	tx     *sql.Tx
+	insert *sql.Stmt // insertCertificate for historyBatchRows rows, prepared at its first use
+}
 
-func (h historyTx) Histories(ctx context.Context, ids []int64) (map[int64][]certorder.CertificateEntry, error) {
+func (h *historyTx) Histories(ctx context.Context, ids []int64) (map[int64][]certorder.CertificateEntry, error) {
 	return histories(ctx, h.tx, ids)
 }
 
 // SaveCertificates adds or replaces history entries; the new ones a
-// multi-row insert per eventBatchRows of them, as an import adds one a
-// new order.
-func (h historyTx) SaveCertificates(ctx context.Context, entries []certorder.CertificateEntry) error {
+// multi-row insert per historyBatchRows of them, prepared once a
+// transaction, as the orders' (an import adds one a new order, a restore
+// an order's history; preparing the statement for each batch, and the
+// look-up keys built with a strings.Replacer, had made an import of new
+// orders 1.6 times as long: docs/PERFORMANCE.md, issue 44). A new entry
+// takes its order's member (CertificateCheck looks up by member and key).
+func (h *historyTx) SaveCertificates(ctx context.Context, entries []certorder.CertificateEntry) error {
 	members, err := orderMembers(ctx, h.tx, storekit.AddedOrders(entries))
 	if err != nil {
 		return err
 	}
 	stamp := now()
-	var inserts []any
+	inserts := make([]any, 0, min(len(entries), historyBatchRows)*historyFields)
+	flush := func() error {
+		if len(inserts) == 0 {
+			return nil
+		}
+		stmt, n := h.insert, len(inserts)/historyFields
+		if n != historyBatchRows || stmt == nil {
+			var err error
+			if stmt, err = h.tx.PrepareContext(ctx, multiRow(insertCertificate, n)); err != nil {
+				return err
+			}
+			if n == historyBatchRows {
+				h.insert = stmt
+			} else {
+				defer stmt.Close()
+			}
+		}
+		_, err := stmt.ExecContext(ctx, inserts...)
+		inserts = inserts[:0]
+		return err
+	}
 	for _, e := range entries {
 		names, err := json.Marshal(dnsNames(e.DNSNames))
 		if err != nil {
@@ -80,7 +106,11 @@ func (h historyTx) SaveCertificates(ctx context.Context, entries []certorder.Cer
 		args := []any{e.OrderID, e.ID, e.SerialNumber, e.Thumbprint, e.CommonName, string(names), e.Status, e.DateIssued,
 			e.ValidFrom, e.ValidTill, certorder.SerialKey(e.SerialNumber), certorder.HexKey(e.Thumbprint), stamp}
 		if e.Seq == 0 {
-			inserts = append(append(inserts, args...), members[e.OrderID])
+			if inserts = append(append(inserts, args...), members[e.OrderID]); len(inserts) == historyBatchRows*historyFields {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		// The entry keeps its member: its order's, which never changes.
@@ -90,16 +120,18 @@ func (h historyTx) SaveCertificates(ctx context.Context, entries []certorder.Cer
 			return err
 		}
 	}
-	for chunk := range slices.Chunk(inserts, eventBatchRows*historyFields) {
-		if _, err := h.tx.ExecContext(ctx, multiRow(insertCertificate, len(chunk)/historyFields), chunk...); err != nil {
-			return err
-		}
+	return flush()
+}
+
+// close closes the statement SaveCertificates prepared.
+func (h *historyTx) close() {
+	if h.insert != nil {
+		h.insert.Close()
 	}
-	return nil
 }
 
 // TrimCertificates keeps the newest keep entries of each order's history.
-func (h historyTx) TrimCertificates(ctx context.Context, ids []int64, keep int) error {
+func (h *historyTx) TrimCertificates(ctx context.Context, ids []int64, keep int) error {
 	_, err := h.tx.ExecContext(ctx, `DELETE FROM order_certificates WHERE order_id IN (SELECT value FROM json_each(?))
 		AND seq < (SELECT seq FROM order_certificates n WHERE n.order_id = order_certificates.order_id
 			ORDER BY seq DESC LIMIT 1 OFFSET ?)`, idsJSON(ids), keep-1)
@@ -110,7 +142,12 @@ const insertCertificate = `INSERT INTO order_certificates (order_id, cert_id, se
 	common_name, dns_names, status, date_issued, valid_from, valid_till, serial_key, thumbprint_key, recorded_at, member_id)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-const historyFields = 14 // the columns of insertCertificate
+// The columns of insertCertificate, and the rows of its multi-row form
+// (SQLite takes at most 32766 variables).
+const (
+	historyFields    = 14
+	historyBatchRows = 500
+)
 
 // dnsNames is names as stored: an empty array for none.
 func dnsNames(names []string) []string {
@@ -120,4 +157,4 @@ func dnsNames(names []string) []string {
 	return names
 }
 
-var _ certorder.HistoryWriter = historyTx{}
+var _ certorder.HistoryWriter = (*historyTx)(nil)

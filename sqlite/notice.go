@@ -20,19 +20,22 @@ import (
 // transaction alone keeps two workers from taking one event.
 
 const noticeAddressColumns = `a.id, a.member_id, m.name, a.address, a.lang, a.event_types, a.secret, a.created_at,
-	a.confirmed_at, a.unsubscribed_at, a.last_sent, a.failed_at, a.failure`
+	a.confirmed_at, a.unsubscribed_at, a.last_sent, a.failed_at, a.failure, a.failure_kind,
+	a.retry_failed_at, a.retry_failure, a.retry_at, m.disabled`
 
 func scanNoticeAddress(row interface{ Scan(...any) error }, more ...any) (certorder.NoticeAddress, error) {
 	var a certorder.NoticeAddress
 	var types string
-	var created, confirmed, unsubscribed, sent, failed sql.NullString
+	var created, confirmed, unsubscribed, sent, failed, retryFailed, retryAt sql.NullString
 	err := row.Scan(append([]any{&a.ID, &a.MemberID, &a.Member, &a.Address, &a.Lang, &types, &a.Secret, &created,
-		&confirmed, &unsubscribed, &sent, &failed, &a.Failure}, more...)...)
+		&confirmed, &unsubscribed, &sent, &failed, &a.Failure, &a.FailureKind,
+		&retryFailed, &a.RetryFailure, &retryAt, &a.MemberDisabled}, more...)...)
 	if types != "" {
 		a.EventTypes = strings.Split(types, ",")
 	}
 	a.CreatedAt, a.ConfirmedAt, a.UnsubscribedAt = parseTime(created), parseTime(confirmed), parseTime(unsubscribed)
 	a.LastSent, a.FailedAt = parseTime(sent), parseTime(failed)
+	a.RetryFailedAt, a.RetryAt = parseTime(retryFailed), parseTime(retryAt)
 	return a, err
 }
 
@@ -82,7 +85,10 @@ func (s *Store) AddNoticeAddress(ctx context.Context, memberID int64, a certorde
 		if err != nil {
 			return err
 		}
-		if a.ID, err = res.LastInsertId(); err != nil || !a.ConfirmedAt.IsZero() {
+		if a.ID, err = res.LastInsertId(); err != nil {
+			return err
+		}
+		if err := admitNoticeAddress(ctx, tx, a); err != nil || !a.ConfirmedAt.IsZero() {
 			return err
 		}
 		_, err = insertJob(ctx, tx, queue.Job{Kind: queue.KindNoticeConfirm, MemberID: memberID, SubjectID: a.ID}, a.CreatedAt)
@@ -280,18 +286,4 @@ func (s *Store) NoticeEvents(ctx context.Context, jobID int64) ([]certorder.Even
 		return e, err
 	})
 	return evs, s.wrap("notice events", err)
-}
-
-// RecordNoticeAttempt records on an address how a message to it went.
-func (s *Store) RecordNoticeAttempt(ctx context.Context, id int64, at time.Time, sent bool, failure string) error {
-	var err error
-	switch {
-	case sent:
-		_, err = s.write.ExecContext(ctx, `UPDATE notice_addresses SET last_sent = ?, failed_at = NULL, failure = '' WHERE id = ?`,
-			formatTime(at), id)
-	case failure != "":
-		_, err = s.write.ExecContext(ctx, `UPDATE notice_addresses SET failed_at = ?, failure = ? WHERE id = ?`,
-			formatTime(at), failure, id)
-	}
-	return s.wrap("record notice attempt", err)
 }

@@ -230,7 +230,7 @@ type orderTx struct {
 }
 
 func newOrderTx(ctx context.Context, tx *sql.Tx) (*orderTx, error) {
-	t := &orderTx{tx: tx, historyTx: historyTx{tx}, stamp: now()}
+	t := &orderTx{tx: tx, historyTx: historyTx{tx: tx}, stamp: now()}
 	var err error
 	if t.link, err = tx.PrepareContext(ctx, selectLink); err != nil {
 		return nil, err
@@ -252,6 +252,7 @@ func newOrderTx(ctx context.Context, tx *sql.Tx) (*orderTx, error) {
 }
 
 func (t *orderTx) close() {
+	t.historyTx.close()
 	for _, st := range []*sql.Stmt{t.link, t.fromOther, t.upsert, t.upsertBatch, t.links, t.fromOthers} {
 		if st != nil {
 			st.Close()
@@ -363,8 +364,8 @@ func (t *orderTx) RenewedFromOthers(ctx context.Context, ids []int64, memberID i
 }
 
 // SaveOrders writes checked orders, a multi-row upsert per
-// upsertBatchRows of them.
-func (t *orderTx) SaveOrders(ctx context.Context, memberID int64, orders []storekit.CheckedOrder) error {
+// upsertBatchRows of them, then their history entries (SaveCertificates).
+func (t *orderTx) SaveOrders(ctx context.Context, memberID int64, orders []storekit.CheckedOrder, history []certorder.CertificateEntry) error {
 	for chunk := range slices.Chunk(orders, upsertBatchRows) {
 		stmt := t.upsertBatch
 		if len(chunk) != upsertBatchRows {
@@ -382,7 +383,7 @@ func (t *orderTx) SaveOrders(ctx context.Context, memberID int64, orders []store
 			return err
 		}
 	}
-	return nil
+	return t.SaveCertificates(ctx, history)
 }
 
 // Bounds of the batch statements: SQLite takes at most 32766 variables.

@@ -29,10 +29,12 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[storekit.Record, 
 		}
 		defer insert.Close()
 		stamp := now()
+		history := &historyTx{tx: tx}
+		defer history.close()
 		// Orders are written upsertBatchRows at a time, in one statement,
 		// and their histories with them.
 		var rows []any
-		var history []certorder.CertificateEntry
+		var entries []certorder.CertificateEntry
 		flush := func() error {
 			if len(rows) == 0 {
 				return nil
@@ -48,8 +50,8 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[storekit.Record, 
 				return err
 			}
 			rows = rows[:0]
-			err := historyTx{tx}.SaveCertificates(ctx, history)
-			history = history[:0]
+			err := history.SaveCertificates(ctx, entries)
+			entries = entries[:0]
 			return err
 		}
 		err = export.Restorer{
@@ -89,7 +91,7 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[storekit.Record, 
 			},
 			Order: func(o *certorder.Order, memberID int64, certs []certorder.Certificate) error {
 				for _, c := range certs {
-					history = append(history, certorder.CertificateEntry{OrderID: o.ID, Certificate: c})
+					entries = append(entries, certorder.CertificateEntry{OrderID: o.ID, Certificate: c})
 				}
 				if rows = append(rows, orderRow(o, memberID, o.RenewedBy, stamp)...); len(rows) < upsertBatchRows*orderFields {
 					return nil

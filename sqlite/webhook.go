@@ -143,8 +143,9 @@ func (s *Store) FanOut(ctx context.Context, limit int, build func(certorder.Even
 		}
 		at := time.Now()
 		for _, ev := range events {
+			// A disabled member's events are posted to no one (docs/OPERATIONS.md).
 			rows, err := tx.QueryContext(ctx, `SELECT id, member_id, format, event_types FROM webhook_endpoints
-				WHERE member_id = ? AND enabled`, ev.MemberID)
+				WHERE member_id = ?1 AND enabled AND NOT (SELECT disabled FROM members WHERE id = ?1)`, ev.MemberID)
 			if err != nil {
 				return err
 			}

@@ -276,21 +276,24 @@ func testNoticeOutbox(t *testing.T, open func(t *testing.T) storekit.Store) {
 	}
 	n := perAddress[all.ID][0]
 	finishNotice(queue.Outcome{JobID: n.ID, At: at, State: queue.Failed, Error: "550 5.1.1 no such mailbox"})
-	must(t, s.RecordNoticeAttempt(ctx, all.ID, at, false, "550 5.1.1 no such mailbox"))
+	must(t, s.RecordNoticeAttempt(ctx, all.ID, certorder.NoticeAttempt{At: at, Failure: "550 5.1.1 no such mailbox", FailureKind: "recipient"}))
 	a, err := s.FindNoticeAddress(ctx, all.ID)
 	must(t, err)
-	if a.Failure != "550 5.1.1 no such mailbox" || !a.FailedAt.Equal(at) {
+	if a.Failure != "550 5.1.1 no such mailbox" || a.FailureKind != "recipient" || !a.FailedAt.Equal(at) {
 		t.Fatalf("after a permanent failure: %+v", a)
 	}
 	retry := perAddress[all.ID][1]
 	finishNotice(queue.Outcome{JobID: retry.ID, At: at, State: queue.Pending, RunAfter: midnight.Add(time.Hour), Error: "451 try later"})
-	must(t, s.RecordNoticeAttempt(ctx, all.ID, at, false, ""))
-	if a, err := s.FindNoticeAddress(ctx, all.ID); err != nil || a.Failure == "" {
-		t.Fatalf("a temporary failure cleared the permanent one: %+v %v", a, err)
+	must(t, s.RecordNoticeAttempt(ctx, all.ID, certorder.NoticeAttempt{At: at, Failure: "451 try later", FailureKind: "recipient",
+		RetryAt: midnight.Add(time.Hour)}))
+	if a, err := s.FindNoticeAddress(ctx, all.ID); err != nil || a.Failure == "" || a.RetryFailure != "451 try later" ||
+		!a.RetryFailedAt.Equal(at) || !a.RetryAt.Equal(midnight.Add(time.Hour)) {
+		t.Fatalf("a temporary failure cleared the permanent one, or is not recorded: %+v %v", a, err)
 	}
 	finishNotice(queue.Outcome{JobID: perAddress[all.ID][2].ID, At: at.Add(time.Second), State: queue.Done})
-	must(t, s.RecordNoticeAttempt(ctx, all.ID, at.Add(time.Second), true, ""))
-	if a, err = s.FindNoticeAddress(ctx, all.ID); err != nil || a.Failure != "" || !a.FailedAt.IsZero() || !a.LastSent.Equal(at.Add(time.Second)) {
+	must(t, s.RecordNoticeAttempt(ctx, all.ID, certorder.NoticeAttempt{At: at.Add(time.Second), Sent: true}))
+	if a, err = s.FindNoticeAddress(ctx, all.ID); err != nil || a.Failure != "" || !a.FailedAt.IsZero() || !a.LastSent.Equal(at.Add(time.Second)) ||
+		a.FailureKind != "" || a.RetryFailure != "" || !a.RetryAt.IsZero() {
 		t.Fatalf("after a success: %+v %v", a, err)
 	}
 	later := claim(midnight.Add(time.Hour))

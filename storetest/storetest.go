@@ -87,6 +87,8 @@ func Run(t *testing.T, open func(t *testing.T) storekit.Store) {
 	t.Run("MemberWebhooks", func(t *testing.T) { t.Parallel(); testMemberWebhooks(t, newStore(t)) })
 	t.Run("NoticeAddresses", func(t *testing.T) { t.Parallel(); testNoticeAddresses(t, open) })
 	t.Run("NoticeOutbox", func(t *testing.T) { t.Parallel(); testNoticeOutbox(t, open) })
+	t.Run("NoticeBudget", func(t *testing.T) { t.Parallel(); testNoticeBudget(t, open) })
+	t.Run("DisabledMember", func(t *testing.T) { t.Parallel(); testDisabledMember(t, open) })
 	t.Run("Ping", func(t *testing.T) {
 		t.Parallel()
 		if err := newStore(t).Ping(context.Background()); err != nil {

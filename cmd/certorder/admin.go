@@ -46,6 +46,20 @@ type adminCommand struct {
 	setup   func(fs *flag.FlagSet) adminFunc
 }
 
+// optionalArgs is how many positional arguments the command takes beyond
+// nargs: those its usage shows in brackets, such as [ADDRESS], so that the
+// usage and the parsing cannot disagree.
+func (c adminCommand) optionalArgs() int {
+	n := 0
+	for _, w := range strings.Fields(c.args) {
+		if inner, ok := strings.CutPrefix(w, "["); ok && !strings.HasPrefix(inner, "-") && strings.HasSuffix(inner, "]") &&
+			strings.ToUpper(inner) == inner {
+			n++
+		}
+	}
+	return n
+}
+
 func noFlags[S any](f func(ctx context.Context, store S, args []string) error) func(*flag.FlagSet) adminFunc {
 	return func(*flag.FlagSet) adminFunc { return role(f) }
 }
@@ -78,6 +92,8 @@ func (e *env) adminCommands() []adminCommand {
 		{"notice add", "MEMBER ADDRESS [--lang en|ja] [--events TYPES]", "e-mail the member's events to ADDRESS (active at once)", 2, false, e.noticeAdd},
 		{"notice list", "MEMBER", "list a member's notice addresses, their state and last failure", 1, false, noFlags(e.noticeList)},
 		{"notice remove", "ID", "remove a notice address", 1, false, noFlags(e.noticeRemove)},
+		{"notice test", "MEMBER [ADDRESS] [--smtp-addr HOST:PORT ...]", "send a test message now, to ADDRESS or each active address of the member, through the relay serve's --smtp-* flags name; say what failed", 1, false, e.noticeTest},
+		{"notice unblock", "ADDRESS", "let ADDRESS be added again after its owner refused certorder's messages", 1, false, noFlags(e.noticeUnblock)},
 		{"sync status", "", "the CertCentral sync's cursor, last runs, last webhook event, links and unassigned orders", 0, false, noFlags(e.syncStatus)},
 		{"sync webhook register", "--endpoint URL --secret-file FILE", "point CertCentral's webhook at serve's receiver, test it, complete its challenge, activate it", 0, false, e.syncWebhookRegister},
 		{"sync webhook test", "[--secret-file FILE]", "have CertCentral send its test event to the webhook's endpoint", 0, false, e.syncWebhookTest},
@@ -157,7 +173,7 @@ func (e *env) admin(ctx context.Context, args []string) error {
 	opts := []option{dbOption(&db)}
 	defineOptions(fs, opts)
 	do := cmd.setup(fs)
-	pos, err := parse(fs, args[words:], cmd.nargs)
+	pos, err := parseRange(fs, args[words:], cmd.nargs, cmd.nargs+cmd.optionalArgs())
 	if err != nil {
 		return err
 	}

@@ -512,6 +512,25 @@ func TestBrowser(t *testing.T) {
 	if !strings.Contains(confirmedText, "Confirmed: ops@demo.example") || !strings.Contains(noticesText, "Active") || !strings.Contains(noticesText, "日本語") {
 		t.Errorf("after confirming: %q\n%s", confirmedText, noticesText)
 	}
+	// The active address's "Send a test message": sent now, through the
+	// SMTP server, and said on the page.
+	var testedText string
+	err = chromedp.Run(ctx,
+		chromedp.Click(`table.notices form[action$="/test"] button`, chromedp.ByQuery),
+		chromedp.WaitVisible(`p.ok`, chromedp.ByQuery),
+		chromedp.Text(`p.ok`, &testedText, chromedp.ByQuery),
+		check("notices, a test message sent"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tested, err := smtptest.Parse(mail.Wait(2, 20*time.Second)[1].Raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(testedText, "A test message was sent to ops@demo.example") || tested.Subject != "certorder からのテストメッセージ（メンバー demo）" {
+		t.Errorf("the test message: %q, subject %q", testedText, tested.Subject)
+	}
 
 	// The timeline, at desktop and phone widths: no sideways scrolling on a phone.
 	var bars int

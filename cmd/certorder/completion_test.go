@@ -47,6 +47,8 @@ func TestCompleteCandidates(t *testing.T) {
 		{[]string{"admin", "sync", "webhook", ""}, []string{"register", "test", "status"}},
 		{[]string{"admin", "sync", "webhook", "register", "--s"}, []string{"--secret-file"}},
 		{[]string{"serve", "--certcentral"}, []string{"--certcentral-webhook-allow", "--certcentral-webhook-secret-file"}},
+		{[]string{"admin", "notice", ""}, []string{"add", "list", "remove", "test", "unblock"}},
+		{[]string{"admin", "notice", "test", "acme", "--smtp-a"}, []string{"--smtp-addr"}},
 		{[]string{"admin", "key", "r"}, []string{"revoke"}},
 		{[]string{"admin", "key", "create", "alice", "--"}, []string{"--db", "--label"}},
 		{[]string{"admin", "backup", "--a"}, []string{"--audit"}},

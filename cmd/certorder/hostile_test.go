@@ -231,11 +231,7 @@ func TestWebhookTwoInstancesSlowReceiver(t *testing.T) {
 // Before the cap, accept failed for everyone once the descriptors ran out.
 func TestConnsPerIP(t *testing.T) {
 	t.Parallel()
-	bin := buildBinary(t)
-	p := startProcess(t, "prlimit", "--nofile=128:128", bin, "serve", "--addr", "127.0.0.1:0", "--db", testdb.SQLite(t),
-		"--webhooks=false", "--metrics-addr", "127.0.0.1:0", "--max-conns-per-ip", "8")
-	addr := strings.TrimPrefix(strings.TrimSuffix(p.endpoint, "/api/digicert/"), "http://")
-	metricsAddr := p.waitFor(p.log, `msg="metrics listening" addr=(\S+)`)
+	p, addr, metricsAddr := serveWithin(t, 128, "--max-conns-per-ip", "8")
 	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}, Timeout: 2 * time.Second}
 	var conns []net.Conn
 	defer func() {
@@ -294,11 +290,7 @@ func TestConnsPerIP(t *testing.T) {
 // EMFILE and the ninth address timed out.
 func TestConnBudget(t *testing.T) {
 	t.Parallel()
-	bin := buildBinary(t)
-	p := startProcess(t, "prlimit", "--nofile=256:256", bin, "serve", "--addr", "127.0.0.1:0", "--db", testdb.SQLite(t),
-		"--webhooks=false", "--metrics-addr", "127.0.0.1:0")
-	addr := strings.TrimPrefix(strings.TrimSuffix(p.endpoint, "/api/digicert/"), "http://")
-	metricsAddr := p.waitFor(p.log, `msg="metrics listening" addr=(\S+)`)
+	p, addr, metricsAddr := serveWithin(t, 256)
 	var conns []net.Conn
 	defer func() {
 		for _, c := range conns {

@@ -477,17 +477,27 @@ func wrongEndpoint(apiErr *client.APIError, httpErr *client.HTTPError) bool {
 // be read, or holds nothing, is a usage error naming the flag; a file other
 // users may read is warned about (the secret is readable by them).
 func (e *env) readKeyFile(cmd, flagName, path string) (string, error) {
+	key, err := e.readSecretFile(flagName, path, "key file")
+	if err != nil {
+		return "", usageError("%s: %v", cmd, err)
+	}
+	return key, nil
+}
+
+// readSecretFile is readKeyFile's reading, for a file that what names (the
+// key file, the password file), its error naming the flag alone.
+func (e *env) readSecretFile(flagName, path, what string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", usageError("%s: --%s: %v", cmd, flagName, err)
+		return "", fmt.Errorf("--%s: %v", flagName, err)
 	}
 	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o004 != 0 {
-		fmt.Fprintf(e.stderr, "certorder: warning: the key file %s is readable by every user (mode %04o): chmod o-r %s\n",
-			path, fi.Mode().Perm(), shellQuote(path))
+		fmt.Fprintf(e.stderr, "certorder: warning: the %s %s is readable by every user (mode %04o): chmod o-r %s\n",
+			what, path, fi.Mode().Perm(), shellQuote(path))
 	}
 	key := strings.TrimSpace(string(b))
 	if key == "" {
-		return "", usageError("%s: --%s %s: the key file is empty", cmd, flagName, path)
+		return "", fmt.Errorf("--%s %s: the %s is empty", flagName, path, what)
 	}
 	return key, nil
 }

@@ -143,7 +143,7 @@ func TestNoticesServe(t *testing.T) {
 		defer mu.Unlock()
 		return len(lines) == 1
 	})
-	if !strings.HasPrefix(lines[0], "Order 101 (") || !strings.HasSuffix(lines[0], "was renewed as order 102: Renewed as 102 https://certorder.test/orders/101") {
+	if !strings.HasPrefix(lines[0], "Order 101 (") || !strings.HasSuffix(lines[0], "was renewed as order 102. Follow order 102 from now on. https://certorder.test/orders/101") {
 		t.Errorf("the chat line: %q", lines[0])
 	}
 

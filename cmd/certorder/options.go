@@ -97,7 +97,7 @@ func (c *serveConfig) options() []option {
 		{"write-timeout", "CERTORDER_WRITE_TIMEOUT", "time to write an answer", durationVar(&c.writeTimeout, 15*time.Second)},
 		{"idle-timeout", "CERTORDER_IDLE_TIMEOUT", "how long a keep-alive connection may idle", durationVar(&c.idleTimeout, 30*time.Second)},
 		{"max-conns-per-ip", "CERTORDER_MAX_CONNS_PER_IP", "connections one client IP (IPv6: its /64, and 4 times as many its /56) may hold open, idle ones included; beyond it a new one is closed at once; trusted proxies are exempt; 0 turns it off", intVar(&c.maxConnsPerIP, server.DefaultMaxConnsPerIP)},
-		{"max-conns", "CERTORDER_MAX_CONNS", "connections all clients may hold open; at it, the one idle longest is closed to admit a new one; 0: the descriptor limit less a reserve (the larger of 256 and an eighth, at most half), which is also the most", intVar(&c.maxConns, 0)},
+		{"max-conns", "CERTORDER_MAX_CONNS", "connections all clients may hold open; at it, an idle one of the client holding the most is closed to admit a new one, never one mid-request; 0: the descriptor limit less a reserve (the larger of 256 and an eighth, at most half), which is also the most", intVar(&c.maxConns, 0)},
 		{"rate-limit", "CERTORDER_RATE_LIMIT", "requests per second per member; 0 turns it off", floatVar(&l.MemberRate, d.MemberRate)},
 		{"rate-burst", "CERTORDER_RATE_BURST", "burst of the per-member limit", intVar(&l.MemberBurst, d.MemberBurst)},
 		{"ip-rate-limit", "CERTORDER_IP_RATE_LIMIT", "requests per second per client IP; 0 turns it off", floatVar(&l.IPRate, d.IPRate)},
@@ -269,7 +269,7 @@ func (e *env) parseServe(args []string) (*serveConfig, *slog.Logger, error) {
 	if c.syncEvery < 0 {
 		return nil, nil, usageError("serve: --sync-every must not be negative")
 	}
-	if c.smtp, err = c.notices.check(e, c.web); err != nil {
+	if c.smtp, err = c.notices.check(e, "serve", true, c.web); err != nil {
 		return nil, nil, err
 	}
 	if c.maxConns < 0 {

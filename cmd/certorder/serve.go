@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -124,6 +125,7 @@ func (e *env) serve(ctx context.Context, args []string) error {
 		SelfServiceKeysOff: !c.memberKeys,
 		PrivateWebhooks:    c.webhookAllowPrivate,
 		Notices:            c.smtp != nil,
+		TestNotice:         c.testNotice(logger),
 		ACMEURLTemplate:    c.acmeURLTemplate,
 		Windows:            c.windows,
 		Credentials:        creds,
@@ -261,7 +263,8 @@ func (e *env) listen(ctx context.Context, c *serveConfig, logger *slog.Logger, s
 		}
 		total = min(c.maxConns, budget)
 	}
-	conns := server.LimitConns(ln, server.ConnLimits{PerIP: c.maxConnsPerIP, Total: total, Exempt: c.limits.TrustedProxies}, reg)
+	conns := server.LimitConns(ln, server.ConnLimits{PerIP: c.maxConnsPerIP, Total: total, Exempt: c.limits.TrustedProxies,
+		HeaderTimeout: cmp.Or(c.readHeaderTimeout, c.readTimeout)}, reg)
 	srv.ConnState = conns.ConnState
 	ln = conns
 	logger.Info("connections", "max_conns", total, "descriptor_limit", fdLimit, "max_conns_per_ip", c.maxConnsPerIP)
@@ -275,8 +278,8 @@ func (e *env) listen(ctx context.Context, c *serveConfig, logger *slog.Logger, s
 	errc := make(chan error, 2)
 	if mln != nil {
 		// Within the descriptors' reserve: a few scrapers and probes.
-		mconns := server.LimitConns(mln, server.ConnLimits{PerIP: c.maxConnsPerIP, Total: metricsConns}, nil)
-		msrv := &http.Server{Handler: metricsMux(reg, handler, c.pprof), ReadHeaderTimeout: 5 * time.Second,
+		mconns := server.LimitConns(mln, server.ConnLimits{PerIP: c.maxConnsPerIP, Total: metricsConns, HeaderTimeout: metricsHeaderTimeout}, nil)
+		msrv := &http.Server{Handler: metricsMux(reg, handler, c.pprof), ReadHeaderTimeout: metricsHeaderTimeout,
 			IdleTimeout: c.idleTimeout, ConnState: mconns.ConnState}
 		defer msrv.Close()
 		go func() { errc <- fmt.Errorf("metrics listener: %w", msrv.Serve(mconns)) }()
@@ -348,9 +351,13 @@ func registerCacheMetrics(reg prometheus.Registerer, c *credcache.Store) {
 // default): the live heap outside the cache is a few MB.
 const memoryHeadroomMB = 48
 
-// metricsConns is the most connections the metrics listener holds (the
-// one idle longest closed to admit a new one).
-const metricsConns = 64
+// metricsConns is the most connections the metrics listener holds (an
+// idle one closed to admit a new one, as the API's), and
+// metricsHeaderTimeout its ReadHeaderTimeout.
+const (
+	metricsConns         = 64
+	metricsHeaderTimeout = 5 * time.Second
+)
 
 // drainQuiet is how long without a request ends the drain.
 const drainQuiet = 200 * time.Millisecond

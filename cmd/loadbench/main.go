@@ -10,6 +10,7 @@
 //	go run ./cmd/loadbench -orders 1000000 -state /tmp/bench1m -access uniform,zipf -repeat 3
 //	go run ./cmd/loadbench -orders 1000000 -db 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable&search_path=bench'
 //	go run ./cmd/loadbench webhooks -db 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable'
+//	go run ./cmd/loadbench ab --base 402c20c                # the import and OrderInfo, against a revision
 //
 // The load generator is wrk when it is on the PATH (apt-get install wrk),
 // else loadbench's own Go client, which is heavier: its bare figure is
@@ -36,6 +37,14 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "bare" {
 		if err := bare(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "loadbench bare:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "ab" {
+		// loadbench ab --base REV: the working tree against a revision (ab.go).
+		if err := ab(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "loadbench ab:", err)
 			os.Exit(1)
 		}
 		return

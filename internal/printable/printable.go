@@ -7,7 +7,10 @@
 //
 // Every command's human output, the sync's summary and run record, and the
 // errors a command prints go through it; JSON output never does (it stays
-// exact, and JSON escapes control characters itself).
+// exact, and JSON escapes control characters itself). The notices' words
+// put every value from elsewhere (a common name, a CertCentral status)
+// through Cut in an e-mail (its subject, its text and HTML parts: one line,
+// never a line of its own) and through Chat in a chat room's message.
 package printable
 
 import (
@@ -83,3 +86,15 @@ func plain(s string) bool {
 	}
 	return true
 }
+
+// chatMarkup is what a chat room (Slack, Mattermost, Rocket.Chat) reads in
+// a message's text as an action on people: an @ mentions (@channel, @here,
+// @all, @everyone, a user), brackets make a Markdown link or image
+// ([text](url), ![alt](url)). Each becomes its full-width form, which reads
+// the same to a person and does nothing.
+var chatMarkup = strings.NewReplacer("@", "\uff20", "[", "\uff3b", "]", "\uff3d")
+
+// Chat is Cut for a value in a chat room's message: besides, no mention,
+// link or image of its own. (&, < and > are escaped for the whole message,
+// as Slack asks: webhook.ChatBody; a line break cannot come through Cut.)
+func Chat(s string, n int) string { return Cut(chatMarkup.Replace(s), n) }

@@ -71,3 +71,35 @@ func FuzzString(f *testing.F) {
 		}
 	})
 }
+
+// A value for a chat room: one printable line, bounded, with no mention,
+// no Markdown link or image, whatever it held.
+func TestChat(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"shop.example.com":                       "shop.example.com",
+		"@channel":                               "＠channel",
+		"x @here @All @everyone":                 "x ＠here ＠All ＠everyone",
+		"[click](https://evil.example)":          "［click］(https://evil.example)",
+		"![img](https://evil.example/x.png)":     "!［img］(https://evil.example/x.png)",
+		"a\n@channel":                            `"a\n＠channel"`,
+		"<!channel> & <https://evil.example|hi>": "<!channel> & <https://evil.example|hi>", // ChatBody escapes these
+		"evil\u202ecom":                          `"evil\u202ecom"`,
+	} {
+		if got := Chat(in, 100); got != want {
+			t.Errorf("Chat(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func FuzzChat(f *testing.F) {
+	for _, s := range []string{"@channel", "[a](b)", "a\nb", "\u2028", strings.Repeat("@[", 100)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		out := Chat(in, 100)
+		if len(out) > 100 || strings.ContainsAny(out, "@[]\n\r") || !plain(out) {
+			t.Fatalf("Chat(%q) = %q", in, out)
+		}
+	})
+}

@@ -1,13 +1,16 @@
 // Package smtptest is a real SMTP server on loopback for the tests of the
 // e-mail notices, built on github.com/emersion/go-smtp: STARTTLS (or TLS
-// from the first byte) with a certificate of its own, AUTH PLAIN required
-// before MAIL, and answers a test chooses per recipient (451, 550, ...).
+// from the first byte, or none) with a certificate of its own, AUTH PLAIN
+// required before MAIL (or no AUTH offered), SIZE advertised and enforced,
+// and the faults a test chooses: answers to MAIL FROM, to each recipient
+// (451, 550, ...) and to the message, a 535 that quotes the AUTH line.
 // It keeps every message it accepts, and reads them back as a mail client
 // would: headers, the decoded subject, the text and HTML parts.
 package smtptest
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -18,6 +21,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"io"
+	"log"
 	"math/big"
 	"mime"
 	"mime/multipart"
@@ -50,11 +54,36 @@ type Server struct {
 	t   testing.TB
 	srv *smtp.Server
 
+	opts     Options
 	mu       sync.Mutex
 	messages []Message
 	rcpts    map[string]int // RCPT TO attempts per recipient
 	answer   func(rcpt string, attempt int) error
+	mail     func(from string) error
+	data     func() error
 	arrived  chan struct{}
+}
+
+// The servers' security (Options.TLS).
+const (
+	StartTLS = "starttls" // plain, offering STARTTLS (the default)
+	TLS      = "tls"      // TLS from the first byte
+	NoTLS    = "none"     // plain, no STARTTLS: AUTH in the clear
+)
+
+// Options shape a server for what a test wants of it.
+type Options struct {
+	TLS string // StartTLS, TLS or NoTLS; "": StartTLS
+	// QuoteAuth refuses every AUTH with a 535 that quotes the AUTH line
+	// it got, the credentials in base64, as some relays do.
+	QuoteAuth bool
+	// NoAuth offers no AUTH; MAIL FROM then needs none.
+	NoAuth bool
+	// MaxBytes is the SIZE it advertises and enforces; 0: 1 MiB.
+	MaxBytes int64
+	// Certificate is the server's (its first certificate the leaf, and
+	// CAFile's); nil: a fresh self-signed one for 127.0.0.1 and localhost.
+	Certificate *tls.Certificate
 }
 
 // Message is one message the server accepted.
@@ -76,8 +105,22 @@ func Start(t testing.TB, implicitTLS bool) *Server {
 // the test (its first certificate is the leaf, and CAFile's).
 func StartWithCertificate(t testing.TB, implicitTLS bool, cert tls.Certificate) *Server {
 	t.Helper()
+	opts := Options{Certificate: &cert}
+	if implicitTLS {
+		opts.TLS = TLS
+	}
+	return StartWith(t, opts)
+}
+
+// StartWith starts a server as opts say, until the test ends.
+func StartWith(t testing.TB, opts Options) *Server {
+	t.Helper()
+	cert := certificate(t)
+	if opts.Certificate != nil {
+		cert = *opts.Certificate
+	}
 	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]})
-	s := &Server{t: t, rcpts: map[string]int{}, arrived: make(chan struct{}, 1000)}
+	s := &Server{t: t, opts: opts, rcpts: map[string]int{}, arrived: make(chan struct{}, 1000)}
 	s.Roots = x509.NewCertPool()
 	s.Roots.AppendCertsFromPEM(pemBytes)
 	s.CAFile = filepath.Join(t.TempDir(), "smtp-ca.pem")
@@ -86,14 +129,20 @@ func StartWithCertificate(t testing.TB, implicitTLS bool, cert tls.Certificate) 
 	}
 	s.srv = smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) { return &session{s: s, conn: c}, nil }))
 	s.srv.Domain = "smtp.test"
-	s.srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
+	s.srv.ErrorLog = log.New(io.Discard, "", 0) // the faults are the tests'; they say what they see
+	tlsConfig := &tls.Config{Certificates: []tls.Certificate{cert}}
 	s.srv.ReadTimeout, s.srv.WriteTimeout = 10*time.Second, 10*time.Second
-	s.srv.MaxMessageBytes = 1 << 20
+	s.srv.MaxMessageBytes = cmp.Or(opts.MaxBytes, 1<<20)
 	var ln net.Listener
 	var err error
-	if implicitTLS {
-		ln, err = tls.Listen("tcp", "127.0.0.1:0", s.srv.TLSConfig)
-	} else {
+	switch opts.TLS {
+	case TLS:
+		ln, err = tls.Listen("tcp", "127.0.0.1:0", tlsConfig)
+	case NoTLS:
+		s.srv.AllowInsecureAuth = true
+		ln, err = net.Listen("tcp", "127.0.0.1:0")
+	default:
+		s.srv.TLSConfig = tlsConfig
 		ln, err = net.Listen("tcp", "127.0.0.1:0")
 	}
 	if err != nil {
@@ -111,6 +160,22 @@ func StartWithCertificate(t testing.TB, implicitTLS bool, cert tls.Certificate) 
 func (s *Server) Answer(answer func(rcpt string, attempt int) error) {
 	s.mu.Lock()
 	s.answer = answer
+	s.mu.Unlock()
+}
+
+// AnswerMail makes the server answer each MAIL FROM with what answer
+// returns for it (nil accepts).
+func (s *Server) AnswerMail(answer func(from string) error) {
+	s.mu.Lock()
+	s.mail = answer
+	s.mu.Unlock()
+}
+
+// AnswerData makes the server answer each message, once it has it, with
+// what answer returns (nil accepts).
+func (s *Server) AnswerData(answer func() error) {
+	s.mu.Lock()
+	s.data = answer
 	s.mu.Unlock()
 }
 
@@ -157,10 +222,19 @@ type session struct {
 	to     []string
 }
 
-func (se *session) AuthMechanisms() []string { return []string{sasl.Plain} }
+func (se *session) AuthMechanisms() []string {
+	if se.s.opts.NoAuth {
+		return nil
+	}
+	return []string{sasl.Plain}
+}
 
 func (se *session) Auth(string) (sasl.Server, error) {
 	return sasl.NewPlainServer(func(identity, username, password string) error {
+		if se.s.opts.QuoteAuth {
+			line := "AUTH PLAIN " + base64.StdEncoding.EncodeToString([]byte(identity+"\x00"+username+"\x00"+password))
+			return &smtp.SMTPError{Code: 535, EnhancedCode: smtp.EnhancedCode{5, 7, 8}, Message: "Authentication failed for " + line}
+		}
 		if username != User || password != Password {
 			return smtp.ErrAuthFailed
 		}
@@ -170,8 +244,16 @@ func (se *session) Auth(string) (sasl.Server, error) {
 }
 
 func (se *session) Mail(from string, _ *smtp.MailOptions) error {
-	if !se.authed {
+	if !se.authed && !se.s.opts.NoAuth {
 		return smtp.ErrAuthRequired
+	}
+	se.s.mu.Lock()
+	answer := se.s.mail
+	se.s.mu.Unlock()
+	if answer != nil {
+		if err := answer(from); err != nil {
+			return err
+		}
 	}
 	se.from = from
 	return nil
@@ -195,6 +277,14 @@ func (se *session) Data(r io.Reader) error {
 	raw, err := io.ReadAll(r)
 	if err != nil {
 		return err
+	}
+	se.s.mu.Lock()
+	answer := se.s.data
+	se.s.mu.Unlock()
+	if answer != nil {
+		if err := answer(); err != nil {
+			return err
+		}
 	}
 	se.s.mu.Lock()
 	_, tlsOn := se.conn.TLSConnectionState()

@@ -26,11 +26,14 @@ type BatchWriter interface {
 	// order.
 	RenewedFromOthers(ctx context.Context, ids []int64, memberID int64) (map[int64]int64, error)
 	// SaveOrders writes checked orders of memberID (no ID twice),
-	// replacing those stored.
-	SaveOrders(ctx context.Context, memberID int64, orders []CheckedOrder) error
+	// replacing those stored, and in the same batch of statements the
+	// entries of their certificate histories (certorder.PlanCertificates:
+	// added when Seq is 0, else replaced).
+	SaveOrders(ctx context.Context, memberID int64, orders []CheckedOrder, history []certorder.CertificateEntry) error
 	// AddEvents writes the events of the orders saved (OrderChange.Events).
 	certorder.EventWriter
-	// The certificate histories of the orders saved (certorder.RecordCertificates).
+	// The certificate histories of the orders saved: read for those
+	// stored before the batch, trimmed past certorder.MaxCertificates.
 	certorder.HistoryWriter
 }
 
@@ -143,18 +146,43 @@ func importBatch(ctx context.Context, memberID int64, batch []*certorder.Order, 
 		at[o.ID] = len(checked)
 		checked = append(checked, CheckedOrder{o, renewedBy})
 	}
-	if err := w.SaveOrders(ctx, memberID, checked); err != nil {
-		return err
-	}
-	saved := make([]*certorder.Order, len(checked))
-	for i, c := range checked {
-		saved[i] = c.Order
-	}
-	reissues, err := certorder.RecordCertificates(ctx, w, saved)
+	history, err := planHistories(ctx, checked, stored, w)
 	if err != nil {
 		return err
 	}
-	return w.AddEvents(ctx, batchEvents(memberID, checked, stored, reissues))
+	if err := w.SaveOrders(ctx, memberID, checked, history.Entries); err != nil {
+		return err
+	}
+	if len(history.Full) > 0 {
+		if err := w.TrimCertificates(ctx, history.Full, certorder.MaxCertificates); err != nil {
+			return err
+		}
+	}
+	return w.AddEvents(ctx, batchEvents(memberID, checked, stored, history.Reissues))
+}
+
+// planHistories is what recording the checked orders' certificates writes
+// (certorder.PlanCertificates), the histories read of the orders stored
+// before the batch alone: an order not stored has none (a history is
+// written with its order, and orders are never deleted), so that a batch
+// of new orders reads nothing.
+func planHistories(ctx context.Context, checked []CheckedOrder, stored map[int64]certorder.OrderLink, w certorder.HistoryWriter) (certorder.CertificatePlan, error) {
+	saved := make([]*certorder.Order, len(checked))
+	var ids []int64
+	for i, c := range checked {
+		saved[i] = c.Order
+		if _, ok := stored[c.Order.ID]; ok {
+			ids = append(ids, c.Order.ID)
+		}
+	}
+	var histories map[int64][]certorder.CertificateEntry
+	if len(ids) > 0 {
+		var err error
+		if histories, err = w.Histories(ctx, ids); err != nil {
+			return certorder.CertificatePlan{}, err
+		}
+	}
+	return certorder.PlanCertificates(histories, saved), nil
 }
 
 // batchEvents are the events of writing checked over the orders stored

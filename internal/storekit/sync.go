@@ -65,6 +65,7 @@ type Store interface {
 	MemberWebhookStore
 	EndpointAdmin
 	MemberNoticeStore
+	NoticeRecipientStore
 	SyncStore
 	CertCentralWebhookStore
 	LifecycleReader
@@ -94,5 +95,5 @@ type EventQueues interface {
 	QueueNotices(ctx context.Context, limit int, at time.Time,
 		plan func(ev certorder.Event, a certorder.NoticeAddress, today int) (queue.Job, bool)) (taken, queued int, err error)
 	NoticeEvents(ctx context.Context, jobID int64) ([]certorder.Event, error)
-	RecordNoticeAttempt(ctx context.Context, addressID int64, at time.Time, sent bool, failure string) error
+	RecordNoticeAttempt(ctx context.Context, addressID int64, a certorder.NoticeAttempt) error
 }

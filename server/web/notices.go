@@ -9,14 +9,12 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/notice"
+	"github.com/certorder/certorder/webhook"
 )
 
 // The member's e-mail notice addresses: list, add (used only once the link
-// e-mailed to it is opened), change the language and events, remove. And
-// the two pages a message's links open without signing in: the
-// confirmation, and the unsubscribe (RFC 8058's one-click POST too), each
-// checked by the link's signature (package notice). A GET only shows a
-// button: a mail system that opens links to scan them changes nothing.
+// e-mailed to it is opened), change the language and events, send a test
+// message, remove. The pages of a message's links are noticelinks.go's.
 
 // addressRow is an address as the pages show it; never its secret.
 type addressRow struct {
@@ -28,10 +26,12 @@ type addressRow struct {
 	StateClass string // ok, pending, disabled
 	LastSent   time.Time
 	Failure    string // the last permanent failure, in words
+	Testable   bool   // it may get a test message now
 }
 
 func (h *handler) addressRowOf(cat *catalogue, a certorder.NoticeAddress) addressRow {
-	row := addressRow{ID: a.ID, Address: a.Address, Lang: cat.S("lang." + a.Lang), Events: a.EventTypes, LastSent: a.LastSent}
+	row := addressRow{ID: a.ID, Address: a.Address, Lang: cat.S("lang." + a.Lang), Events: a.EventTypes, LastSent: a.LastSent,
+		Testable: h.cfg.TestNotice != nil && a.Active()}
 	switch {
 	case !a.UnsubscribedAt.IsZero():
 		row.State, row.StateClass = cat.S("notices.state.unsubscribed", cat.Moment(a.UnsubscribedAt)), "disabled"
@@ -42,10 +42,87 @@ func (h *handler) addressRowOf(cat *catalogue, a certorder.NoticeAddress) addres
 	default:
 		row.State, row.StateClass = cat.S("notices.state.active"), "ok"
 	}
-	if a.Failure != "" {
-		row.Failure = cat.S("notices.failure", cat.Moment(a.FailedAt), a.Failure)
-	}
+	row.Failure = failureWords(cat, a)
 	return row
+}
+
+// failureWords is an address's last permanent failure as the member is
+// told it: its kind, never the relay's address or words (the operator's,
+// in admin notice list). Whether the mail server of an address nobody has
+// confirmed refused it is not said at all: the page would tell whoever
+// typed a stranger's address whether that mailbox exists.
+func failureWords(cat *catalogue, a certorder.NoticeAddress) string {
+	kind := a.FailureKind
+	switch {
+	case a.Failure == "":
+		return ""
+	case kind != mailKindService && a.ConfirmedAt.IsZero():
+		return ""
+	case kind != mailKindRecipient && kind != mailKindMessage && kind != mailKindService:
+		kind = "unknown" // recorded before the kinds were
+	}
+	return cat.S(failureKeys[kind], cat.Moment(a.FailedAt))
+}
+
+// The kinds of failure the mailer records (mailer.Kind...).
+const (
+	mailKindRecipient = "recipient"
+	mailKindMessage   = "message"
+	mailKindService   = "service"
+)
+
+// What the page says of a recorded failure of each kind, and of a test
+// message's.
+var (
+	failureKeys = map[string]string{mailKindRecipient: "notices.failure.recipient", mailKindMessage: "notices.failure.message",
+		mailKindService: "notices.failure.service", "unknown": "notices.failure.unknown"}
+	testedKeys = map[string]string{mailKindRecipient: "notices.error.tested.recipient", mailKindMessage: "notices.error.tested.message",
+		mailKindService: "notices.error.tested.service"}
+)
+
+// testNoticeTimeout bounds the page's test message, the relay's exchange
+// included: within the server's write timeout.
+const testNoticeTimeout = 12 * time.Second
+
+// testNotice sends a test message to the address now and says what came
+// of it in the member's words: delivered, or the kind of failure. Test
+// messages count with the webhooks' test events and redeliveries.
+func (h *handler) testNotice(w http.ResponseWriter, r *http.Request, s *certorder.Session) {
+	if !h.formOK(w, r, s) {
+		return
+	}
+	a, ok := h.memberAddress(w, r, s)
+	if !ok {
+		return
+	}
+	cat := h.cat(r)
+	if h.cfg.TestNotice == nil {
+		h.noticesPage(w, r, s, http.StatusConflict, noticesData{Error: cat.S("notices.error.off")}, "", nil)
+		return
+	}
+	if !a.Active() {
+		h.noticesPage(w, r, s, http.StatusConflict, noticesData{Error: cat.S("notices.error.test_inactive", a.Address)}, "", nil)
+		return
+	}
+	allowed, wait, _ := h.tests.Allow(s.MemberID, h.cfg.Now())
+	if !allowed {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		h.noticesPage(w, r, s, http.StatusTooManyRequests,
+			noticesData{Error: cat.S("notices.error.send_limit", webhook.TestBurst, roundWait(cat, wait))}, "", nil)
+		return
+	}
+	err := h.cfg.TestNotice(r.Context(), a)
+	h.audit(r, s.Member, "web NoticeTest "+strconv.FormatInt(a.ID, 10))
+	if err == nil {
+		h.noticesPage(w, r, s, http.StatusOK, noticesData{Notice: cat.S("notices.notice.tested", a.Address)}, "", nil)
+		return
+	}
+	var failed interface{ Kind() string }
+	key := testedKeys[mailKindService]
+	if errors.As(err, &failed) && testedKeys[failed.Kind()] != "" {
+		key = testedKeys[failed.Kind()]
+	}
+	h.noticesPage(w, r, s, http.StatusBadGateway, noticesData{Error: cat.S(key, a.Address)}, "", nil)
 }
 
 // choiceField is a form's radio buttons (the "choices" template).
@@ -71,6 +148,7 @@ func languageField(cat *catalogue, chosen string) choiceField {
 
 type noticesData struct {
 	On        bool // the operator set up e-mail: addresses may be added
+	Testing   bool // addresses may get a test message
 	Addresses []addressRow
 	Events    []eventChoice
 	Language  choiceField
@@ -96,6 +174,7 @@ func (h *handler) noticesPage(w http.ResponseWriter, r *http.Request, s *certord
 		lang = cat.lang
 	}
 	data.On, data.Language, data.Events = h.cfg.Notices, languageField(cat, lang), eventChoices(cat, chosen)
+	data.Testing = h.cfg.TestNotice != nil && len(as) > 0
 	data.Max, data.AtLimit = certorder.MaxNoticeAddresses, len(as) >= certorder.MaxNoticeAddresses
 	h.render(w, r, status, "notices", signedIn(view{Title: cat.S("notices.title"), Section: "notices", Data: data}, s))
 }
@@ -146,7 +225,17 @@ func (h *handler) addNotice(w http.ResponseWriter, r *http.Request, s *certorder
 	}
 	a.CreatedAt = h.cfg.Now()
 	a, err = h.store.AddNoticeAddress(r.Context(), s.MemberID, a, certorder.MaxNoticeAddresses)
+	var budget *certorder.BudgetError
 	switch {
+	case errors.As(err, &budget): // before ErrLimit, which it wraps
+		h.audit(r, s.Member, "web NoticeRefused "+budget.Budget)
+		w.Header().Set("Retry-After", strconv.Itoa(int(budget.Until.Sub(h.cfg.Now()).Seconds())+1))
+		again(http.StatusTooManyRequests, "notices.error.budget."+budget.Budget, budget.Limit, cat.Moment(budget.Until))
+		return
+	case errors.Is(err, certorder.ErrBlocked):
+		h.audit(r, s.Member, "web NoticeRefused blocked")
+		again(http.StatusForbidden, "notices.error.blocked")
+		return
 	case errors.Is(err, certorder.ErrLimit):
 		again(http.StatusConflict, "notices.error.limit", certorder.MaxNoticeAddresses)
 		return
@@ -223,123 +312,4 @@ func (h *handler) saveNotice(w http.ResponseWriter, r *http.Request, s *certorde
 	}
 	h.audit(r, s.Member, "web NoticeChange "+strconv.FormatInt(a.ID, 10))
 	http.Redirect(w, r, "/notices/"+strconv.FormatInt(a.ID, 10)+"?saved=1", http.StatusSeeOther)
-}
-
-// The links of a message.
-
-type linkData struct {
-	Text   string
-	Action string // the form's action; "" for no form
-	Token  string
-	Button string
-	Done   bool
-}
-
-// linkAddress reads the address a link's token names and checks the token
-// with check; a token that names no address, or not this one, is "not
-// valid" (404), and an expired one 410.
-func (h *handler) linkAddress(w http.ResponseWriter, r *http.Request, token string,
-	check func(certorder.NoticeAddress) error) (certorder.NoticeAddress, bool) {
-	id, ok := notice.TokenAddress(token)
-	var a certorder.NoticeAddress
-	err := notice.ErrLink
-	if ok {
-		a, err = h.store.FindNoticeAddress(r.Context(), id)
-		if err == nil {
-			err = check(a)
-		}
-	}
-	switch {
-	case err == nil:
-		return a, true
-	case errors.Is(err, notice.ErrExpired):
-		h.linkPage(w, r, http.StatusGone, "link.title.invalid", linkData{Text: h.cat(r).S("link.expired")})
-	case errors.Is(err, notice.ErrLink), errors.Is(err, certorder.ErrNotFound):
-		h.linkPage(w, r, http.StatusNotFound, "link.title.invalid", linkData{Text: h.cat(r).S("link.invalid")})
-	default:
-		h.serverError(w, r, err)
-	}
-	return a, false
-}
-
-func (h *handler) linkPage(w http.ResponseWriter, r *http.Request, status int, title string, data linkData) {
-	h.render(w, r, status, "noticelink", view{Title: h.cat(r).S(title), Data: data})
-}
-
-// maxLinkForm bounds the body of a link's POST (a token, or RFC 8058's
-// "List-Unsubscribe=One-Click").
-const maxLinkForm = 4 << 10
-
-// confirmPage shows the confirmation's button.
-func (h *handler) confirmPage(w http.ResponseWriter, r *http.Request) {
-	token := r.URL.Query().Get("t")
-	now := h.cfg.Now()
-	a, ok := h.linkAddress(w, r, token, func(a certorder.NoticeAddress) error { return notice.CheckConfirmToken(a, token, now) })
-	if !ok {
-		return
-	}
-	cat := h.cat(r)
-	if !a.ConfirmedAt.IsZero() {
-		h.linkPage(w, r, http.StatusOK, "link.title.confirm", linkData{Text: cat.S("link.used"), Done: true})
-		return
-	}
-	h.linkPage(w, r, http.StatusOK, "link.title.confirm", linkData{Text: cat.S("link.confirm.text", a.Member, a.Address),
-		Action: "/notices/confirm", Token: token, Button: cat.S("link.confirm.button")})
-}
-
-// confirm confirms the address, once.
-func (h *handler) confirm(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxLinkForm)
-	token := r.PostFormValue("t")
-	now := h.cfg.Now()
-	a, ok := h.linkAddress(w, r, token, func(a certorder.NoticeAddress) error { return notice.CheckConfirmToken(a, token, now) })
-	if !ok {
-		return
-	}
-	cat := h.cat(r)
-	err := h.store.ConfirmNoticeAddress(r.Context(), a.ID, now)
-	switch {
-	case errors.Is(err, certorder.ErrConflict):
-		h.linkPage(w, r, http.StatusConflict, "link.title.confirm", linkData{Text: cat.S("link.used"), Done: true})
-		return
-	case err != nil:
-		h.serverError(w, r, err)
-		return
-	}
-	h.audit(r, a.Member, "web NoticeConfirm "+strconv.FormatInt(a.ID, 10))
-	h.linkPage(w, r, http.StatusOK, "link.title.confirm", linkData{Text: cat.S("link.confirmed", a.Address, a.Member), Done: true})
-}
-
-// unsubscribePage shows the unsubscribe button.
-func (h *handler) unsubscribePage(w http.ResponseWriter, r *http.Request) {
-	token := r.URL.Query().Get("t")
-	a, ok := h.linkAddress(w, r, token, func(a certorder.NoticeAddress) error { return notice.CheckUnsubscribeToken(a, token) })
-	if !ok {
-		return
-	}
-	cat := h.cat(r)
-	if !a.UnsubscribedAt.IsZero() {
-		h.linkPage(w, r, http.StatusOK, "link.title.unsubscribe", linkData{Text: cat.S("link.unsubscribed", a.Member, a.Address), Done: true})
-		return
-	}
-	h.linkPage(w, r, http.StatusOK, "link.title.unsubscribe", linkData{Text: cat.S("link.unsubscribe.text", a.Member, a.Address),
-		Action: "/notices/unsubscribe", Token: token, Button: cat.S("link.unsubscribe.button")})
-}
-
-// unsubscribe stops the messages to the address: the page's button, or a
-// mail client's one-click POST (RFC 8058) to the List-Unsubscribe link,
-// whose token is in the query and body is "List-Unsubscribe=One-Click".
-func (h *handler) unsubscribe(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxLinkForm)
-	token := r.FormValue("t")
-	a, ok := h.linkAddress(w, r, token, func(a certorder.NoticeAddress) error { return notice.CheckUnsubscribeToken(a, token) })
-	if !ok {
-		return
-	}
-	if err := h.store.UnsubscribeNoticeAddress(r.Context(), a.ID, h.cfg.Now()); err != nil {
-		h.serverError(w, r, err)
-		return
-	}
-	h.audit(r, a.Member, "web NoticeUnsubscribe "+strconv.FormatInt(a.ID, 10))
-	h.linkPage(w, r, http.StatusOK, "link.title.unsubscribe", linkData{Text: h.cat(r).S("link.unsubscribed", a.Member, a.Address), Done: true})
 }

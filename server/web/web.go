@@ -57,6 +57,7 @@ type Store interface {
 
 	storekit.MemberWebhookStore
 	storekit.MemberNoticeStore
+	storekit.NoticeRecipientStore
 	// The queue, for a webhook endpoint's deliveries: the latest
 	// (kind queue.KindWebhook), a test event, one sent again.
 	Jobs(ctx context.Context, l queue.List) ([]queue.Job, error)
@@ -93,6 +94,11 @@ type Config struct {
 	// the addresses the operator added, and the links of earlier messages
 	// (confirm, unsubscribe) still work.
 	Notices bool
+	// TestNotice, when set, sends a test message to an address now: each
+	// active address gets a "Send a test message" button, limited with the
+	// webhooks' test events (webhook.TestLimiter). Its failure says its
+	// kind (a Kind() string method: mailer's Kind...), which the page shows.
+	TestNotice func(ctx context.Context, a certorder.NoticeAddress) error
 	// ACMEURLTemplate, when set, is an ACME directory URL with {orderId}
 	// where the order number goes (serve --acme-url-template): each
 	// order's page shows it for the newest order of the chain, with a copy
@@ -128,7 +134,7 @@ type handler struct {
 	cfg   Config
 	cats  map[string]*catalogue
 	pages map[string]map[string]*template.Template // language -> page -> template
-	tests *webhook.TestLimiter                     // test events and redeliveries per member
+	tests *webhook.TestLimiter                     // test events, redeliveries and test messages per member
 }
 
 // pageNames are the templates besides the layout.
@@ -214,6 +220,7 @@ func New(store Store, cfg Config) (http.Handler, error) {
 	mux.Handle("POST /notices", timed(h.withSession(h.addNotice)))
 	mux.Handle("GET /notices/{id}", timed(h.withSession(h.noticeAddress)))
 	mux.Handle("POST /notices/{id}", timed(h.withSession(h.saveNotice)))
+	mux.Handle("POST /notices/{id}/test", withTimeout(h.withSession(h.testNotice), testNoticeTimeout)) // the relay's time, not the store's
 	mux.Handle("POST /notices/{id}/delete", timed(h.withSession(h.deleteOwn(store.DeleteMemberNoticeAddress, "web NoticeRemove",
 		func(int64) string { return "/notices?removed=1" }))))
 	// The links of a message: no session; the link's signature is the authority.
@@ -221,11 +228,18 @@ func New(store Store, cfg Config) (http.Handler, error) {
 	mux.Handle("POST /notices/confirm", timed(h.confirm))
 	mux.Handle("GET /notices/unsubscribe", timed(h.unsubscribePage))
 	mux.Handle("POST /notices/unsubscribe", timed(h.unsubscribe))
+	mux.Handle("GET /notices/block", timed(h.blockPage))
+	mux.Handle("POST /notices/block", timed(h.block))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { h.notFound(w, r, nil) })
 
 	// Forms carry tokens; on top of them, a browser's cross-origin POST
 	// (Sec-Fetch-Site, or Origin against Host) is refused outright.
 	cop := http.NewCrossOriginProtection()
+	// RFC 8058's one-click POSTs (a notice's unsubscribe, a confirmation's
+	// refusal) come from mail clients, often from another origin (a webmail
+	// sends Sec-Fetch-Site: cross-site); their signed token is the authority.
+	cop.AddInsecureBypassPattern("POST /notices/unsubscribe")
+	cop.AddInsecureBypassPattern("POST /notices/block")
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.errorPage(w, r, http.StatusForbidden, "error.cross_origin")
 	}))
