@@ -74,6 +74,16 @@ type Config struct {
 	// fetched and ends with ErrIncomplete, keeping the cursor; the next
 	// run continues. 0: no bound.
 	MaxFetches int
+	// Webhook, if set, is told of every change of status a run stored
+	// (serve's, with CertCentral's webhook received).
+	Webhook PollWitness
+}
+
+// PollWitness is told of the changes of status a run (the poll) found and
+// stored, with the start of the window the run looked at: CertCentral's
+// webhook counts those no event announced.
+type PollWitness interface {
+	PollFound(ctx context.Context, orderID int64, status string, since time.Time)
 }
 
 // DefaultMaxFetches is certorder's --sync-max-fetches: about 30 minutes
@@ -166,7 +176,7 @@ func (s *Syncer) Run(ctx context.Context, opts Options) (Report, error) {
 	}
 	defer lock.Release()
 
-	r := &run{Syncer: s, opts: opts, lock: lock, before: s.cfg.Client.Stats(), txs: s.cfg.Store}
+	r := &run{Syncer: s, opts: opts, lock: lock, before: s.cfg.Client.Stats(), txs: s.cfg.Store, poll: true}
 	r.rep.Started = s.now()
 	r.rep.DryRun = opts.DryRun
 	if opts.DryRun {

@@ -202,6 +202,17 @@ func (m *Metrics) ran(rep Report, after, before digicert.Stats, ok bool) {
 		outcome = "incomplete"
 	}
 	m.runs.WithLabelValues(outcome).Inc()
+	m.requested(after, before)
+	if !rep.DryRun {
+		m.unassigned.Set(float64(rep.Unassigned))
+	}
+}
+
+// requested counts the requests made between two of the client's stats.
+func (m *Metrics) requested(after, before digicert.Stats) {
+	if m == nil {
+		return
+	}
 	for status, n := range after.ByStatus {
 		label := strconv.Itoa(status)
 		if status == 0 {
@@ -210,9 +221,6 @@ func (m *Metrics) ran(rep Report, after, before digicert.Stats, ok bool) {
 		if d := n - before.ByStatus[status]; d > 0 {
 			m.requests.WithLabelValues(label).Add(float64(d))
 		}
-	}
-	if !rep.DryRun {
-		m.unassigned.Set(float64(rep.Unassigned))
 	}
 }
 

@@ -32,6 +32,10 @@ type run struct {
 	fetches    int                  // Order info requests made
 	resumed    *storekit.SyncResume // where the last run left off, if it did not finish
 	done       int64                // incremental: the orders to fetch are fetched up to this one
+	// poll: a run (Run), not the events' Apply; since: the start of the
+	// window it looks at (the cursor less Overlap).
+	poll  bool
+	since time.Time
 }
 
 func (r *run) do(ctx context.Context) error {
@@ -57,6 +61,7 @@ func (r *run) do(ctx context.Context) error {
 			r.unassigned[ref.ID] = ref.Container
 		}
 	}
+	r.since = st.Cursor.Add(-Overlap)
 	r.rep.Full = r.opts.Full || st.Cursor.IsZero()
 	if r.rep.Full {
 		err = r.full(ctx)
@@ -197,27 +202,42 @@ func (r *run) incremental(ctx context.Context, cursor time.Time) error {
 
 	// A renewal marks the old order, whose status does not change: list
 	// the renewed orders and fetch those the store does not know renewed.
-	r.phase("renewals")
-	for page, err := range r.cfg.Client.OrderPages(ctx, digicert.ListOptions{Filters: map[string]string{"is_renewed": "1"}}) {
-		if err != nil {
-			return fmt.Errorf("sync: %w", err)
-		}
-		r.rep.Listed += len(page.Orders)
-		known, err := r.cfg.Store.KnownOrders(ctx, listIDs(page.Orders))
-		if err != nil {
-			return fmt.Errorf("sync: %w", err)
-		}
-		for _, o := range page.Orders {
-			k, ok := known[o.ID]
-			if ok && (k.RenewedBy == 0 || o.RenewedOrderID != 0 && k.RenewedBy != o.RenewedOrderID) {
-				want[o.ID] = true
-			}
-		}
+	renewed, err := r.unknownRenewals(ctx)
+	if err != nil {
+		return err
+	}
+	for _, id := range renewed {
+		want[id] = true
 	}
 	// In order, so that where a run stops says what it has done (done).
 	ids := slices.Sorted(maps.Keys(want))
 	r.progress.ToFetch += len(ids)
 	return r.fetchAndStore(ctx, ids)
+}
+
+// unknownRenewals lists the renewed orders and returns those the store
+// holds but does not know renewed (or knows renewed by another order):
+// their Order info names the renewal.
+func (r *run) unknownRenewals(ctx context.Context) ([]int64, error) {
+	r.phase("renewals")
+	var ids []int64
+	for page, err := range r.cfg.Client.OrderPages(ctx, digicert.ListOptions{Filters: map[string]string{"is_renewed": "1"}}) {
+		if err != nil {
+			return nil, fmt.Errorf("sync: %w", err)
+		}
+		r.rep.Listed += len(page.Orders)
+		known, err := r.cfg.Store.KnownOrders(ctx, listIDs(page.Orders))
+		if err != nil {
+			return nil, fmt.Errorf("sync: %w", err)
+		}
+		for _, o := range page.Orders {
+			k, ok := known[o.ID]
+			if ok && (k.RenewedBy == 0 || o.RenewedOrderID != 0 && k.RenewedBy != o.RenewedOrderID) {
+				ids = append(ids, o.ID)
+			}
+		}
+	}
+	return ids, nil
 }
 
 func listIDs(orders []digicert.OrderSummary) []int64 {
@@ -264,7 +284,7 @@ func (r *run) fetchAndStore(ctx context.Context, ids []int64) error {
 				r.rep.Incomplete, chunk = true, chunk[:i]
 				break
 			}
-			u, err := r.fetch(ctx, id)
+			_, u, err := r.fetch(ctx, id)
 			if err != nil {
 				return err
 			}
@@ -287,17 +307,18 @@ func (r *run) fetchAndStore(ctx context.Context, ids []int64) error {
 }
 
 // fetch fetches one order and maps it. It returns nil for an order to skip
-// (gone, not mappable), counted; an error ends the run.
-func (r *run) fetch(ctx context.Context, id int64) (*storekit.UpstreamOrder, error) {
+// (gone, not mappable), counted; an error ends the run. The answer as
+// fetched comes first (nil: gone).
+func (r *run) fetch(ctx context.Context, id int64) (*digicert.Order, *storekit.UpstreamOrder, error) {
 	r.fetches++
 	o, err := r.cfg.Client.OrderInfo(ctx, id)
 	if errors.Is(err, digicert.ErrNotFound) {
 		r.rep.UpstreamErrors++
 		r.log.Warn("sync: an order listed is gone; skipped", "order", id, "err", err)
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sync: %w", err)
+		return nil, nil, fmt.Errorf("sync: %w", err)
 	}
 	r.rep.Fetched++
 	r.progress.Fetched++
@@ -306,12 +327,12 @@ func (r *run) fetch(ctx context.Context, id int64) (*storekit.UpstreamOrder, err
 		var parsed *certorder.Order
 		if parsed, err = orderdoc.Parse(doc); err == nil {
 			r.rep.countStatus(parsed.Status)
-			return &storekit.UpstreamOrder{Order: parsed, Container: o.Container.ID}, nil
+			return o, &storekit.UpstreamOrder{Order: parsed, Container: o.Container.ID}, nil
 		}
 	}
 	r.rep.UpstreamErrors++
 	r.log.Warn("sync: an order does not map to the spec's order; skipped", "order", id, "err", err)
-	return nil, nil
+	return o, nil, nil
 }
 
 // store applies a batch and accounts for it.
@@ -364,6 +385,9 @@ func (r *run) store(ctx context.Context, batch []storekit.UpstreamOrder) error {
 		}
 		if r.unassigned != nil {
 			delete(r.unassigned, c.OrderID)
+		}
+		if w := r.cfg.Webhook; w != nil && r.poll && r.dry == nil && c.StatusChanged() {
+			w.PollFound(ctx, c.OrderID, c.Status, r.since)
 		}
 	}
 	for _, ref := range res.Unassigned {

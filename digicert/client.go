@@ -1,6 +1,7 @@
 package digicert
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -195,18 +196,31 @@ func sleepContext(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// get calls GET base+path?query and decodes a 200 answer into out. It waits
+// get calls GET base+path?query and decodes a 200 answer into out.
+func (c *Client) get(ctx context.Context, op, path string, query url.Values, out any) error {
+	return c.call(ctx, http.MethodGet, op, path, query, nil, out)
+}
+
+// call sends method base+path?query with body (JSON, nil for none) and
+// decodes a 2xx answer into out (nil: the answer is not read). It waits
 // on the limiter before every request and retries 429, 5xx and network
 // errors with backoff; other answers end the call at once.
-func (c *Client) get(ctx context.Context, op, path string, query url.Values, out any) error {
+func (c *Client) call(ctx context.Context, method, op, path string, query url.Values, body, out any) error {
 	u := c.base.JoinPath(path)
 	u.RawQuery = query.Encode()
+	var payload []byte
+	if body != nil {
+		var err error
+		if payload, err = json.Marshal(body); err != nil {
+			return fmt.Errorf("digicert: %s: %w", op, err)
+		}
+	}
 	for attempt := 1; ; attempt++ {
 		waited, err := c.wait(ctx)
 		if err != nil {
 			return fmt.Errorf("digicert: %s: %w", op, err)
 		}
-		status, body, err := c.once(ctx, u.String())
+		status, answer, err := c.once(ctx, method, u.String(), payload)
 		c.record(status, waited)
 		var final error
 		switch {
@@ -221,13 +235,16 @@ func (c *Client) get(ctx context.Context, op, path string, query url.Values, out
 			return fmt.Errorf("digicert: %s: the host %s does not resolve: %w", op, u.Hostname(), err)
 		case err != nil:
 			final = fmt.Errorf("digicert: %s: %w", op, err)
-		case status == http.StatusOK:
-			if err := json.Unmarshal(body, out); err != nil {
+		case status >= 200 && status < 300:
+			if out == nil {
+				return nil
+			}
+			if err := json.Unmarshal(answer, out); err != nil {
 				return fmt.Errorf("digicert: %s: the answer is not the JSON documented: %w", op, err)
 			}
 			return nil
 		default:
-			apiErr := newAPIError(op, status, body, c.key())
+			apiErr := newAPIError(op, status, answer, c.key())
 			apiErr.Attempts = attempt
 			if status != http.StatusTooManyRequests && status < 500 {
 				return apiErr
@@ -266,8 +283,12 @@ func (c *Client) backoffFor(attempt int) time.Duration {
 }
 
 // once makes one request. A network error returns status 0.
-func (c *Client) once(ctx context.Context, u string) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+func (c *Client) once(ctx context.Context, method, u string, payload []byte) (int, []byte, error) {
+	var reqBody io.Reader
+	if payload != nil {
+		reqBody = bytes.NewReader(payload)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, reqBody)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -280,7 +301,7 @@ func (c *Client) once(ctx context.Context, u string) (int, []byte, error) {
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
 		// Only an excerpt of an error is kept: read no more than that needs.
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes))
 		return resp.StatusCode, body, nil

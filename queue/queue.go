@@ -37,6 +37,10 @@ const (
 	KindNoticeEvent   = "notice.event"
 	KindNoticeDigest  = "notice.digest"
 	KindNoticeConfirm = "notice.confirm"
+	// KindCertCentralEvent is an event CertCentral's webhook sent about an
+	// order (the subject: the order's number; keyed by it, so that copies
+	// of it wait as one): ccwebhook.Worker applies it through the sync.
+	KindCertCentralEvent = "certcentral.event"
 )
 
 // NoticeKinds are the kinds of e-mail notice.
@@ -57,7 +61,7 @@ type Job struct {
 	// MemberID is whose the job is: a claim can take members in turn.
 	MemberID int64
 	// SubjectID is what the job is for within its kind (a webhook
-	// endpoint, a notice address); 0: nothing. Deleting the subject
+	// endpoint, a notice address, an upstream order); 0: nothing. Deleting the subject
 	// deletes its jobs; a claim can skip subjects.
 	SubjectID int64
 	// Key, when set, makes the job one of a kind among those pending:

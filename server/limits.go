@@ -230,6 +230,11 @@ func retryAfter(d time.Duration) string {
 	return strconv.FormatInt(int64(math.Max(1, math.Ceil(d.Seconds()))), 10)
 }
 
+// ClientIP is the request's client address by the service's rules: the
+// peer, or, when the peer is one of the trusted proxies, the nearest
+// address in X-Forwarded-For that is not one.
+func ClientIP(r *http.Request, trusted []netip.Prefix) string { return clientIP(r, trusted) }
+
 // clientIP is the request's client address: the peer, or, when the peer is
 // a trusted proxy, the nearest address in X-Forwarded-For that is not one.
 func clientIP(r *http.Request, trusted []netip.Prefix) string {

@@ -64,6 +64,9 @@ type Config struct {
 	// the same cache in front (credcache.Store.Certificates); nil: the
 	// store's FindCertificates, each read within StoreTimeout.
 	Certificates certorder.CertificateFinder
+	// Handlers are served beside the API and the web page, by ServeMux
+	// pattern: serve's CertCentral webhook receiver (ccwebhook.Path).
+	Handlers map[string]http.Handler
 }
 
 // DefaultMaxBodyBytes bounds a request body. A real request is well under 1 KiB.
@@ -169,6 +172,9 @@ func New(store Store, cfg Config) (*Server, error) {
 	unknownPath := func(w http.ResponseWriter, r *http.Request) {
 		ev := s.newEvent(r, time.Now())
 		s.answer(w, r, &ev, nil, wire.Fail(wire.UnknownPath))
+	}
+	for pattern, h := range cfg.Handlers {
+		s.mux.Handle(pattern, h)
 	}
 	if cfg.Web {
 		wc := web.Config{SignIn: s.signIn, Secure: s.secure, Now: cfg.Now, Logger: cfg.Logger, StoreTimeout: cfg.StoreTimeout,

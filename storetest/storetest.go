@@ -83,6 +83,7 @@ func Run(t *testing.T, open func(t *testing.T) storekit.Store) {
 	t.Run("ApplyUpstream", func(t *testing.T) { t.Parallel(); testApplyUpstream(t, newStore(t)) })
 	t.Run("SyncState", func(t *testing.T) { t.Parallel(); testSyncState(t, newStore(t)) })
 	t.Run("SyncLock", func(t *testing.T) { t.Parallel(); testSyncLock(t, newStore(t)) })
+	t.Run("CertCentralWebhook", func(t *testing.T) { t.Parallel(); testCertCentralWebhook(t, newStore(t)) })
 	t.Run("MemberWebhooks", func(t *testing.T) { t.Parallel(); testMemberWebhooks(t, newStore(t)) })
 	t.Run("NoticeAddresses", func(t *testing.T) { t.Parallel(); testNoticeAddresses(t, open) })
 	t.Run("NoticeOutbox", func(t *testing.T) { t.Parallel(); testNoticeOutbox(t, open) })

@@ -94,7 +94,10 @@ func (e *env) adminCommands() []adminCommand {
 		{"notice remove", "ID", "remove a notice address", 1, false, noFlags(e.noticeRemove)},
 		{"notice test", "MEMBER [ADDRESS] [--smtp-addr HOST:PORT ...]", "send a test message now, to ADDRESS or each active address of the member, through the relay serve's --smtp-* flags name; say what failed", 1, false, e.noticeTest},
 		{"notice unblock", "ADDRESS", "let ADDRESS be added again after its owner refused certorder's messages", 1, false, noFlags(e.noticeUnblock)},
-		{"sync status", "", "the CertCentral sync's cursor, last runs, links and unassigned orders", 0, false, noFlags(e.syncStatus)},
+		{"sync status", "", "the CertCentral sync's cursor, last runs, last webhook event, links and unassigned orders", 0, false, noFlags(e.syncStatus)},
+		{"sync webhook register", "--endpoint URL --secret-file FILE", "point CertCentral's webhook at serve's receiver, test it, complete its challenge, activate it", 0, false, e.syncWebhookRegister},
+		{"sync webhook test", "[--secret-file FILE]", "have CertCentral send its test event to the webhook's endpoint", 0, false, e.syncWebhookTest},
+		{"sync webhook status", "[--deliveries N]", "CertCentral's webhook (never its secret), its last deliveries and what certorder received", 0, false, e.syncWebhookStatus},
 		{"migrate", "", "create the store, or apply its schema migrations; nothing else", 0, true, noFlags(e.migrate)},
 		{"export", "", "write every member, key hash, order, renewal and webhook endpoint (with its signing secrets) as JSON lines", 0, false, noFlags(e.export)},
 		{"restore", "FILE|-", "load an export into an empty store (created if need be), all or nothing", 1, true, noFlags(e.restore)},
@@ -102,8 +105,8 @@ func (e *env) adminCommands() []adminCommand {
 	}
 }
 
-// isAdminGroup reports whether word is the first word of two-word
-// commands (member, key, ...), from the table.
+// isAdminGroup reports whether words are the first of longer commands
+// (member, key, sync webhook, ...), from the table.
 func (e *env) isAdminGroup(word string) bool {
 	return slices.ContainsFunc(e.adminCommands(), func(c adminCommand) bool { return strings.HasPrefix(c.name, word+" ") })
 }
@@ -147,13 +150,19 @@ func (e *env) admin(ctx context.Context, args []string) error {
 		}
 	}
 	if words == 0 {
-		if e.isAdminGroup(args[0]) {
+		// The longest run of leading words that is a group (member, sync
+		// webhook): its list, asked for or missing a command.
+		g := 0
+		for g < len(args) && e.isAdminGroup(strings.Join(args[:g+1], " ")) {
+			g++
+		}
+		if group := strings.Join(args[:g], " "); g > 0 {
 			switch {
-			case len(args) > 1 && isHelpFlag(args[1]):
-				return &helpShown{usage: e.adminUsage(args[0] + " ")}
-			case len(args) == 1:
-				fmt.Fprint(e.stderr, e.adminUsage(args[0]+" "))
-				return usageError("admin %s: which one? see the list above", args[0])
+			case len(args) > g && isHelpFlag(args[g]):
+				return &helpShown{usage: e.adminUsage(group + " ")}
+			case len(args) == g:
+				fmt.Fprint(e.stderr, e.adminUsage(group+" "))
+				return usageError("admin %s: which one? see the list above", group)
 			}
 		}
 		fmt.Fprint(e.stderr, e.adminUsage(""))

@@ -136,33 +136,39 @@ func (e *env) children(path []string) []candidate {
 			}
 		}
 		return out
-	case len(path) == 1 && path[0] == "admin":
-		var out []candidate
-		for _, c := range admin {
-			group, _, two := strings.Cut(c.name, " ")
-			if !two {
-				out = append(out, candidate{c.name, c.summary})
-			} else if !slices.ContainsFunc(out, func(o candidate) bool { return o.word == group }) {
-				out = append(out, candidate{group, group + " commands"})
-			}
-		}
-		return out
+	case len(path) >= 1 && path[0] == "admin":
+		return adminChildren(admin, path[1:])
 	case len(path) == 1 && path[0] == "dev":
 		var out []candidate
 		for _, c := range devCommands {
 			out = append(out, candidate{c.name, c.summary})
 		}
 		return out
-	case len(path) == 2 && path[0] == "admin" && e.isAdminGroup(path[1]):
-		var out []candidate
-		for _, c := range admin {
-			if verb, ok := strings.CutPrefix(c.name, path[1]+" "); ok {
-				out = append(out, candidate{verb, c.summary})
-			}
-		}
-		return out
 	}
 	return nil
+}
+
+// adminChildren are the words after admin and the group words typed
+// (none, member, sync webhook): commands, and groups of two or more words.
+func adminChildren(admin []adminCommand, group []string) []candidate {
+	prefix := strings.Join(group, " ")
+	if prefix != "" {
+		prefix += " "
+	}
+	var out []candidate
+	for _, c := range admin {
+		rest, ok := strings.CutPrefix(c.name, prefix)
+		if !ok {
+			continue
+		}
+		word, _, more := strings.Cut(rest, " ")
+		if !more {
+			out = append(out, candidate{word, c.summary})
+		} else if !slices.ContainsFunc(out, func(o candidate) bool { return o.word == word }) {
+			out = append(out, candidate{word, prefix + word + " commands"})
+		}
+	}
+	return out
 }
 
 func withPrefix(cs []candidate, prefix string) []candidate {

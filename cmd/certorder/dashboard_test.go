@@ -16,6 +16,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/ccsync"
+	"github.com/certorder/certorder/ccwebhook"
 	"github.com/certorder/certorder/internal/credcache"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/mailer"
@@ -72,6 +73,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	webhook.NewWorker(webhook.WorkerConfig{Store: store, Metrics: reg})
 	mailer.NewWorker(mailer.WorkerConfig{Store: store, Metrics: reg})
 	ccsync.NewMetrics(reg)
+	ccwebhook.NewMetrics(reg)
 	defer startNextSteps(context.Background(), store, reg, certorder.DefaultWindows, slog.New(slog.DiscardHandler))()
 	families, err := reg.Registerer.(*prometheus.Registry).Gather()
 	if err != nil {

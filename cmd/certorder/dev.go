@@ -28,6 +28,9 @@ It answers the three CertCentral Services API v2 endpoints a sync uses (List
 orders, Order info, Status change list) with made-up orders in three
 divisions (10001 Acme Corp, 10002 Globex, 10003 Initech), including renewal
 chains, a pending and a canceled order, and keeps DigiCert's rate limits.
+It serves the account's webhook API too: once certorder admin sync webhook
+register points it at a serve with --certcentral-webhook-secret-file, it POSTs
+its orders' events there as they change (to loopback endpoints only).
 It listens on loopback only and runs until Ctrl-C; nothing it serves is real.
 Point certorder sync at it with CERTORDER_DIGICERT_URL and the key
 ` + digicerttest.ExampleKey + ` (or the one in --api-key-file): docs/SYNC.md, "Try it".`

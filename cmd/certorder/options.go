@@ -30,6 +30,8 @@ type serveConfig struct {
 	cacheMB, maxConnsPerIP, maxConns                                    int
 	syncEvery                                                           time.Duration
 	upstream                                                            upstreamConfig
+	ccSecretFile, ccAllowList                                           string
+	ccAllow                                                             []netip.Prefix
 	notices                                                             noticeConfig
 	smtp                                                                *mailer.Config // nil: no notices
 	gogc, goMemLimit, journalStream                                     string         // other programs' variables, read only to know they are set
@@ -117,10 +119,33 @@ func (c *serveConfig) options() []option {
 		{"acme-url-template", "CERTORDER_ACME_URL_TEMPLATE", "show members, on each order's page, this ACME directory URL with the newest order of the chain in place of {orderId}, e.g. https://one.digicert.com/mpki/api/v1/acme/v2/directory?action=renew&orderId={orderId}", stringVar(&c.acmeURLTemplate, "")},
 		{"trusted-proxy", "CERTORDER_TRUSTED_PROXIES", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed", stringVar(&c.trusted, "")},
 		{"sync-every", "CERTORDER_SYNC_EVERY", "sync orders from DigiCert CertCentral this often, as certorder sync does; 0 turns it off", durationVar(&c.syncEvery, 0)},
+		{"certcentral-webhook-secret-file", "CERTORDER_CERTCENTRAL_WEBHOOK_SECRET_FILE", "receive CertCentral's webhook at POST /certcentral/webhook, its X-WEBHOOK-KEY checked against the secret in this file (at least 32 characters), and apply its events at once (needs the CertCentral API key)", stringVar(&c.ccSecretFile, "")},
+		{"certcentral-webhook-allow", "CERTORDER_CERTCENTRAL_WEBHOOK_ALLOW", "comma-separated CIDRs CertCentral's webhook is accepted from, by --trusted-proxy's rules (DigiCert sends from 216.168.240.0/20); empty: any", stringVar(&c.ccAllowList, "")},
 		{"", "GOGC", "the Go runtime's; unset, serve collects at 400", stringVar(&c.gogc, "")},
 		{"", "GOMEMLIMIT", "the Go runtime's; unset, serve limits memory to the cache and its headroom", stringVar(&c.goMemLimit, "")},
 		{"", "JOURNAL_STREAM", "systemd's; set, serve leaves out its plain lines for a terminal", stringVar(&c.journalStream, "")},
 	}, slices.Concat(windowOptions(&c.windows), c.upstream.options(), c.notices.options())...)
+}
+
+// parseCIDRs reads a flag's comma-separated CIDRs (an address alone is
+// its own /32 or /128).
+func parseCIDRs(flagName, list string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, cidr := range strings.Split(list, ",") {
+		if cidr = strings.TrimSpace(cidr); cidr == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(cidr)
+		if err != nil {
+			a, aerr := netip.ParseAddr(cidr)
+			if aerr != nil {
+				return nil, usageError("serve: --%s %q: %v", flagName, cidr, err)
+			}
+			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // dbOption is --db, CERTORDER_DB: the store, for serve, sync and admin.
@@ -203,15 +228,15 @@ func (e *env) parseServe(args []string) (*serveConfig, *slog.Logger, error) {
 	if err := server.ValidSegment(c.segment); err != nil {
 		return nil, nil, usageError("%v", err)
 	}
-	for _, cidr := range strings.Split(c.trusted, ",") {
-		if cidr = strings.TrimSpace(cidr); cidr == "" {
-			continue
-		}
-		p, err := netip.ParsePrefix(cidr)
-		if err != nil {
-			return nil, nil, usageError("serve: --trusted-proxy %q: %v", cidr, err)
-		}
-		c.limits.TrustedProxies = append(c.limits.TrustedProxies, p.Masked())
+	var err error
+	if c.limits.TrustedProxies, err = parseCIDRs("trusted-proxy", c.trusted); err != nil {
+		return nil, nil, err
+	}
+	if c.ccAllow, err = parseCIDRs("certcentral-webhook-allow", c.ccAllowList); err != nil {
+		return nil, nil, err
+	}
+	if c.ccAllowList != "" && c.ccSecretFile == "" {
+		return nil, nil, usageError("serve: --certcentral-webhook-allow needs --certcentral-webhook-secret-file")
 	}
 	if err := checkAddr("addr", c.addr); err != nil {
 		return nil, nil, err
@@ -244,7 +269,6 @@ func (e *env) parseServe(args []string) (*serveConfig, *slog.Logger, error) {
 	if c.syncEvery < 0 {
 		return nil, nil, usageError("serve: --sync-every must not be negative")
 	}
-	var err error
 	if c.smtp, err = c.notices.check(e, "serve", true, c.web); err != nil {
 		return nil, nil, err
 	}

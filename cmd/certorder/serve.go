@@ -56,8 +56,14 @@ func (e *env) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	var upstream *digicert.Client
-	if c.syncEvery > 0 {
-		if upstream, err = c.upstream.client(e, "serve --sync-every"); err != nil {
+	if c.syncEvery > 0 || c.ccSecretFile != "" {
+		if upstream, err = c.upstream.client(e, "serve"); err != nil {
+			return err
+		}
+	}
+	var ccSecret string
+	if c.ccSecretFile != "" {
+		if ccSecret, err = e.webhookSecret("serve", "certcentral-webhook-secret-file", c.ccSecretFile); err != nil {
 			return err
 		}
 	}
@@ -102,6 +108,13 @@ func (e *env) serve(ctx context.Context, args []string) error {
 			return 0
 		}))
 	registerCacheMetrics(reg, creds)
+	var syncer *ccsync.Syncer
+	var cc *certCentralWebhook
+	if upstream != nil {
+		if cc, syncer, err = newCertCentralWebhook(c, ccSecret, logger, store, reg, upstream); err != nil {
+			return err
+		}
+	}
 	handler, err := server.New(store, server.Config{
 		CASegment:          c.segment,
 		ErrorsAs200:        c.errorsAs200,
@@ -120,6 +133,7 @@ func (e *env) serve(ctx context.Context, args []string) error {
 		Limits:             c.limits,
 		AuditRetention:     c.auditRetention,
 		Metrics:            reg,
+		Handlers:           cc.handlers(),
 	})
 	if err != nil {
 		return err
@@ -133,11 +147,10 @@ func (e *env) serve(ctx context.Context, args []string) error {
 	}
 	defer startNextSteps(ctx, store, reg, c.windows, logger)()
 	if c.syncEvery > 0 {
-		stop, err := e.startSync(ctx, c, logger, store, reg, upstream)
-		if err != nil {
-			return err
-		}
-		defer stop() // before the store closes
+		defer startSync(ctx, c, logger, syncer, upstream)() // before the store closes
+	}
+	if cc != nil {
+		defer cc.start(ctx)() // before the store closes
 	}
 	return e.listen(ctx, c, logger, store, handler, reg, ln, mln)
 }
@@ -200,13 +213,7 @@ func (e *env) startWebhooks(ctx context.Context, c *serveConfig, logger *slog.Lo
 
 // startSync runs the CertCentral sync in the background every
 // --sync-every, and returns what stops it.
-func (e *env) startSync(ctx context.Context, c *serveConfig, logger *slog.Logger, store ccsync.Store,
-	reg *prometheus.Registry, client *digicert.Client) (func(), error) {
-	syncer, err := ccsync.New(ccsync.Config{Store: store, Client: client, Logger: logger, Metrics: ccsync.NewMetrics(reg),
-		MaxFetches: c.upstream.maxFetches})
-	if err != nil {
-		return nil, err
-	}
+func startSync(ctx context.Context, c *serveConfig, logger *slog.Logger, syncer *ccsync.Syncer, client *digicert.Client) func() {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -214,7 +221,7 @@ func (e *env) startSync(ctx context.Context, c *serveConfig, logger *slog.Logger
 		syncer.Every(ctx, c.syncEvery)
 	}()
 	logger.Info("syncing from CertCentral", "every", c.syncEvery.String(), "url", client.BaseURL())
-	return func() { cancel(); <-done }, nil
+	return func() { cancel(); <-done }
 }
 
 // listen serves the API (and the metrics listener) until ctx ends, then

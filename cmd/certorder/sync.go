@@ -239,9 +239,16 @@ func linksByMember(ctx context.Context, store linkReader) (map[int64][]string, e
 	return out, nil
 }
 
-// syncStatus is admin sync status: the cursor, the last run, the links,
-// the unassigned orders and the recent runs.
-func (e *env) syncStatus(ctx context.Context, store storekit.SyncStore, _ []string) error {
+// syncStatusStore is what admin sync status reads.
+type syncStatusStore interface {
+	storekit.SyncStore
+	storekit.CertCentralWebhookStore
+}
+
+// syncStatus is admin sync status: the cursor, the last run, the last
+// event of CertCentral's webhook, the links, the unassigned orders and the
+// recent runs.
+func (e *env) syncStatus(ctx context.Context, store syncStatusStore, _ []string) error {
 	st, err := store.SyncState(ctx, 10)
 	if err != nil {
 		return err
@@ -265,6 +272,9 @@ func (e *env) syncStatus(ctx context.Context, store storekit.SyncStore, _ []stri
 		if res := r.Summary.Resume; res != nil {
 			fmt.Fprintf(out, "  the next run continues after order %d (fetched since %s)\n", res.After, res.Since.UTC().Format(time.RFC3339))
 		}
+	}
+	if err := e.printReceived(ctx, store); err != nil {
+		return err
 	}
 	links, err := store.ContainerLinks(ctx)
 	if err != nil {
@@ -300,6 +310,18 @@ func (e *env) syncStatus(ctx context.Context, store storekit.SyncStore, _ []stri
 		return tw.Flush()
 	}
 	return nil
+}
+
+// lastEventText says the last event CertCentral's webhook brought.
+func lastEventText(w storekit.CertCentralWebhook) string {
+	if w.LastEvent == "" {
+		return "no event received (serve --certcentral-webhook-secret-file; docs/SYNC.md)"
+	}
+	order := ""
+	if w.LastOrderID != 0 {
+		order = fmt.Sprintf(" for order %d", w.LastOrderID)
+	}
+	return fmt.Sprintf("last event %s%s, received %s", printable.String(w.LastEvent), order, w.LastEventAt.UTC().Format(time.RFC3339))
 }
 
 // runOutcome says how a run ended: ok, incomplete (stopped at

@@ -147,7 +147,9 @@ func (s *Server) Issue(id int64, at time.Time) error {
 	if !ok {
 		return fmt.Errorf("digicerttest: no order %d", id)
 	}
+	before := *o
 	s.issue(o, at)
+	s.announce(o, before)
 	return nil
 }
 
@@ -232,8 +234,10 @@ func (s *Server) SetStatus(id int64, status string, at time.Time) error {
 	if status == "" {
 		return errors.New("digicerttest: empty status")
 	}
+	before := *o
 	o.status = status
 	o.statusChanged = at.UTC().Truncate(time.Second)
+	s.announce(o, before)
 	return nil
 }
 

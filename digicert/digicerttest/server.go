@@ -1,6 +1,8 @@
 // Package digicerttest is a CertCentral simulator: an http.Handler serving
 // the Services API v2 endpoints a sync uses (List orders, Order info, Status
-// change list) from an in-memory dataset, in the shapes DigiCert documents.
+// change list) from an in-memory dataset, in the shapes DigiCert documents,
+// and the account's webhook (webhook.go), which POSTs CertCentral's events
+// to a loopback endpoint as the dataset's orders change.
 //
 //	sim := digicerttest.NewServer(digicerttest.Options{APIKey: "k"})
 //	ts := httptest.NewServer(sim)
@@ -34,6 +36,7 @@ const (
 	EndpointListOrders    = "List orders"
 	EndpointOrderInfo     = "Order info"
 	EndpointStatusChanges = "Status change list"
+	EndpointWebhook       = "Webhooks" // any of the webhook endpoints (webhook.go)
 	EndpointOther         = "other"
 )
 
@@ -48,6 +51,10 @@ type Options struct {
 	// digicert.DocumentedLimits(). NoLimits turns enforcement off.
 	Limits   []digicert.Limit
 	NoLimits bool
+	// WebhookClient sends the webhook's events (a test's, trusting its own
+	// TLS certificate); nil: a client that connects to loopback only. The
+	// endpoint must be on loopback either way.
+	WebhookClient *http.Client
 }
 
 // Violation is a request that arrived when a rate limit was already full:
@@ -80,6 +87,13 @@ type Server struct {
 	containers map[int64]string
 	nextOrder  int64
 	nextCert   int64
+
+	webhook       *webhookState // nil: the account has none
+	nextWebhook   int64
+	webhookClient *http.Client
+	outbox        []sentEvent // events for the sender
+	sending       bool        // the sender runs
+	eventLog      []delivery
 }
 
 // NewServer returns a simulator with an empty dataset.
@@ -105,10 +119,14 @@ func NewServer(opts Options) *Server {
 	if opts.NoLimits {
 		s.limits = nil
 	}
+	if s.webhookClient = opts.WebhookClient; s.webhookClient == nil {
+		s.webhookClient = loopbackClient()
+	}
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("GET "+BasePath+"order/certificate", s.listOrders)
 	s.mux.HandleFunc("GET "+BasePath+"order/certificate/status-changes", s.statusChanges)
 	s.mux.HandleFunc("GET "+BasePath+"order/certificate/{id}", s.orderInfo)
+	s.registerWebhooks(s.mux)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found|route", "The endpoint does not exist.")
 	})
@@ -197,6 +215,9 @@ func (s *Server) overLimit(now time.Time) *Violation {
 }
 
 func endpointOf(r *http.Request) string {
+	if strings.HasPrefix(r.URL.Path, BasePath+"webhook") {
+		return EndpointWebhook
+	}
 	p, ok := strings.CutPrefix(r.URL.Path, BasePath+"order/certificate")
 	switch {
 	case !ok:

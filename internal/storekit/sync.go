@@ -67,6 +67,7 @@ type Store interface {
 	MemberNoticeStore
 	NoticeRecipientStore
 	SyncStore
+	CertCentralWebhookStore
 	LifecycleReader
 	certorder.CertificateFinder
 	Pinger
