@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -220,7 +221,7 @@ func (c *Client) call(ctx context.Context, method, op, path string, query url.Va
 		if err != nil {
 			return fmt.Errorf("digicert: %s: %w", op, err)
 		}
-		status, answer, err := c.once(ctx, method, u.String(), payload)
+		status, answer, err := c.once(ctx, method, u, payload)
 		c.record(status, waited)
 		var final error
 		switch {
@@ -228,11 +229,11 @@ func (c *Client) call(ctx context.Context, method, op, path string, query url.Va
 			return fmt.Errorf("digicert: %s: %w", op, ctx.Err())
 		case errors.Is(err, ErrTooLarge):
 			return fmt.Errorf("digicert: %s: %w", op, err) // asking again would read as much
-		case err != nil && isNoSuchHost(err):
-			// The DNS answered that the name does not exist: retrying for
-			// minutes would not change that, and it is most likely a wrong
-			// --digicert-url.
-			return fmt.Errorf("digicert: %s: the host %s does not resolve: %w", op, u.Hostname(), err)
+		case err != nil && unreachable(err) != "":
+			// The DNS answered that the name does not exist, or nothing
+			// listens at the address: retrying for minutes would not
+			// change that, and it is most likely a wrong base URL.
+			return fmt.Errorf("digicert: %s: %w", op, &UnreachableError{URL: c.base.Redacted(), Reason: unreachable(err), Err: err})
 		case err != nil:
 			final = fmt.Errorf("digicert: %s: %w", op, err)
 		case status >= 200 && status < 300:
@@ -283,12 +284,18 @@ func (c *Client) backoffFor(attempt int) time.Duration {
 }
 
 // once makes one request. A network error returns status 0.
-func (c *Client) once(ctx context.Context, method, u string, payload []byte) (int, []byte, error) {
+func (c *Client) once(ctx context.Context, method string, u *url.URL, payload []byte) (int, []byte, error) {
+	if reservedInvalid(u.Hostname()) {
+		// RFC 6761 (section 6.4): a name under .invalid never resolves, and
+		// resolvers are to say so at once; no query leaves the machine.
+		return 0, nil, &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{
+			Err: "no such host (RFC 6761: .invalid never resolves)", Name: u.Hostname(), IsNotFound: true}}
+	}
 	var reqBody io.Reader
 	if payload != nil {
 		reqBody = bytes.NewReader(payload)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u, reqBody)
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), reqBody)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -333,9 +340,30 @@ func (c *Client) record(status int, waited time.Duration) {
 // itoa formats an order ID for a path or a query.
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// isNoSuchHost says whether err is the DNS's definite answer that a name
-// does not exist (not a timeout or a server failure, which are retried).
-func isNoSuchHost(err error) bool {
+// unreachable says why a request's network error means the address
+// cannot be reached however often it is asked again: the DNS's definite
+// answer that the name does not exist, or a refused connection (nothing
+// listens there). "" for the errors that may pass and are retried: a
+// timeout, a DNS server failure, a connection reset or cut short.
+func unreachable(err error) string {
 	var dnsErr *net.DNSError
-	return errors.As(err, &dnsErr) && dnsErr.IsNotFound && !dnsErr.IsTimeout && !dnsErr.IsTemporary
+	if errors.As(err, &dnsErr) && dnsErr.IsNotFound && !dnsErr.IsTimeout && !dnsErr.IsTemporary {
+		return fmt.Sprintf("the host %s does not resolve", dnsErr.Name)
+	}
+	var opErr *net.OpError
+	if errors.Is(err, syscall.ECONNREFUSED) && errors.As(err, &opErr) && opErr.Op == "dial" {
+		addr := "the address"
+		if opErr.Addr != nil {
+			addr = opErr.Addr.String()
+		}
+		return fmt.Sprintf("connection refused: nothing listens at %s", addr)
+	}
+	return ""
+}
+
+// reservedInvalid reports whether host is under .invalid, which RFC 6761
+// (section 6.4) reserves for names that never resolve.
+func reservedInvalid(host string) bool {
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	return h == "invalid" || strings.HasSuffix(h, ".invalid")
 }

@@ -22,6 +22,27 @@ var (
 	ErrUnavailable = errors.New("digicert: service unavailable")
 )
 
+// ErrUnreachable is matched (errors.Is) by an *UnreachableError.
+var ErrUnreachable = errors.New("digicert: CertCentral cannot be reached")
+
+// UnreachableError is a call that reached no server, for a reason asking
+// again would not change: the base URL's host does not resolve, or nothing
+// listens at its address. It is not retried: the URL is most likely wrong.
+type UnreachableError struct {
+	URL    string // the client's base URL, a password in it redacted
+	Reason string // "the host cc.example.invalid does not resolve", "connection refused: nothing listens at 127.0.0.1:1"
+	Err    error  // the network error
+}
+
+func (e *UnreachableError) Error() string {
+	return "CertCentral at " + e.URL + " cannot be reached: " + e.Reason
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// Is matches ErrUnreachable.
+func (e *UnreachableError) Is(target error) bool { return target == ErrUnreachable }
+
 // APIError is an answer other than 200 from the Services API. Codes and
 // Messages come from its documented body, {"errors":[{"code":...,
 // "message":...}]}, with the API key removed should DigiCert ever echo it.

@@ -206,12 +206,74 @@ func TestServerEchoingTheKey(t *testing.T) {
 	ts.Close() // a network error names the URL, which holds no key
 	c2, _ := digicert.New(ts.URL, testKey, digicert.WithRetry(2, time.Millisecond, time.Millisecond), digicert.WithLimits())
 	_, err = c2.OrderInfo(context.Background(), 5)
-	if err == nil || errors.Is(err, digicert.ErrUnauthorized) {
+	if err == nil || errors.Is(err, digicert.ErrUnauthorized) || !strings.Contains(err.Error(), ts.URL) {
 		t.Errorf("a closed server: err = %v", err)
 	}
 	noKey(t, err)
-	if st := c2.Stats(); st.ByStatus[0] != 2 {
-		t.Errorf("network errors counted %v, want 2 under status 0", st.ByStatus)
+	if st := c2.Stats(); st.ByStatus[0] != 1 {
+		t.Errorf("network errors counted %v, want 1 under status 0 (a refused connection is not retried)", st.ByStatus)
+	}
+}
+
+// A refused connection and a name under .invalid end the call at once,
+// as ErrUnreachable naming the URL and why; a connection cut short may
+// pass and is retried. Only loopback is dialled: .invalid is answered
+// without a DNS query (RFC 6761).
+func TestUnreachableIsNotRetried(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := l.Addr().String()
+	l.Close()
+	var cuts int
+	var mu sync.Mutex
+	cut := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		cuts++
+		mu.Unlock()
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close() // no answer at all
+		}
+	}))
+	defer cut.Close()
+	for _, tc := range []struct {
+		name, url, reason string
+		requests          int64
+		unreachable       bool
+	}{
+		{"refused", "http://" + refused + "/services/v2/", "connection refused: nothing listens at " + refused, 1, true},
+		{"invalid name", "https://user:pw@cc.example.INVALID./services/v2/", "the host cc.example.INVALID. does not resolve", 1, true},
+		{"connection cut", cut.URL + "/services/v2/", "", 3, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := digicerttest.NewClock(start)
+			c, err := digicert.New(tc.url, testKey, digicert.WithClock(clock.Now, clock.Sleep),
+				digicert.WithRetry(3, time.Second, time.Second), digicert.WithLimits())
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.OrderInfo(context.Background(), 1)
+			noKey(t, err)
+			if n := c.Stats().Requests; n != tc.requests {
+				t.Errorf("%d requests, want %d: %v", n, tc.requests, err)
+			}
+			var ue *digicert.UnreachableError
+			if errors.Is(err, digicert.ErrUnreachable) != tc.unreachable || errors.As(err, &ue) != tc.unreachable {
+				t.Fatalf("err = %v; unreachable: want %v", err, tc.unreachable)
+			}
+			if !tc.unreachable {
+				return
+			}
+			if ue.Reason != tc.reason || strings.Contains(ue.URL, "pw") || !strings.Contains(err.Error(), "CertCentral at "+ue.URL+" cannot be reached: "+tc.reason) {
+				t.Errorf("err = %v (URL %q, reason %q), want reason %q", err, ue.URL, ue.Reason, tc.reason)
+			}
+		})
+	}
+	if cuts != 3 {
+		t.Errorf("the cut connection was asked %d times, want 3", cuts)
 	}
 }
 
@@ -271,7 +333,7 @@ func TestSlowAnswerHitsTheDeadline(t *testing.T) {
 
 // A host the DNS says does not exist fails at once, naming the host; a DNS
 // timeout is retried. The resolver is simulated in the dialer: tests talk
-// to loopback only.
+// to loopback only (and the client answers .invalid itself).
 func TestNoSuchHostIsNotRetried(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -279,8 +341,8 @@ func TestNoSuchHostIsNotRetried(t *testing.T) {
 		dnsErr   net.DNSError
 		attempts int
 	}{
-		{"no such host", net.DNSError{Err: "no such host", Name: "cc.example.invalid", IsNotFound: true}, 1},
-		{"DNS timeout", net.DNSError{Err: "i/o timeout", Name: "cc.example.invalid", IsTimeout: true}, 3},
+		{"no such host", net.DNSError{Err: "no such host", Name: "cc.example.com", IsNotFound: true}, 1},
+		{"DNS timeout", net.DNSError{Err: "i/o timeout", Name: "cc.example.com", IsTimeout: true}, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dials := 0
@@ -290,19 +352,19 @@ func TestNoSuchHostIsNotRetried(t *testing.T) {
 				return nil, &net.OpError{Op: "dial", Net: network, Err: &err}
 			}}}
 			clock := digicerttest.NewClock(start)
-			c, err := digicert.New("https://cc.example.invalid/services/v2/", testKey, digicert.WithHTTPClient(hc),
+			c, err := digicert.New("https://cc.example.com/services/v2/", testKey, digicert.WithHTTPClient(hc),
 				digicert.WithClock(clock.Now, clock.Sleep), digicert.WithRetry(3, time.Second, time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}
 			_, err = c.OrderInfo(context.Background(), 1)
-			if err == nil || !strings.Contains(err.Error(), "cc.example.invalid") {
+			if err == nil || !strings.Contains(err.Error(), "cc.example.com") {
 				t.Fatalf("err = %v, want the host named", err)
 			}
 			if dials != tc.attempts {
 				t.Errorf("%d attempts, want %d: %v", dials, tc.attempts, err)
 			}
-			if tc.attempts == 1 && !strings.Contains(err.Error(), "the host cc.example.invalid does not resolve") {
+			if tc.attempts == 1 && !strings.Contains(err.Error(), "the host cc.example.com does not resolve") {
 				t.Errorf("err = %v", err)
 			}
 			noKey(t, err)

@@ -139,6 +139,12 @@ func (e *env) sync(ctx context.Context, args []string) error {
 	if errors.Is(err, ccsync.ErrBusy) {
 		return &exitErr{code: exitBusy, err: err}
 	}
+	if ue := (*digicert.UnreachableError)(nil); errors.As(err, &ue) {
+		err = fmt.Errorf("sync: %s; check --digicert-url (or CERTORDER_DIGICERT_URL)", ue)
+		if rep.Listed+rep.Fetched == 0 {
+			return err // nothing was answered, so nothing to report: one line
+		}
+	}
 	incomplete := errors.Is(err, ccsync.ErrIncomplete)
 	if changed := rep.New + rep.Changed + rep.Renewals; (err == nil || incomplete) && !*dryRun && changed > 0 {
 		// Serving PostgreSQL instances learn of the changes by notification:
@@ -147,8 +153,11 @@ func (e *env) sync(ctx context.Context, args []string) error {
 			fmt.Fprintf(e.stderr, "warning: the changes are stored, but %v\n", aerr)
 		}
 	}
-	for _, line := range ccsync.UnassignedByDivision(rep.UnassignedOrders, 10) {
-		fmt.Fprintln(e.stdout, line)
+	if err == nil || incomplete {
+		// After a failure they would read as the run's findings.
+		for _, line := range ccsync.UnassignedByDivision(rep.UnassignedOrders, 10) {
+			fmt.Fprintln(e.stdout, line)
+		}
 	}
 	fmt.Fprintln(e.stdout, rep.Line(err != nil))
 	if incomplete {

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/certorder/certorder/digicert/digicerttest"
+	"github.com/certorder/certorder/internal/testdb"
+)
+
+// A sync that reaches no CertCentral (nothing listens at the URL's port,
+// or its host does not resolve) stops at once with one line naming the URL
+// and the flag to check, exit 1, and prints nothing that reads as a run's
+// findings: not the divisions' unassigned orders an earlier run left. A
+// 5xx still is retried. Only loopback is dialled: the client answers
+// .invalid itself (RFC 6761).
+func TestSyncUnreachable(t *testing.T) {
+	t.Parallel()
+	u := newUpstream(t, digicerttest.Options{NoLimits: true})
+	if _, err := u.sim.Generate(20, 1); err != nil {
+		t.Fatal(err)
+	}
+	c := syncCLI(t, testdb.SQLite(t), u)
+	if _, out := c.sync(); !strings.Contains(out, "unassigned order(s)") {
+		t.Fatalf("the first sync lists no unassigned orders, so the test proves nothing:\n%s", out)
+	}
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := l.Addr().String()
+	l.Close()
+	for _, tc := range []struct{ url, reason string }{
+		{"http://" + refused + "/services/v2/", "connection refused: nothing listens at " + refused},
+		{"https://cc.example.invalid/services/v2/", "the host cc.example.invalid does not resolve"},
+	} {
+		for _, args := range [][]string{{"sync"}, {"sync", "--dry-run"}, {"sync", "--full"}} {
+			args = append(args, "--digicert-url", tc.url)
+			began := time.Now()
+			out, errOut, err := c.run("", args...)
+			took := time.Since(began)
+			want := "sync: CertCentral at " + tc.url + " cannot be reached: " + tc.reason +
+				"; check --digicert-url (or CERTORDER_DIGICERT_URL)"
+			if exitCode(err) != exitFailure || err.Error() != want || out != "" || errOut != "" {
+				t.Errorf("certorder %s: exit %d\nerr    %v\nwant   %s\nstdout %q\nstderr %q",
+					strings.Join(args, " "), exitCode(err), err, want, out, errOut)
+			}
+			if took > 5*time.Second {
+				t.Errorf("certorder %s took %v: it retried what cannot pass", strings.Join(args, " "), took)
+			}
+		}
+	}
+	// The failures are recorded: sync status does not show the last run as ok.
+	if st := c.ok("admin", "sync", "status"); !strings.Contains(st, "failed, by") || !strings.Contains(st, "cannot be reached") {
+		t.Errorf("sync status after the failures:\n%s", st)
+	}
+
+	// What may pass is retried: a 503, then the answers.
+	u.sim.FailNext(1, http.StatusServiceUnavailable)
+	if summary, _ := c.sync(); !strings.HasPrefix(summary, "sync ok") || !strings.Contains(summary, "(1 retried)") {
+		t.Errorf("after one 503: %s", summary)
+	}
+}
