@@ -2,6 +2,8 @@ package main
 
 import (
 	"net"
+	"path/filepath"
+	"regexp"
 	"net/http"
 	"strings"
 	"testing"
@@ -63,5 +65,55 @@ func TestSyncUnreachable(t *testing.T) {
 	u.sim.FailNext(1, http.StatusServiceUnavailable)
 	if summary, _ := c.sync(); !strings.HasPrefix(summary, "sync ok") || !strings.Contains(summary, "(1 retried)") {
 		t.Errorf("after one 503: %s", summary)
+	}
+}
+
+// serve --demo refuses a real store (a member other than demo, or orders
+// a sync brought) before writing anything: exit 2, one line saying why and
+// what to do. A new or empty store, and one only the demo has used, serve.
+func TestServeDemoRefusesARealStore(t *testing.T) {
+	t.Parallel()
+	refused := func(c *cli, what string) {
+		t.Helper()
+		before := c.ok("admin", "export")
+		out, errOut, err := c.run("", "serve", "--demo", "--addr", "127.0.0.1:0")
+		want := "serve: --demo would add member demo, its orders and a key to the store " + c.env["CERTORDER_DB"] +
+			", which holds " + what + ": give the demo a store of its own (--db demo.db), or drop --demo to serve this one"
+		if exitCode(err) != exitUsage || err.Error() != want || out != "" || errOut != "" {
+			t.Errorf("serve --demo on a store holding %s: exit %d\nerr    %v\nwant   %s\nstdout %q\nstderr %q",
+				what, exitCode(err), err, want, out, errOut)
+		}
+		if after := c.ok("admin", "export"); after != before {
+			t.Errorf("the refused demo changed the store:\n%s", after)
+		}
+	}
+	c := newStoreCLI(t, testdb.SQLite(t))
+	c.ok("admin", "member", "add", "alice")
+	refused(c, "member alice")
+	for _, m := range []string{"bob", "carol", "dave", "demo"} {
+		c.ok("admin", "member", "add", m)
+	}
+	refused(c, "members alice, bob, carol and 1 more")
+
+	// No member, but orders from CertCentral.
+	u := newUpstream(t, digicerttest.Options{NoLimits: true})
+	if _, err := u.sim.Generate(20, 1); err != nil {
+		t.Fatal(err)
+	}
+	synced := syncCLI(t, testdb.SQLite(t), u)
+	synced.sync()
+	m := regexp.MustCompile(`unassigned orders: (\d+)`).FindStringSubmatch(synced.ok("admin", "sync", "status"))
+	if m == nil || m[1] == "0" {
+		t.Fatalf("the sync left no unassigned order: %v", m)
+	}
+	refused(synced, m[1]+" CertCentral order(s) from a sync")
+
+	// A new store, an empty one, and one the demo alone has used: served.
+	for _, c := range []*cli{newCLI(t, filepath.Join(t.TempDir(), "new.db")), newStoreCLI(t, testdb.SQLite(t))} {
+		for range 2 {
+			if _, stdout := startServe(t, c, "--demo"); !strings.Contains(stdout.String(), "AccessKey:") {
+				t.Errorf("serve --demo on %s:\n%s", c.env["CERTORDER_DB"], stdout)
+			}
+		}
 	}
 }

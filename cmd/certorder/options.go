@@ -77,7 +77,7 @@ func (c *serveConfig) options() []option {
 		{"addr", "CERTORDER_ADDR", "listen address", stringVar(&c.addr, "127.0.0.1:8080")},
 		dbOption(&c.db),
 		{"ca-segment", "CERTORDER_CA_SEGMENT", "path segment of the endpoint /api/<segment>/", stringVar(&c.segment, "digicert")},
-		{"demo", "", "add demo data and print working credentials and curl commands", boolVar(&c.demo, false)},
+		{"demo", "", "add demo data and print working credentials and curl commands; refuses a store with members other than demo", boolVar(&c.demo, false)},
 		{"errors-as-200", "CERTORDER_ERRORS_AS_200", "answer failures with HTTP 200 (the body still carries error_message)", boolVar(&c.errorsAs200, false)},
 		{"store-timeout", "CERTORDER_STORE_TIMEOUT", "give up on the store after this long in one request (503)", durationVar(&c.storeTimeout, server.DefaultStoreTimeout)},
 		{"log-format", "CERTORDER_LOG_FORMAT", "log format: text or json", stringVar(&c.logFormat, "text")},
