@@ -2,9 +2,9 @@ package main
 
 import (
 	"net"
+	"net/http"
 	"path/filepath"
 	"regexp"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
