@@ -77,7 +77,7 @@ func (e *env) adminCommands() []adminCommand {
 		{"key create", "NAME [--label TEXT]", "create an API key; printed once, on the last line", 1, false, e.keyCreate},
 		{"key list", "NAME", "list a member's keys (never the secrets)", 1, false, noFlags(e.keyList)},
 		{"key revoke", "KEYID|KEY", "refuse the key from the next request on", 1, false, noFlags(e.keyRevoke)},
-		{"order import", "--member NAME FILE|-", "import one order object or an array of them, all or none", 1, false, e.orderImport},
+		{"order import", "[MEMBER] FILE|- [--dry-run]", "import one order object or an array of them for MEMBER (or --member NAME), all or none; --dry-run checks and counts, writes nothing", 1, false, e.orderImport},
 		{"order renew", "OLD NEW", "record that order NEW renewed order OLD", 2, false, noFlags(e.orderRenew)},
 		{"order list", "NAME [--next-step STEP]", "list a member's orders with their next step", 1, false, e.orderList},
 		{"order show", "ID [--summary]", "print an order as OrderInfo answers it", 1, false, e.orderShow},

@@ -23,21 +23,41 @@ import (
 )
 
 func (e *env) orderImport(fs *flag.FlagSet) adminFunc {
-	member := fs.String("member", "", "the member the orders belong to (required)")
+	flagMember := fs.String("member", "", "the member the orders belong to, instead of the MEMBER argument")
+	dryRun := fs.Bool("dry-run", false, "check every order and count what the import would do, as it would do it; write nothing")
 	return role(func(ctx context.Context, store storekit.OrderStore, args []string) error {
-		if *member == "" {
-			return usageError("order import: --member is required")
+		member, file := *flagMember, args[len(args)-1]
+		if len(args) == 2 { // MEMBER FILE, as order list, webhook add and notice add take it
+			if *flagMember != "" && *flagMember != args[0] {
+				return usageError("order import: the member is given twice, %q as the argument and %q as --member: give it once",
+					args[0], *flagMember)
+			}
+			member = args[0]
 		}
-		r, err := e.openInput(args[0])
+		if member == "" {
+			return usageError("order import: a MEMBER argument or --member is required (certorder admin order import MEMBER FILE|-)")
+		}
+		r, err := e.openInput(file)
 		if err != nil {
 			return err
 		}
 		defer r.Close()
-		n, err := store.ImportOrders(ctx, *member, withStatus(importfile.Decode(r)))
+		orders := withStatus(importfile.Decode(r))
+		if *dryRun {
+			var dry storekit.DryCounts
+			_, err := store.ImportOrders(storekit.DryRun(ctx, &dry), member, orders)
+			if !errors.Is(err, storekit.ErrDryRun) {
+				return fmt.Errorf("dry run: the import would fail, nothing written: %w", err)
+			}
+			fmt.Fprintf(e.stdout, "dry run, nothing written: would import %d order(s) for member %s (%d new, %d replaced)\n",
+				dry.Orders, member, dry.New, dry.Replaced)
+			return nil
+		}
+		n, err := store.ImportOrders(ctx, member, orders)
 		if err != nil {
 			return fmt.Errorf("nothing imported: %w", err)
 		}
-		fmt.Fprintf(e.stdout, "imported %d order(s) for member %s\n", n, *member)
+		fmt.Fprintf(e.stdout, "imported %d order(s) for member %s\n", n, member)
 		return nil
 	})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/certorder/certorder/digicert/digicerttest"
 	"github.com/certorder/certorder/internal/testdb"
+	"github.com/certorder/certorder/storetest"
 )
 
 // A sync that reaches no CertCentral (nothing listens at the URL's port,
@@ -115,5 +116,81 @@ func TestServeDemoRefusesARealStore(t *testing.T) {
 				t.Errorf("serve --demo on %s:\n%s", c.env["CERTORDER_DB"], stdout)
 			}
 		}
+	}
+}
+
+// admin order import takes the member as its first argument, as order
+// list, webhook add and notice add do; --member still works, and the two
+// disagreeing is a usage error. --dry-run checks and counts without
+// writing, and what it counts is what the import then does. On both stores:
+// the dry run is the import's own transaction, rolled back.
+func TestOrderImportMemberAndDryRun(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, testOrderImportMemberAndDryRun)
+}
+
+func testOrderImportMemberAndDryRun(t *testing.T, dsn string) {
+	c := newStoreCLI(t, dsn)
+	c.ok("admin", "member", "add", "alice")
+	c.ok("admin", "member", "add", "bob")
+	first := writeFile(t, "["+storetest.OrderJSON(7001, 0, "2027-01-01")+","+storetest.OrderJSON(7002, 0, "2027-01-01")+"]")
+	if out := c.ok("admin", "order", "import", "alice", first); out != "imported 2 order(s) for member alice\n" {
+		t.Errorf("import MEMBER FILE: %q", out)
+	}
+	if out := c.ok("admin", "order", "import", "--member", "alice", first); out != "imported 2 order(s) for member alice\n" {
+		t.Errorf("import --member NAME FILE: %q", out)
+	}
+	if out := c.ok("admin", "order", "import", "alice", first, "--member", "alice"); out != "imported 2 order(s) for member alice\n" {
+		t.Errorf("import MEMBER FILE --member MEMBER: %q", out)
+	}
+	msg := c.fails(exitUsage, "admin", "order", "import", "alice", first, "--member", "bob")
+	if want := `order import: the member is given twice, "alice" as the argument and "bob" as --member: give it once`; msg != want {
+		t.Errorf("two members:\n%s\nwant\n%s", msg, want)
+	}
+	if msg := c.fails(exitUsage, "admin", "order", "import", first); !strings.Contains(msg, "a MEMBER argument or --member is required") {
+		t.Errorf("no member: %s", msg)
+	}
+	if msg := c.fails(exitUsage, "admin", "order", "import", "alice", "bob", first); !strings.Contains(msg, "want 1 to 2 argument(s), got 3") {
+		t.Errorf("three arguments: %s", msg)
+	}
+
+	// A dry run: one order replaced (7002, now revoked), two new.
+	second := "[" + strings.Replace(storetest.OrderJSON(7002, 0, "2027-01-01"), `"issued"`, `"revoked"`, 1) + "," +
+		storetest.OrderJSON(7003, 0, "2027-02-01") + "," + storetest.OrderJSON(7004, 0, "2027-01-01") + "]"
+	if !strings.Contains(second, `"revoked"`) {
+		t.Fatal("the test's order 7002 is not revoked")
+	}
+	before := c.ok("admin", "export")
+	beforeList := c.ok("admin", "order", "list", "alice")
+	for _, args := range [][]string{{"alice", "-", "--dry-run"}, {"--dry-run", "--member", "alice", "-"}} {
+		out, errOut, err := c.run(second, append([]string{"admin", "order", "import"}, args...)...)
+		if want := "dry run, nothing written: would import 3 order(s) for member alice (2 new, 1 replaced)\n"; err != nil || out != want {
+			t.Errorf("import %s: %v %s\n%q\nwant %q", strings.Join(args, " "), err, errOut, out, want)
+		}
+	}
+	if after := c.ok("admin", "export"); after != before {
+		t.Errorf("a dry run wrote:\n%s", after)
+	}
+	if list := c.ok("admin", "order", "list", "alice"); list != beforeList {
+		t.Errorf("a dry run changed the order list:\n%s", list)
+	}
+	if out, errOut, err := c.run(second, "admin", "order", "import", "alice", "-"); err != nil || out != "imported 3 order(s) for member alice\n" {
+		t.Errorf("the import after the dry run: %v %s\n%q", err, errOut, out)
+	}
+	if list := c.ok("admin", "order", "list", "alice"); !strings.Contains(list, "7004") || !strings.Contains(list, "7003") {
+		t.Errorf("the import did not store its orders:\n%s", list)
+	}
+
+	// What the import refuses, the dry run refuses the same way: bob's
+	// file names alice's order.
+	before = c.ok("admin", "export")
+	theft := writeFile(t, "["+storetest.OrderJSON(8001, 0, "2027-01-01")+","+storetest.OrderJSON(7001, 0, "2027-01-01")+"]")
+	dry := c.fails(exitFailure, "admin", "order", "import", "--dry-run", "bob", theft)
+	real := c.fails(exitFailure, "admin", "order", "import", "bob", theft)
+	if cause, ok := strings.CutPrefix(dry, "dry run: the import would fail, nothing written: "); !ok || "nothing imported: "+cause != real {
+		t.Errorf("dry run and import disagree:\n%s\n%s", dry, real)
+	}
+	if after := c.ok("admin", "export"); after != before {
+		t.Errorf("a refused import wrote:\n%s", after)
 	}
 }

@@ -6,6 +6,7 @@ package storekit
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"time"
 
@@ -82,7 +83,40 @@ func ImportInBatches(ctx context.Context, memberID int64, orders iter.Seq2[*cert
 	if err := flush(); err != nil {
 		return 0, err
 	}
+	if dry := dryRunOf(ctx); dry != nil {
+		dry.Orders = n
+		return 0, ErrDryRun // the store rolls the transaction back
+	}
 	return n, nil
+}
+
+// ErrDryRun ends an import made with DryRun once every order is checked
+// and written: the store rolls its transaction back, and the import
+// returns an error that matches it (errors.Is) and 0.
+var ErrDryRun = errors.New("dry run: nothing written")
+
+// DryCounts is what an import under DryRun found: what the same import
+// without it stores, as ImportOrders counts (Orders: an order that
+// appears twice counts twice), and how many distinct orders it adds or
+// replaces.
+type DryCounts struct {
+	Orders, New, Replaced int
+	seen                  map[int64]bool
+}
+
+type dryRunKey struct{}
+
+// DryRun makes ctx that of an ImportOrders that checks and writes exactly
+// as always, in its one transaction, then ends with ErrDryRun, so that
+// nothing is kept; counts receives what it found.
+func DryRun(ctx context.Context, counts *DryCounts) context.Context {
+	counts.seen = map[int64]bool{}
+	return context.WithValue(ctx, dryRunKey{}, counts)
+}
+
+func dryRunOf(ctx context.Context) *DryCounts {
+	c, _ := ctx.Value(dryRunKey{}).(*DryCounts)
+	return c
 }
 
 func importBatch(ctx context.Context, memberID int64, batch []*certorder.Order, w BatchWriter) error {
@@ -145,6 +179,18 @@ func importBatch(ctx context.Context, memberID int64, batch []*certorder.Order, 
 		}
 		at[o.ID] = len(checked)
 		checked = append(checked, CheckedOrder{o, renewedBy})
+	}
+	if dry := dryRunOf(ctx); dry != nil {
+		for _, c := range checked {
+			if id := c.Order.ID; !dry.seen[id] {
+				dry.seen[id] = true
+				if _, ok := stored[id]; ok {
+					dry.Replaced++
+				} else {
+					dry.New++
+				}
+			}
+		}
 	}
 	history, err := planHistories(ctx, checked, stored, w)
 	if err != nil {
