@@ -160,13 +160,13 @@ func (e *env) admin(ctx context.Context, args []string) error {
 			switch {
 			case len(args) > g && isHelpFlag(args[g]):
 				return &helpShown{usage: e.adminUsage(group + " ")}
-			case len(args) == g:
+			case len(args) == g || strings.HasPrefix(args[g], "-"): // the command left out
 				fmt.Fprint(e.stderr, e.adminUsage(group+" "))
 				return usageError("admin %s: which one? see the list above", group)
 			}
 		}
-		fmt.Fprint(e.stderr, e.adminUsage(""))
-		return usageError("admin: unknown command %q", strings.Join(args[:min(2, len(args))], " "))
+		// A word that is no command there: one line, with the closest.
+		return e.unknownCommand(append([]string{"admin"}, args[:g]...), args[g])
 	}
 	fs := e.commandFlags("admin "+cmd.name, cmd.args+" [--db DSN]", cmd.summary)
 	var db string

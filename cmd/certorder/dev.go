@@ -51,8 +51,7 @@ func (e *env) dev(ctx context.Context, args []string) error {
 	case args[0] == "simulator":
 		return e.simulator(ctx, args[1:])
 	}
-	fmt.Fprint(e.stderr, b.String())
-	return usageError("dev: unknown command %q", args[0])
+	return e.unknownCommand([]string{"dev"}, args[0])
 }
 
 // simulator is "dev simulator": digicerttest's simulator with its example

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -192,5 +195,98 @@ func testOrderImportMemberAndDryRun(t *testing.T, dsn string) {
 	}
 	if after := c.ok("admin", "export"); after != before {
 		t.Errorf("a refused import wrote:\n%s", after)
+	}
+}
+
+// commandGroups is every place a command name is typed: the first word,
+// admin, each admin group at any depth (member, sync, sync webhook), dev;
+// each with the names that may follow it.
+func commandGroups() map[string][]string {
+	e := &env{}
+	groups := map[string][]string{}
+	var walk func(path []string)
+	walk = func(path []string) {
+		kids := e.children(path)
+		if len(kids) == 0 {
+			return
+		}
+		for _, k := range kids {
+			groups[strings.Join(path, " ")] = append(groups[strings.Join(path, " ")], k.word)
+			walk(append(slices.Clone(path), k.word))
+		}
+	}
+	walk(nil)
+	return groups
+}
+
+// A mistyped command, at every level, is one line naming the closest
+// command there and the help that lists them, exit 2, nothing else on
+// stdout or stderr: each command of each group with a letter left out,
+// and with two letters swapped. A word close to nothing gets the line
+// without a guess. Nothing is created.
+func TestMistypedCommands(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c := newCLI(t, filepath.Join(dir, "certorder.db"))
+	groups := commandGroups()
+	for _, want := range []string{"", "admin", "admin member", "admin sync", "admin sync webhook", "dev"} {
+		if len(groups[want]) == 0 {
+			t.Fatalf("the walk missed the group %q: %v", want, groups)
+		}
+	}
+	check := func(path, typo, want string) {
+		t.Helper()
+		args := append(strings.Fields(path), typo)
+		out, errOut, err := c.run("", args...)
+		if exitCode(err) != exitUsage || out != "" || errOut != "" || err.Error() != want {
+			t.Errorf("certorder %s: exit %d\nerr    %v\nwant   %s\nstdout %q\nstderr %q",
+				strings.Join(args, " "), exitCode(err), err, want, out, errOut)
+		}
+	}
+	n := 0
+	for path, names := range groups {
+		prefix := ""
+		if path != "" {
+			prefix = path + ": "
+		}
+		help := strings.TrimSpace("certorder " + path)
+		for _, name := range names {
+			if len(name) < 3 {
+				continue // nothing left to recognize it by
+			}
+			mid := len(name) / 2
+			dropped := name[:mid] + name[mid+1:]
+			swapped := name[:mid-1] + name[mid:mid+1] + name[mid-1:mid] + name[mid+1:]
+			for _, typo := range []string{dropped, swapped} {
+				if typo == name {
+					continue // two equal letters swapped
+				}
+				n++
+				check(path, typo, fmt.Sprintf("%sunknown command %q; did you mean %q? ('%s --help' lists the commands)",
+					prefix, typo, name, help))
+			}
+		}
+		check(path, "xyzzy", fmt.Sprintf("%sunknown command \"xyzzy\" ('%s --help' lists the commands)", prefix, help))
+	}
+	t.Logf("%d mistyped commands in %d groups", n, len(groups))
+
+	// The issue's three, and a few more a person types.
+	for _, tc := range []struct{ args, want string }{
+		{"admn", `unknown command "admn"; did you mean "admin"?`},
+		{"admin memebr list", `admin: unknown command "memebr"; did you mean "member"?`},
+		{"admin member lst", `admin member: unknown command "lst"; did you mean "list"?`},
+		{"admin member ls", `admin member: unknown command "ls"; did you mean "list"?`},
+		{"member list", `unknown command "member"; did you mean "admin member"?`},
+		{"help admn", `unknown command "admn"; did you mean "admin"?`},
+		{"admin --db x member list", `admin: "--db" is not a command: the command comes first, then its flags`},
+	} {
+		out, errOut, err := c.run("", strings.Fields(tc.args)...)
+		if exitCode(err) != exitUsage || out != "" || errOut != "" || !strings.HasPrefix(err.Error(), tc.want) ||
+			strings.Contains(err.Error(), "\n") {
+			t.Errorf("certorder %s: exit %d, err %v, stdout %q, stderr %q; want %s", tc.args, exitCode(err), err, out, errOut, tc.want)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("a mistyped command created %v", entries)
 	}
 }

@@ -170,8 +170,7 @@ func (e *env) dispatch(ctx context.Context, args []string) error {
 		fmt.Fprint(e.stdout, e.usage())
 		return nil
 	}
-	fmt.Fprint(e.stderr, e.usage())
-	return usageError("unknown command %q", cmd)
+	return e.unknownCommand(nil, cmd)
 }
 
 // helpShown is what asking for a command's usage (-h, --help) returns:
