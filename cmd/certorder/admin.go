@@ -205,7 +205,9 @@ func (e *env) admin(ctx context.Context, args []string) error {
 		// Said first: a restore that then fails leaves the new store, empty.
 		fmt.Fprintf(e.stdout, "created a new, empty certorder store at %s\n", redactDSN(db))
 	}
-	return do(ctx, store, pos)
+	// The commands that call CertCentral (sync webhook ...) name the URL to
+	// check when it cannot be reached.
+	return unreachableHint("admin "+cmd.name, do(ctx, store, pos))
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.

@@ -60,6 +60,16 @@ func TestSyncUnreachable(t *testing.T) {
 			}
 		}
 	}
+	// The commands of CertCentral's webhook say the same.
+	for _, cmd := range []string{"test", "status"} {
+		url := "http://" + refused + "/services/v2/"
+		_, errOut, err := c.run("", "admin", "sync", "webhook", cmd, "--digicert-url", url)
+		want := "admin sync webhook " + cmd + ": CertCentral at " + url + " cannot be reached: connection refused: nothing listens at " +
+			refused + "; check --digicert-url (or CERTORDER_DIGICERT_URL)"
+		if exitCode(err) != exitFailure || err.Error() != want || errOut != "" {
+			t.Errorf("admin sync webhook %s: exit %d\nerr  %v\nwant %s\nstderr %q", cmd, exitCode(err), err, want, errOut)
+		}
+	}
 	// The failures are recorded: sync status does not show the last run as ok.
 	if st := c.ok("admin", "sync", "status"); !strings.Contains(st, "failed, by") || !strings.Contains(st, "cannot be reached") {
 		t.Errorf("sync status after the failures:\n%s", st)

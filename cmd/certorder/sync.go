@@ -139,8 +139,8 @@ func (e *env) sync(ctx context.Context, args []string) error {
 	if errors.Is(err, ccsync.ErrBusy) {
 		return &exitErr{code: exitBusy, err: err}
 	}
-	if ue := (*digicert.UnreachableError)(nil); errors.As(err, &ue) {
-		err = fmt.Errorf("sync: %s; check --digicert-url (or CERTORDER_DIGICERT_URL)", ue)
+	if errors.Is(err, digicert.ErrUnreachable) {
+		err = unreachableHint("sync", err)
 		if rep.Listed+rep.Fetched == 0 {
 			return err // nothing was answered, so nothing to report: one line
 		}
@@ -164,6 +164,18 @@ func (e *env) sync(ctx context.Context, args []string) error {
 		return &exitErr{code: exitIncomplete, err: err}
 	}
 	return err
+}
+
+// unreachableHint is err, when CertCentral could not be reached at all
+// (digicert.ErrUnreachable: the URL's host does not resolve, nothing
+// listens there), as one line of cmd that names the URL, why, and the
+// setting to check; err itself otherwise.
+func unreachableHint(cmd string, err error) error {
+	var ue *digicert.UnreachableError
+	if !errors.As(err, &ue) {
+		return err
+	}
+	return fmt.Errorf("%s: %s; check --digicert-url (or CERTORDER_DIGICERT_URL)", cmd, ue)
 }
 
 // isTerminal reports whether w is a terminal, where progress is shown.
