@@ -37,6 +37,9 @@ func readCertArg(cmd, file string) (*certArg, error) {
 		return nil, usageError("%s: --cert: %v", cmd, err)
 	}
 	cert, err := client.ParseCertificate(b)
+	if errors.Is(err, client.ErrPrivateKey) {
+		return nil, usageError("%s: --cert %s holds a private key, not a certificate; give the certificate (e.g. fullchain.pem or cert.pem)", cmd, file)
+	}
 	if err != nil {
 		return nil, usageError("%s: --cert %s: %v", cmd, file, err)
 	}
