@@ -21,17 +21,10 @@ const MaxSerialDigits = 40
 const ThumbprintDigits = 40
 
 // ParseSerial reads a serial number as members and CAs write it:
-// hexadecimal in any case, with or without colons, spaces, leading zeros
-// and a leading 0x (as openssl's -serial and many tools print it). It
-// returns its look-up form (SerialKey), or false when it is not one: empty,
-// zero, not hexadecimal, or over MaxSerialDigits. It is the one rule for a
-// serial given by a person: the command line, the API's CertificateCheck
-// and the page's search.
+// hexadecimal in any case, with or without colons, spaces and leading
+// zeros. It returns its look-up form (SerialKey), or false when it is not
+// one: empty, zero, not hexadecimal, or over MaxSerialDigits.
 func ParseSerial(s string) (string, bool) {
-	s = strings.TrimSpace(s)
-	if len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
-		s = s[2:]
-	}
 	key := SerialKey(s)
 	return key, key != "" && len(key) <= MaxSerialDigits && isHex(key)
 }

@@ -146,6 +146,20 @@ func (e *env) readFindFile(name string, add func(string) error) error {
 	return nil
 }
 
+// parseSerialArg is the one rule for a serial number given on the command
+// line: certorder.ParseSerial (hexadecimal in any case, colons, spaces and
+// leading zeros ignored), after a leading 0x or 0X, as openssl x509 -serial
+// and many tools print it. The API's CertificateCheck stays as CertCentral
+// reads it (no 0x): a client sends what it was given by a program, a person
+// types what a tool printed.
+func parseSerialArg(s string) (string, bool) {
+	s = strings.TrimSpace(s)
+	if len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
+		s = s[2:]
+	}
+	return certorder.ParseSerial(s)
+}
+
 // findBatch is how many serials and thumbprints admin order find asks the
 // store for in one query.
 const findBatch = 5000
@@ -167,7 +181,7 @@ func (e *env) orderFind(fs *flag.FlagSet) adminFunc {
 			q := certQuery{given: strings.TrimSpace(s)}
 			var ok1, ok2 bool
 			if serial {
-				q.serial, ok1 = certorder.ParseSerial(q.given)
+				q.serial, ok1 = parseSerialArg(q.given)
 			}
 			if thumbprint {
 				q.thumbprint, ok2 = certorder.ParseThumbprint(q.given)
