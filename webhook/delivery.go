@@ -118,7 +118,7 @@ func resultOf(res Result, ep *certorder.Endpoint) []byte {
 const MaxExcerpt = 200
 
 // anySecret is a signing secret, as certorder writes one.
-var anySecret = regexp.MustCompile(`whsec_[A-Za-z0-9+/=_-]*`)
+var anySecret = regexp.MustCompile(`whsec_[A-Za-z0-9+/=_-]+`)
 
 // AnswerExcerpt is what a member is shown of a receiver's answer: the
 // endpoint's signing secrets (and anything written as one) redacted, runs
@@ -151,6 +151,7 @@ func AnswerExcerpt(answer string, ep *certorder.Endpoint) string {
 // receiver's answer before it is stored: a receiver that echoes what it
 // was configured with must not show it on the page.
 func Redact(answer string, ep *certorder.Endpoint) string {
+	answer = anySecret.ReplaceAllString(answer, "whsec_(redacted)")
 	if ep != nil {
 		for _, s := range []string{ep.Secret, ep.PreviousSecret} {
 			if bare := strings.TrimPrefix(s, SecretPrefix); len(bare) >= 8 {
@@ -158,5 +159,5 @@ func Redact(answer string, ep *certorder.Endpoint) string {
 			}
 		}
 	}
-	return anySecret.ReplaceAllString(answer, "whsec_(redacted)")
+	return answer
 }
