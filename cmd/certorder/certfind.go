@@ -199,7 +199,7 @@ func (e *env) orderFind(fs *flag.FlagSet) adminFunc {
 			return nil
 		}
 	}
-	fs.Func("serial", "a certificate's serial number, hexadecimal (colons, spaces and case ignored); repeatable", add("serial number", true, false))
+	fs.Func("serial", "a certificate's serial number, hexadecimal (a leading 0x, colons, spaces and case ignored); repeatable", add("serial number", true, false))
 	fs.Func("thumbprint", "a certificate's SHA-1 thumbprint, 40 hex digits; repeatable", add("thumbprint", false, true))
 	from := fs.String("from", "", "read serial numbers or thumbprints from this file (- for stdin), one a line, as a CA's revocation notice lists them; blank lines and # comments are skipped")
 	asJSON := fs.Bool("json", false, "print one JSON object a line")
