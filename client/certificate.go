@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // CertificateKey names a certificate for CertificateCheck: by its serial
@@ -33,12 +34,17 @@ func ThumbprintOf(cert *x509.Certificate) string {
 	return fmt.Sprintf("%X", sum[:])
 }
 
+// ErrPrivateKey is ParseCertificate's error for a PEM file that holds a
+// private key and no certificate: privkey.pem given for cert.pem.
+var ErrPrivateKey = errors.New("the PEM file holds a private key, not a certificate")
+
 // ParseCertificate reads the leaf certificate of what a certificate file
 // holds: PEM (the first CERTIFICATE block, so the leaf of a chain file such
 // as certbot's fullchain.pem; other blocks, such as a private key, are
 // skipped) or DER.
 func ParseCertificate(data []byte) (*x509.Certificate, error) {
 	rest := data
+	privateKey := false
 	for {
 		var block *pem.Block
 		block, rest = pem.Decode(rest)
@@ -48,6 +54,11 @@ func ParseCertificate(data []byte) (*x509.Certificate, error) {
 		if block.Type == "CERTIFICATE" {
 			return x509.ParseCertificate(block.Bytes)
 		}
+		// PRIVATE KEY, RSA PRIVATE KEY, EC PRIVATE KEY, ENCRYPTED PRIVATE KEY...
+		privateKey = privateKey || strings.HasSuffix(block.Type, "PRIVATE KEY")
+	}
+	if privateKey {
+		return nil, ErrPrivateKey
 	}
 	if cert, err := x509.ParseCertificate(data); err == nil {
 		return cert, nil

@@ -3,7 +3,11 @@ package webhook
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/queue"
@@ -44,6 +48,10 @@ type Delivery struct {
 	LastClass   string // the Class of the last attempt
 	LastLatency time.Duration
 	LastError   string
+	// LastAnswer is the start of the receiver's answer to a delivered
+	// message (AnswerExcerpt: at most MaxExcerpt bytes, printable, secrets
+	// redacted); a failed attempt's answer is in LastError.
+	LastAnswer string
 }
 
 // payload is a delivery job's payload: the message, made once. The body is
@@ -59,6 +67,7 @@ type result struct {
 	Status    int    `json:"status"`
 	Class     string `json:"class"`
 	LatencyUS int64  `json:"latency_us"`
+	Answer    string `json:"answer,omitempty"` // delivered only: AnswerExcerpt
 }
 
 // NewDelivery is the job that delivers a message to the endpoint.
@@ -88,12 +97,67 @@ func DeliveryOf(j queue.Job) (Delivery, error) {
 			return Delivery{}, fmt.Errorf("delivery %d: %w", j.ID, err)
 		}
 		d.LastStatus, d.LastClass, d.LastLatency = r.Status, r.Class, time.Duration(r.LatencyUS)*time.Microsecond
+		d.LastAnswer = r.Answer
 	}
 	return d, nil
 }
 
-// resultOf is the record of an attempt.
-func resultOf(res Result) []byte {
-	b, _ := json.Marshal(result{res.Status, string(res.Class), res.Latency.Microseconds()}) // always marshals
+// resultOf is the record of an attempt to ep: with a delivered message,
+// the excerpt of the receiver's answer (its status is there for every
+// attempt that got one).
+func resultOf(res Result, ep *certorder.Endpoint) []byte {
+	r := result{res.Status, string(res.Class), res.Latency.Microseconds(), ""}
+	if res.Delivered() {
+		r.Answer = AnswerExcerpt(res.Answer, ep)
+	}
+	b, _ := json.Marshal(r) // always marshals
 	return b
+}
+
+// MaxExcerpt bounds the excerpt of a delivered message's answer, in bytes.
+const MaxExcerpt = 200
+
+// anySecret is a signing secret, as certorder writes one.
+var anySecret = regexp.MustCompile(`whsec_[A-Za-z0-9+/=_-]+`)
+
+// AnswerExcerpt is what a member is shown of a receiver's answer: the
+// endpoint's signing secrets (and anything written as one) redacted, runs
+// of spaces and control characters made one space, only printable
+// characters, at most MaxExcerpt bytes (cut at a character, marked "…").
+func AnswerExcerpt(answer string, ep *certorder.Endpoint) string {
+	answer = Redact(answer, ep)
+	var b strings.Builder
+	space := false
+	for _, r := range strings.TrimSpace(answer) {
+		switch {
+		case unicode.IsSpace(r) || !unicode.IsPrint(r):
+			space = true
+			continue
+		case space && b.Len() > 0:
+			b.WriteByte(' ')
+		}
+		space = false
+		if b.Len()+utf8.RuneLen(r) > MaxExcerpt-len("…") {
+			b.WriteString("…")
+			break
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Redact takes the endpoint's signing secrets (current and previous, as
+// whsec_ and as their bare key) and anything written as a secret out of a
+// receiver's answer before it is stored: a receiver that echoes what it
+// was configured with must not show it on the page.
+func Redact(answer string, ep *certorder.Endpoint) string {
+	answer = anySecret.ReplaceAllString(answer, "whsec_(redacted)")
+	if ep != nil {
+		for _, s := range []string{ep.Secret, ep.PreviousSecret} {
+			if bare := strings.TrimPrefix(s, SecretPrefix); len(bare) >= 8 {
+				answer = strings.ReplaceAll(answer, bare, "(redacted)")
+			}
+		}
+	}
+	return answer
 }

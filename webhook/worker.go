@@ -442,7 +442,7 @@ func (w *Worker) deliver(actx, ctx context.Context, d Delivery) error {
 		if err != nil {
 			o.Error = err.Error()
 		}
-		o.Result = resultOf(Result{Class: "disabled"})
+		o.Result = resultOf(Result{Class: "disabled"}, &ep)
 		w.metrics.deliveries.WithLabelValues("disabled").Inc()
 		return w.cfg.Store.FinishJob(ctx, o)
 	}
@@ -452,11 +452,11 @@ func (w *Worker) deliver(actx, ctx context.Context, d Delivery) error {
 		return nil // shutting down: the lease runs out and it is sent again
 	}
 	w.metrics.deliveries.WithLabelValues(string(res.Class)).Inc()
-	o.Result = resultOf(res)
+	o.Result = resultOf(res, &ep)
 	if res.Err != nil {
 		o.Error = res.Err.Error()
 	}
-	if answer := strings.TrimSpace(res.Answer); answer != "" && !res.Delivered() {
+	if answer := strings.TrimSpace(Redact(res.Answer, &ep)); answer != "" && !res.Delivered() {
 		// The receiver's own words say best why it refused: the member sees them.
 		o.Error = strings.TrimPrefix(o.Error+": "+answer, ": ")
 	}

@@ -37,6 +37,9 @@ func readCertArg(cmd, file string) (*certArg, error) {
 		return nil, usageError("%s: --cert: %v", cmd, err)
 	}
 	cert, err := client.ParseCertificate(b)
+	if errors.Is(err, client.ErrPrivateKey) {
+		return nil, usageError("%s: --cert %s holds a private key, not a certificate; give the certificate (e.g. fullchain.pem or cert.pem)", cmd, file)
+	}
 	if err != nil {
 		return nil, usageError("%s: --cert %s: %v", cmd, file, err)
 	}
@@ -143,6 +146,20 @@ func (e *env) readFindFile(name string, add func(string) error) error {
 	return nil
 }
 
+// parseSerialArg is the one rule for a serial number given on the command
+// line: certorder.ParseSerial (hexadecimal in any case, colons, spaces and
+// leading zeros ignored), after a leading 0x or 0X, as openssl x509 -serial
+// and many tools print it. The API's CertificateCheck stays as CertCentral
+// reads it (no 0x): a client sends what it was given by a program, a person
+// types what a tool printed.
+func parseSerialArg(s string) (string, bool) {
+	s = strings.TrimSpace(s)
+	if len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
+		s = s[2:]
+	}
+	return certorder.ParseSerial(s)
+}
+
 // findBatch is how many serials and thumbprints admin order find asks the
 // store for in one query.
 const findBatch = 5000
@@ -164,7 +181,7 @@ func (e *env) orderFind(fs *flag.FlagSet) adminFunc {
 			q := certQuery{given: strings.TrimSpace(s)}
 			var ok1, ok2 bool
 			if serial {
-				q.serial, ok1 = certorder.ParseSerial(q.given)
+				q.serial, ok1 = parseSerialArg(q.given)
 			}
 			if thumbprint {
 				q.thumbprint, ok2 = certorder.ParseThumbprint(q.given)
@@ -182,7 +199,7 @@ func (e *env) orderFind(fs *flag.FlagSet) adminFunc {
 			return nil
 		}
 	}
-	fs.Func("serial", "a certificate's serial number, hexadecimal (colons, spaces and case ignored); repeatable", add("serial number", true, false))
+	fs.Func("serial", "a certificate's serial number, hexadecimal (a leading 0x, colons, spaces and case ignored); repeatable", add("serial number", true, false))
 	fs.Func("thumbprint", "a certificate's SHA-1 thumbprint, 40 hex digits; repeatable", add("thumbprint", false, true))
 	from := fs.String("from", "", "read serial numbers or thumbprints from this file (- for stdin), one a line, as a CA's revocation notice lists them; blank lines and # comments are skipped")
 	asJSON := fs.Bool("json", false, "print one JSON object a line")

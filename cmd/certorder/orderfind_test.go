@@ -60,7 +60,7 @@ func testAdminOrderFind(t *testing.T, dsn string) {
 	}
 	for _, args := range [][]string{
 		{"admin", "order", "find"},
-		{"admin", "order", "find", "--serial", "0x12"},
+		{"admin", "order", "find", "--serial", "0x"},
 		{"admin", "order", "find", "--thumbprint", "0A01"},
 		{"admin", "order", "find", "--serial", "0A01", "--json", "--csv"},
 	} {

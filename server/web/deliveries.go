@@ -81,6 +81,14 @@ func deliveryRowOf(cat *catalogue, d webhook.Delivery, endpointEnabled bool) del
 		row.Latency = cat.S("webhooks.latency.ms", d.LastLatency.Round(time.Millisecond).Milliseconds())
 	}
 	row.Answer = strings.TrimSpace(d.LastError)
+	if d.State == webhook.StateDelivered && d.LastStatus > 0 {
+		// The receiver's own answer to a delivered message (an excerpt,
+		// redacted by the worker), or that it had none.
+		row.Answer = d.LastAnswer
+		if row.Answer == "" {
+			row.Answer = cat.S("webhook.answer.empty")
+		}
+	}
 	if utf8.RuneCountInString(row.Answer) > answerShown {
 		row.AnswerFull = row.Answer
 		row.Answer = string([]rune(row.Answer)[:answerShown]) + "…"

@@ -138,6 +138,16 @@ func (c *catalogue) DateTime(t client.Time) string {
 	return t.Format(c.S("format.datetime"))
 }
 
+// Stamp formats a date or date-time stored as text (a certificate
+// history's issue time, as CertCentral sent it) as Date does: every form
+// client.Time reads, in the page's date format; other text as it is.
+func (c *catalogue) Stamp(s string) string {
+	var t client.Time
+	b, _ := json.Marshal(s) // a string always marshals
+	t.UnmarshalJSON(b)      // a JSON string always unmarshals
+	return c.Date(t)
+}
+
 // Day formats a YYYY-MM-DD date as stored beside an order.
 func (c *catalogue) Day(s string) string {
 	t, err := time.Parse(certorder.DateLayout, s)

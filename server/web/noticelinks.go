@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -52,6 +53,7 @@ func (h *handler) linkAddress(w http.ResponseWriter, r *http.Request, token stri
 	case err == nil:
 		return a, true
 	case errors.Is(err, notice.ErrExpired):
+		r = h.inAddressLanguage(r, a.Lang) // a real address, its link out of date
 		h.linkPage(w, r, http.StatusGone, "link.title.invalid", linkData{Text: h.cat(r).S("link.expired")})
 	case errors.Is(err, notice.ErrLink), errors.Is(err, certorder.ErrNotFound):
 		h.linkPage(w, r, http.StatusNotFound, "link.title.invalid", linkData{Text: h.cat(r).S("link.invalid")})
@@ -59,6 +61,19 @@ func (h *handler) linkAddress(w http.ResponseWriter, r *http.Request, token stri
 		h.serverError(w, r, err)
 	}
 	return a, false
+}
+
+// inAddressLanguage is r with the address's language (the language of the
+// message the link came in) for the page it opens: a Japanese address's
+// unsubscribe page is in Japanese whatever the browser's Accept-Language
+// says. Only the language switch's cookie, a choice the reader made on
+// this site, goes before it; a language the site has not reads as r's.
+func (h *handler) inAddressLanguage(r *http.Request, lang string) *http.Request {
+	cat, ok := h.cats[lang]
+	if _, err := r.Cookie(langCookie); err == nil || !ok {
+		return r
+	}
+	return r.WithContext(context.WithValue(r.Context(), langKey{}, cat))
 }
 
 func (h *handler) linkPage(w http.ResponseWriter, r *http.Request, status int, title string, data linkData) {
@@ -77,6 +92,7 @@ func (h *handler) confirmPage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	r = h.inAddressLanguage(r, a.Lang)
 	cat := h.cat(r)
 	switch {
 	case a.MemberDisabled:
@@ -99,6 +115,7 @@ func (h *handler) confirm(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	r = h.inAddressLanguage(r, a.Lang)
 	cat := h.cat(r)
 	if a.MemberDisabled {
 		// The member was disabled after the link went out: no address of
@@ -126,6 +143,7 @@ func (h *handler) unsubscribePage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	r = h.inAddressLanguage(r, a.Lang)
 	cat := h.cat(r)
 	if !a.UnsubscribedAt.IsZero() {
 		h.linkPage(w, r, http.StatusOK, "link.title.unsubscribe", linkData{Text: cat.S("link.unsubscribed", a.Member, a.Address), Done: true})
@@ -145,6 +163,7 @@ func (h *handler) unsubscribe(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	r = h.inAddressLanguage(r, a.Lang)
 	if err := h.store.UnsubscribeNoticeAddress(r.Context(), a.ID, h.cfg.Now()); err != nil {
 		h.serverError(w, r, err)
 		return
@@ -176,6 +195,16 @@ func (h *handler) blockConfirmation(w http.ResponseWriter, r *http.Request, toke
 	return c, false
 }
 
+// confirmationLanguage is r in the language of the address a confirmation
+// went to (inAddressLanguage); an address deleted since reads as r's.
+func (h *handler) confirmationLanguage(r *http.Request, c certorder.NoticeConfirmation) *http.Request {
+	a, err := h.store.FindNoticeAddress(r.Context(), c.AddressID)
+	if err != nil || a.MemberID != c.MemberID {
+		return r
+	}
+	return h.inAddressLanguage(r, a.Lang)
+}
+
 // blockPage shows the button that refuses every later confirmation.
 func (h *handler) blockPage(w http.ResponseWriter, r *http.Request) {
 	token := r.URL.Query().Get("t")
@@ -183,6 +212,7 @@ func (h *handler) blockPage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	r = h.confirmationLanguage(r, c)
 	cat := h.cat(r)
 	h.linkPage(w, r, http.StatusOK, "link.title.block", linkData{Text: cat.S("link.block.text", c.Member, c.Address),
 		Action: "/notices/block", Token: token, Button: cat.S("link.block.button")})
@@ -199,6 +229,7 @@ func (h *handler) block(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	r = h.confirmationLanguage(r, c)
 	if err := h.store.BlockNoticeRecipient(r.Context(), certorder.NoticeRecipient(c.Address), h.cfg.Now()); err != nil {
 		h.serverError(w, r, err)
 		return

@@ -178,7 +178,7 @@ func New(store Store, cfg Config) (http.Handler, error) {
 	for lang, cat := range cats {
 		h.pages[lang] = map[string]*template.Template{}
 		funcs := template.FuncMap{
-			"t": cat.T, "n": cat.N, "date": cat.Date, "period": cat.Period, "datetime": cat.DateTime, "day": cat.Day, "moment": cat.Moment,
+			"t": cat.T, "n": cat.N, "date": cat.Date, "period": cat.Period, "datetime": cat.DateTime, "day": cat.Day, "moment": cat.Moment, "stamp": cat.Stamp,
 			"value": cat.Value, "num": cat.Num, "join": strings.Join,
 			"deref": func(p *string) string { return *p },
 		}
