@@ -89,7 +89,7 @@ func (s *Store) Certificates(ctx context.Context, ids []int64) (map[int64][]cert
 	return h, s.wrap("certificates", err)
 }
 
-// historyTx is certorder.HistoryWriter on a transaction.
+// historyTx is storekit.HistoryWriter on a transaction.
 type historyTx struct{ tx pgx.Tx }
 
 func (h historyTx) Histories(ctx context.Context, ids []int64) (map[int64][]certorder.CertificateEntry, error) {
@@ -138,4 +138,4 @@ func (h historyTx) TrimCertificates(ctx context.Context, ids []int64, keep int) 
 	return err
 }
 
-var _ certorder.HistoryWriter = historyTx{}
+var _ storekit.HistoryWriter = historyTx{}

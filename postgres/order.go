@@ -119,15 +119,15 @@ func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*cert
 }
 
 // Lifecycles reads a page of every member's orders' lifecycles.
-func (s *Store) Lifecycles(ctx context.Context, afterID int64, limit int) ([]certorder.OrderLifecycle, error) {
+func (s *Store) Lifecycles(ctx context.Context, afterID int64, limit int) ([]storekit.OrderLifecycle, error) {
 	rows, _ := s.pool.Query(ctx, `SELECT o.id, o.status, o.valid_till, COALESCE(o.renewed_by, 0), `+storekit.LifecycleColumns+`
 		FROM orders o`+storekit.LifecycleJoin+` WHERE o.id > $1 ORDER BY o.id LIMIT $2`, afterID, limit)
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.OrderLifecycle, error) {
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (storekit.OrderLifecycle, error) {
 		var o certorder.Order
 		var l storekit.Lifecycle
 		err := row.Scan(append([]any{&o.ID, &o.Status, &o.Certificate.ValidTill, &o.RenewedBy}, l.Dest()...)...)
 		l.Fill(&o)
-		return certorder.OrderLifecycle{ID: o.ID, Lifecycle: o.Lifecycle()}, err
+		return storekit.OrderLifecycle{ID: o.ID, Lifecycle: o.Lifecycle()}, err
 	})
 	return out, s.wrap("lifecycles", err)
 }
@@ -142,7 +142,7 @@ func (s *Store) CountOrders(ctx context.Context, q certorder.OrderQuery) (int, e
 
 // RenewalChain returns the renewal chain through an order of the member.
 func (s *Store) RenewalChain(ctx context.Context, memberID, id int64) ([]certorder.ChainLink, error) {
-	chain, err := certorder.WalkChain(ctx, id, func(ctx context.Context, id int64) (certorder.ChainLink, error) {
+	chain, err := storekit.WalkChain(ctx, id, func(ctx context.Context, id int64) (certorder.ChainLink, error) {
 		l := certorder.ChainLink{ID: id}
 		err := s.pool.QueryRow(ctx, `SELECT status, valid_till, COALESCE(renewed_by, 0) FROM orders WHERE id = $1 AND member_id = $2`,
 			id, memberID).Scan(&l.Status, &l.ValidTill, &l.RenewedBy)

@@ -176,7 +176,7 @@ func (s *Store) RecordEndpointAttempt(ctx context.Context, id int64, at time.Tim
 
 // EndingOrders lists orders whose certificate or plan ends in a window, of
 // members with an endpoint for the event.
-func (s *Store) EndingOrders(ctx context.Context, typ, from, to string) ([]certorder.EndingOrder, error) {
+func (s *Store) EndingOrders(ctx context.Context, typ, from, to string) ([]storekit.EndingOrder, error) {
 	col, err := storekit.EndColumn(typ)
 	if err != nil {
 		return nil, err
@@ -195,7 +195,7 @@ func (s *Store) EndingOrders(ctx context.Context, typ, from, to string) ([]certo
 }
 
 // RecordEnding records an event of an end and its thresholds.
-func (s *Store) RecordEnding(ctx context.Context, typ string, o certorder.EndingOrder, thresholds []int, data []byte, at time.Time) (bool, error) {
+func (s *Store) RecordEnding(ctx context.Context, typ string, o storekit.EndingOrder, thresholds []int, data []byte, at time.Time) (bool, error) {
 	recorded := false
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		for _, t := range thresholds {
@@ -215,7 +215,7 @@ func (s *Store) RecordEnding(ctx context.Context, typ string, o certorder.Ending
 }
 
 // AddEvents writes events to the outbox in the import's or the sync's
-// transaction (certorder.EventWriter).
+// transaction (storekit.EventWriter).
 func (t *orderTx) AddEvents(ctx context.Context, events []certorder.Event) error {
 	return addEvents(ctx, t.tx, events)
 }

@@ -54,7 +54,7 @@ func (s *Store) Certificates(ctx context.Context, ids []int64) (map[int64][]cert
 	return h, s.wrap("certificates", err)
 }
 
-// historyTx is certorder.HistoryWriter on a transaction.
+// historyTx is storekit.HistoryWriter on a transaction.
 type historyTx struct {
 	tx     *sql.Tx
 	insert *sql.Stmt // insertCertificate for historyBatchRows rows, prepared at its first use
@@ -157,4 +157,4 @@ func dnsNames(names []string) []string {
 	return names
 }
 
-var _ certorder.HistoryWriter = (*historyTx)(nil)
+var _ storekit.HistoryWriter = (*historyTx)(nil)

@@ -3,14 +3,14 @@ package sqlite
 import (
 	"context"
 
-	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // RecordNoticeAttempt records on an address how a message to it went: a
 // success clears every failure; a permanent failure is the member's to see
 // (its kind) and the operator's (its words), and ends the retry; a
 // temporary one is the operator's, with when it is tried again.
-func (s *Store) RecordNoticeAttempt(ctx context.Context, id int64, a certorder.NoticeAttempt) error {
+func (s *Store) RecordNoticeAttempt(ctx context.Context, id int64, a storekit.NoticeAttempt) error {
 	var err error
 	switch {
 	case a.Sent:

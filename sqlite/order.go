@@ -120,14 +120,14 @@ func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*cert
 }
 
 // Lifecycles reads a page of every member's orders' lifecycles.
-func (s *Store) Lifecycles(ctx context.Context, afterID int64, limit int) ([]certorder.OrderLifecycle, error) {
+func (s *Store) Lifecycles(ctx context.Context, afterID int64, limit int) ([]storekit.OrderLifecycle, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT o.id, o.status, o.valid_till, COALESCE(o.renewed_by, 0), `+storekit.LifecycleColumns+`
 		FROM orders o`+storekit.LifecycleJoin+` WHERE o.id > ? ORDER BY o.id LIMIT ?`, afterID, limit)
 	if err != nil {
 		return nil, s.wrap("lifecycles", err)
 	}
 	defer rows.Close()
-	var out []certorder.OrderLifecycle
+	var out []storekit.OrderLifecycle
 	for rows.Next() {
 		var o certorder.Order
 		var l storekit.Lifecycle
@@ -135,7 +135,7 @@ func (s *Store) Lifecycles(ctx context.Context, afterID int64, limit int) ([]cer
 			return nil, s.wrap("lifecycles", err)
 		}
 		l.Fill(&o)
-		out = append(out, certorder.OrderLifecycle{ID: o.ID, Lifecycle: o.Lifecycle()})
+		out = append(out, storekit.OrderLifecycle{ID: o.ID, Lifecycle: o.Lifecycle()})
 	}
 	return out, s.wrap("lifecycles", rows.Err())
 }
@@ -150,7 +150,7 @@ func (s *Store) CountOrders(ctx context.Context, q certorder.OrderQuery) (int, e
 
 // RenewalChain returns the renewal chain through an order of the member.
 func (s *Store) RenewalChain(ctx context.Context, memberID, id int64) ([]certorder.ChainLink, error) {
-	chain, err := certorder.WalkChain(ctx, id, func(ctx context.Context, id int64) (certorder.ChainLink, error) {
+	chain, err := storekit.WalkChain(ctx, id, func(ctx context.Context, id int64) (certorder.ChainLink, error) {
 		l := certorder.ChainLink{ID: id}
 		err := s.read.QueryRowContext(ctx, `SELECT status, valid_till, COALESCE(renewed_by, 0) FROM orders WHERE id = ? AND member_id = ?`,
 			id, memberID).Scan(&l.Status, &l.ValidTill, &l.RenewedBy)

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/notice"
 	"github.com/certorder/certorder/queue"
 )
@@ -41,12 +42,12 @@ type Store interface {
 	// and to (YYYY-MM-DD, inclusive), of members with an enabled endpoint
 	// or an active notice address wanting typ, renewed or not (the worker
 	// decides by Windows.Next).
-	EndingOrders(ctx context.Context, typ, from, to string) ([]certorder.EndingOrder, error)
+	EndingOrders(ctx context.Context, typ, from, to string) ([]storekit.EndingOrder, error)
 	// RecordEnding records an event of type typ for the order and marks
 	// the thresholds as told for the order's current end (End), in one
 	// transaction; a threshold told already makes it a no-op (false). A
 	// new end (a reissued certificate) is told afresh.
-	RecordEnding(ctx context.Context, typ string, o certorder.EndingOrder, thresholds []int, data []byte, at time.Time) (bool, error)
+	RecordEnding(ctx context.Context, typ string, o storekit.EndingOrder, thresholds []int, data []byte, at time.Time) (bool, error)
 	// PruneEvents deletes the events fanned out before before.
 	PruneEvents(ctx context.Context, before time.Time) error
 }

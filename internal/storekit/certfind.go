@@ -6,7 +6,7 @@ import (
 	"github.com/certorder/certorder"
 )
 
-// FindCertificates is the query of certorder.CertificateFinder, the same SQL
+// FindCertificates is the query of CertificateFinder, the same SQL
 // in both stores but for each one's form of a set of keys: serialIn and
 // thumbprintIn are "the column is one of the first (second) argument"
 // with %s for the column, and member is the third argument, the member
