@@ -9,12 +9,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // AddKey stores a new key for a member.
 func (s *Store) AddKey(ctx context.Context, member string, k certorder.Key) error {
 	return s.wrap("add key", s.inTx(ctx, func(tx pgx.Tx) error {
-		mid, err := memberID(ctx, tx, member)
+		mid, err := storekit.MemberID(ctx, pgDB{tx}, member)
 		if err != nil {
 			return err
 		}
@@ -59,7 +60,7 @@ func (s *Store) AddMemberKey(ctx context.Context, memberID int64, k certorder.Ke
 
 // Keys lists a member's keys, oldest first.
 func (s *Store) Keys(ctx context.Context, member string) ([]certorder.Key, error) {
-	mid, err := memberID(ctx, s.pool, member)
+	mid, err := storekit.MemberID(ctx, s.Read, member)
 	if err != nil {
 		return nil, s.wrap("list keys", err)
 	}

@@ -21,28 +21,6 @@ func (s *Store) AddMember(ctx context.Context, name string) (certorder.Member, e
 	return m, s.wrap("add member "+name, err)
 }
 
-// FindMember returns the member with the name.
-func (s *Store) FindMember(ctx context.Context, name string) (certorder.Member, error) {
-	var m certorder.Member
-	err := s.pool.QueryRow(ctx, `SELECT id, name, disabled, created_at, self_service_keys_off FROM members WHERE name = $1`, name).
-		Scan(&m.ID, &m.Name, &m.Disabled, &m.CreatedAt, &m.SelfServiceKeysOff)
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = fmt.Errorf("%w: member %s", certorder.ErrNotFound, name)
-	}
-	return m, s.wrap("find member", err)
-}
-
-// Members lists every member by name.
-func (s *Store) Members(ctx context.Context) ([]certorder.Member, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT id, name, disabled, created_at, self_service_keys_off FROM members ORDER BY name`)
-	ms, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.Member, error) {
-		var m certorder.Member
-		err := row.Scan(&m.ID, &m.Name, &m.Disabled, &m.CreatedAt, &m.SelfServiceKeysOff)
-		return m, err
-	})
-	return ms, s.wrap("list members", err)
-}
-
 // SetMemberDisabled disables or re-enables a member; disabling ends its
 // web sessions, so that enabling it again does not bring them back.
 func (s *Store) SetMemberDisabled(ctx context.Context, name string, disabled bool) error {
@@ -58,19 +36,4 @@ func (s *Store) SetMemberDisabled(ctx context.Context, name string, disabled boo
 		_, err = tx.Exec(ctx, `DELETE FROM sessions WHERE member_id = $1`, id)
 		return err
 	}))
-}
-
-// SetSelfServiceKeys allows or forbids the member's self-service keys.
-func (s *Store) SetSelfServiceKeys(ctx context.Context, name string, allowed bool) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE members SET self_service_keys_off = $1 WHERE name = $2`, !allowed, name)
-	return s.wrap("set member "+name, oneRow(tag, err, "member "+name))
-}
-
-func memberID(ctx context.Context, q querier, name string) (int64, error) {
-	var id int64
-	err := q.QueryRow(ctx, `SELECT id FROM members WHERE name = $1`, name).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, fmt.Errorf("%w: member %s", certorder.ErrNotFound, name)
-	}
-	return id, err
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/queue"
 )
 
@@ -64,7 +65,15 @@ func (s *Store) AddNoticeAddress(ctx context.Context, memberID int64, a certorde
 		if err != nil {
 			return err
 		}
-		if err := admitNoticeAddress(ctx, tx, a); err != nil || !a.ConfirmedAt.IsZero() {
+		// The blocks and the confirmations' budget: a recipient's counts
+		// across members, so the adds that count take turns
+		// (lockConfirmations) until their transactions end.
+		if a.ConfirmedAt.IsZero() {
+			if err := lockTx(ctx, tx, lockConfirmations); err != nil {
+				return err
+			}
+		}
+		if err := storekit.AdmitNoticeAddress(ctx, pgDB{tx}, a); err != nil || !a.ConfirmedAt.IsZero() {
 			return err
 		}
 		_, err = insertJob(ctx, tx, queue.Job{Kind: queue.KindNoticeConfirm, MemberID: memberID, SubjectID: a.ID}, a.CreatedAt)

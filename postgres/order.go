@@ -262,7 +262,7 @@ func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq
 		if err != nil {
 			return err
 		}
-		mid, err := memberID(ctx, tx, member)
+		mid, err := storekit.MemberID(ctx, pgDB{tx}, member)
 		if err != nil {
 			return err
 		}

@@ -32,6 +32,8 @@ var _ storekit.Store = (*Store)(nil)
 
 // Store is a certorder.Store on PostgreSQL.
 type Store struct {
+	storekit.Kit // what both stores do alike
+
 	pool   *pgxpool.Pool
 	cfg    *pgxpool.Config
 	closed atomic.Bool
@@ -88,6 +90,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	s := &Store{pool: pool, cfg: cfg}
+	s.Kit = storekit.Kit{Read: pgDB{pool}, Write: pgDB{pool}, Sessions: pgDB{pool}, Wrap: s.wrap}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err

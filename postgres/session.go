@@ -4,19 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/certorder/certorder"
 )
-
-// AddSession stores a web session.
-func (s *Store) AddSession(ctx context.Context, se certorder.Session) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO sessions (token_hash, member_id, key_id, csrf, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6)`, se.TokenHash, se.MemberID, se.KeyID, se.CSRF, se.Created, se.Expires)
-	return s.wrap("add session", err)
-}
 
 // FindSession returns a session with its key's and member's state.
 func (s *Store) FindSession(ctx context.Context, tokenHash []byte) (certorder.Session, error) {
@@ -30,16 +22,4 @@ func (s *Store) FindSession(ctx context.Context, tokenHash []byte) (certorder.Se
 		return se, fmt.Errorf("%w: session", certorder.ErrNotFound)
 	}
 	return se, s.wrap("find session", err)
-}
-
-// DeleteSession ends a session.
-func (s *Store) DeleteSession(ctx context.Context, tokenHash []byte) error {
-	_, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE token_hash = $1`, tokenHash)
-	return s.wrap("delete session", err)
-}
-
-// PruneSessions deletes expired sessions.
-func (s *Store) PruneSessions(ctx context.Context, now time.Time) error {
-	_, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE expires_at < $1`, now)
-	return s.wrap("prune sessions", err)
 }

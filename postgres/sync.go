@@ -20,7 +20,7 @@ func (s *Store) LinkContainer(ctx context.Context, member string, container int6
 		return fmt.Errorf("%w: division %d is not a positive number", certorder.ErrInvalid, container)
 	}
 	return s.wrap("link division", s.inTx(ctx, func(tx pgx.Tx) error {
-		mid, err := memberID(ctx, tx, member)
+		mid, err := storekit.MemberID(ctx, pgDB{tx}, member)
 		if err != nil {
 			return err
 		}
@@ -38,7 +38,7 @@ func (s *Store) LinkContainer(ctx context.Context, member string, container int6
 // UnlinkContainer removes a link.
 func (s *Store) UnlinkContainer(ctx context.Context, member string, container int64) error {
 	return s.wrap("unlink division", s.inTx(ctx, func(tx pgx.Tx) error {
-		mid, err := memberID(ctx, tx, member)
+		mid, err := storekit.MemberID(ctx, pgDB{tx}, member)
 		if err != nil {
 			return err
 		}

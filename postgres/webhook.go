@@ -40,7 +40,7 @@ func deref(t *time.Time) time.Time {
 // AddEndpoint stores a new endpoint of a member.
 func (s *Store) AddEndpoint(ctx context.Context, member string, e certorder.Endpoint) (certorder.Endpoint, error) {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		mid, err := memberID(ctx, tx, member)
+		mid, err := storekit.MemberID(ctx, pgDB{tx}, member)
 		if err != nil {
 			return err
 		}
@@ -74,7 +74,7 @@ func (s *Store) AddMemberEndpoint(ctx context.Context, memberID int64, e certord
 
 // Endpoints lists a member's endpoints.
 func (s *Store) Endpoints(ctx context.Context, member string) ([]certorder.Endpoint, error) {
-	mid, err := memberID(ctx, s.pool, member)
+	mid, err := storekit.MemberID(ctx, s.Read, member)
 	if err != nil {
 		return nil, s.wrap("list endpoints", err)
 	}

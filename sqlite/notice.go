@@ -88,7 +88,10 @@ func (s *Store) AddNoticeAddress(ctx context.Context, memberID int64, a certorde
 		if a.ID, err = res.LastInsertId(); err != nil {
 			return err
 		}
-		if err := admitNoticeAddress(ctx, tx, a); err != nil || !a.ConfirmedAt.IsZero() {
+		// The blocks and the confirmations' budget: the write connection is
+		// one and its transactions begin IMMEDIATE, so a count and the insert
+		// after it cannot interleave with another add.
+		if err := storekit.AdmitNoticeAddress(ctx, sqlDB{q: tx}, a); err != nil || !a.ConfirmedAt.IsZero() {
 			return err
 		}
 		_, err = insertJob(ctx, tx, queue.Job{Kind: queue.KindNoticeConfirm, MemberID: memberID, SubjectID: a.ID}, a.CreatedAt)

@@ -287,7 +287,7 @@ func (t *orderTx) save(ctx context.Context, memberID int64, o *certorder.Order, 
 func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq2[*certorder.Order, error]) (int, error) {
 	n := 0
 	err := s.bulkTx(ctx, func(tx *sql.Tx) error {
-		mid, err := memberID(ctx, tx, member)
+		mid, err := storekit.MemberID(ctx, sqlDB{q: tx}, member)
 		if err != nil {
 			return err
 		}

@@ -5,17 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/certorder/certorder"
 )
-
-// AddSession stores a web session, in the sessions' file.
-func (s *Store) AddSession(ctx context.Context, se certorder.Session) error {
-	_, err := s.sessions.ExecContext(ctx, `INSERT INTO sessions (token_hash, member_id, key_id, csrf, created_at, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?)`, se.TokenHash, se.MemberID, se.KeyID, se.CSRF, formatTime(se.Created), formatTime(se.Expires))
-	return s.wrap("add session", err)
-}
 
 // FindSession returns a session with its key's and member's state: the
 // session from the sessions' file, the state from the store's, in a
@@ -41,18 +33,6 @@ func (s *Store) FindSession(ctx context.Context, tokenHash []byte) (certorder.Se
 		return se, fmt.Errorf("%w: session", certorder.ErrNotFound)
 	}
 	return se, s.wrap("find session", err)
-}
-
-// DeleteSession ends a session.
-func (s *Store) DeleteSession(ctx context.Context, tokenHash []byte) error {
-	_, err := s.sessions.ExecContext(ctx, `DELETE FROM sessions WHERE token_hash = ?`, tokenHash)
-	return s.wrap("delete session", err)
-}
-
-// PruneSessions deletes expired sessions.
-func (s *Store) PruneSessions(ctx context.Context, now time.Time) error {
-	_, err := s.sessions.ExecContext(ctx, `DELETE FROM sessions WHERE expires_at < ?`, formatTime(now))
-	return s.wrap("prune sessions", err)
 }
 
 // endSessions deletes every session of a member.

@@ -53,6 +53,8 @@ var _ storekit.Store = (*Store)(nil)
 
 // Store is a certorder.Store on one SQLite file.
 type Store struct {
+	storekit.Kit // what both stores do alike
+
 	read     *sql.DB // concurrent readers; WAL lets them run beside the writer
 	write    *sql.DB // one connection: SQLite allows one writer at a time
 	audit    *sql.DB // the audit trail's file, one connection
@@ -113,6 +115,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	s.read.SetMaxOpenConns(4)
 	s.read.SetMaxIdleConns(4)
+	s.Kit = storekit.Kit{Read: sqlDB{s.read, s.read}, Write: sqlDB{s.write, s.write}, Sessions: sqlDB{s.sessions, s.sessions}, Wrap: s.wrap}
 	if err := s.prepare(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: %w", err)

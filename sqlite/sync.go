@@ -19,7 +19,7 @@ func (s *Store) LinkContainer(ctx context.Context, member string, container int6
 		return fmt.Errorf("%w: division %d is not a positive number", certorder.ErrInvalid, container)
 	}
 	return s.wrap("link division", inTx(ctx, s.write, func(tx *sql.Tx) error {
-		mid, err := memberID(ctx, tx, member)
+		mid, err := storekit.MemberID(ctx, sqlDB{q: tx}, member)
 		if err != nil {
 			return err
 		}
@@ -42,7 +42,7 @@ func (s *Store) LinkContainer(ctx context.Context, member string, container int6
 // UnlinkContainer removes a link.
 func (s *Store) UnlinkContainer(ctx context.Context, member string, container int64) error {
 	return s.wrap("unlink division", inTx(ctx, s.write, func(tx *sql.Tx) error {
-		mid, err := memberID(ctx, tx, member)
+		mid, err := storekit.MemberID(ctx, sqlDB{q: tx}, member)
 		if err != nil {
 			return err
 		}

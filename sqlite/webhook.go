@@ -35,7 +35,7 @@ func scanEndpoint(row interface{ Scan(...any) error }) (certorder.Endpoint, erro
 // AddEndpoint stores a new endpoint of a member.
 func (s *Store) AddEndpoint(ctx context.Context, member string, e certorder.Endpoint) (certorder.Endpoint, error) {
 	err := inTx(ctx, s.write, func(tx *sql.Tx) error {
-		mid, err := memberID(ctx, tx, member)
+		mid, err := storekit.MemberID(ctx, sqlDB{q: tx}, member)
 		if err != nil {
 			return err
 		}
@@ -76,7 +76,7 @@ func (s *Store) AddMemberEndpoint(ctx context.Context, memberID int64, e certord
 
 // Endpoints lists a member's endpoints.
 func (s *Store) Endpoints(ctx context.Context, member string) ([]certorder.Endpoint, error) {
-	mid, err := memberID(ctx, s.read, member)
+	mid, err := storekit.MemberID(ctx, s.Read, member)
 	if err != nil {
 		return nil, s.wrap("list endpoints", err)
 	}
