@@ -96,14 +96,14 @@ func (s *Store) RevokeMemberKey(ctx context.Context, memberID int64, id string) 
 // member's order is never read, so it costs what a missing one does.
 func (s *Store) FindCredential(ctx context.Context, keyID string, orderID int64) (certorder.Credential, *certorder.Order, error) {
 	var c certorder.Credential
-	var o nullOrder
+	var o storekit.OrderRow
 	err := s.read(ctx, func() error {
-		c, o = certorder.Credential{}, nullOrder{} // nothing of a first attempt cut short
-		return s.pool.QueryRow(ctx, `SELECT k.id, k.hash, k.revoked_at IS NOT NULL, m.id, m.name, m.disabled, `+orderColumns+`
+		c, o = certorder.Credential{}, storekit.OrderRow{} // nothing of a first attempt cut short
+		return s.pool.QueryRow(ctx, `SELECT k.id, k.hash, k.revoked_at IS NOT NULL, m.id, m.name, m.disabled, `+storekit.OrderColumns+`
 			FROM api_keys k JOIN members m ON m.id = k.member_id
 			LEFT JOIN orders o ON o.id = $2 AND o.member_id = k.member_id
 			WHERE k.id = $1`, keyID, orderID).
-			Scan(append([]any{&c.KeyID, &c.KeyHash, &c.KeyRevoked, &c.MemberID, &c.Member, &c.MemberDisabled}, o.dest()...)...)
+			Scan(append([]any{&c.KeyID, &c.KeyHash, &c.KeyRevoked, &c.MemberID, &c.Member, &c.MemberDisabled}, o.Dest()...)...)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, nil, fmt.Errorf("%w: key %s", certorder.ErrNotFound, keyID)
@@ -111,9 +111,6 @@ func (s *Store) FindCredential(ctx context.Context, keyID string, orderID int64)
 	if err != nil {
 		return c, nil, s.wrap("find credential", err)
 	}
-	order, err := o.order()
-	if order != nil {
-		order.Member = c.Member
-	}
+	order, err := o.MemberOrder(&c)
 	return c, order, s.wrap("find credential", err)
 }

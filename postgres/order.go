@@ -16,51 +16,20 @@ import (
 	"github.com/certorder/certorder/internal/storekit"
 )
 
-// orderColumns are the columns every order read scans, with nullOrder.
-const orderColumns = `o.id, o.member_id, o.common_name, o.status, o.valid_till, COALESCE(o.renewed_by, 0),
-	o.doc, o.cert_end, o.doc_format`
-
-// nullOrder scans orderColumns, which are NULL when a LEFT JOIN found no order.
-type nullOrder struct {
-	id, memberID                  *int64
-	certEnd, format               *int
-	commonName, status, validTill *string
-	renewedBy                     int64
-	doc                           []byte
-}
-
-func (n *nullOrder) dest() []any {
-	return []any{&n.id, &n.memberID, &n.commonName, &n.status, &n.validTill, &n.renewedBy, &n.doc, &n.certEnd, &n.format}
-}
-
-// order is the scanned order, nil if there was none. A row stored in
-// another document format is refused rather than answered wrong.
-func (n *nullOrder) order() (*certorder.Order, error) {
-	if n.id == nil {
-		return nil, nil
-	}
-	if *n.format != certorder.DocFormat {
-		return nil, fmt.Errorf("order %d is stored in document format %d; this binary reads %d", *n.id, *n.format, certorder.DocFormat)
-	}
-	return &certorder.Order{ID: *n.id, MemberID: *n.memberID, Status: *n.status,
-		Certificate: certorder.Certificate{CommonName: *n.commonName, ValidTill: *n.validTill},
-		RenewedBy:   n.renewedBy, Doc: n.doc, CertEnd: *n.certEnd}, nil
-}
-
 // FindOrder returns one order.
 func (s *Store) FindOrder(ctx context.Context, id int64) (*certorder.Order, error) {
-	var n nullOrder
+	var n storekit.OrderRow
 	var l storekit.Lifecycle
 	var member string
-	err := s.pool.QueryRow(ctx, `SELECT `+orderColumns+`, `+storekit.LifecycleColumns+`, m.name FROM orders o
-		JOIN members m ON m.id = o.member_id`+storekit.LifecycleJoin+` WHERE o.id = $1`, id).Scan(append(append(n.dest(), l.Dest()...), &member)...)
+	err := s.pool.QueryRow(ctx, `SELECT `+storekit.OrderColumns+`, `+storekit.LifecycleColumns+`, m.name FROM orders o
+		JOIN members m ON m.id = o.member_id`+storekit.LifecycleJoin+` WHERE o.id = $1`, id).Scan(append(append(n.Dest(), l.Dest()...), &member)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: order %d", certorder.ErrNotFound, id)
 	}
 	if err != nil {
 		return nil, s.wrap("find order", err)
 	}
-	o, err := n.order()
+	o, err := n.Order()
 	if o != nil {
 		o.Member = member
 		l.Fill(o)
@@ -98,17 +67,17 @@ func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*cert
 	}
 	n := len(args)
 	// Renews is read for the page's rows only, not for those the offset skips.
-	rows, _ := s.pool.Query(ctx, `SELECT `+orderColumns+`, `+storekit.LifecycleColumns+`, `+renewsColumn+` FROM (SELECT * FROM orders o WHERE `+where+
+	rows, _ := s.pool.Query(ctx, `SELECT `+storekit.OrderColumns+`, `+storekit.LifecycleColumns+`, `+renewsColumn+` FROM (SELECT * FROM orders o WHERE `+where+
 		` ORDER BY `+storekit.OrderSorts[q.Sort]+` LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2)+`) o`+storekit.LifecycleJoin+` ORDER BY `+storekit.OrderSorts[q.Sort],
 		append(args, limit, max(q.Offset, 0))...)
 	os, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*certorder.Order, error) {
-		var n nullOrder
+		var n storekit.OrderRow
 		var l storekit.Lifecycle
 		var renews int64
-		if err := row.Scan(append(append(n.dest(), l.Dest()...), &renews)...); err != nil {
+		if err := row.Scan(append(append(n.Dest(), l.Dest()...), &renews)...); err != nil {
 			return nil, err
 		}
-		o, err := n.order()
+		o, err := n.Order()
 		if o != nil {
 			l.Fill(o)
 			o.Renews = renews

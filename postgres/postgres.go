@@ -116,14 +116,11 @@ func (s *Store) migrate(ctx context.Context) error {
 		if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
 			return err
 		}
-		if current > migrations.Latest(ms) {
-			return fmt.Errorf("database schema version %d is newer than this binary knows (%d); upgrade certorder",
-				current, migrations.Latest(ms))
+		pending, err := migrations.Pending(ms, current)
+		if err != nil {
+			return err
 		}
-		for _, m := range ms {
-			if m.Version <= current {
-				continue
-			}
+		for _, m := range pending {
 			if _, err := tx.Exec(ctx, m.SQL); err != nil {
 				return fmt.Errorf("migration %s: %w", m.Name, err)
 			}

@@ -94,11 +94,9 @@ func (s *Store) RevokeMemberKey(ctx context.Context, memberID int64, id string) 
 	return s.wrap("revoke key", oneRow(res, err, "key "+id))
 }
 
-// The columns of the hot path's one read: a credential and an order.
-const (
-	credentialColumns = `k.id, k.hash, k.revoked_at IS NOT NULL, m.id, m.name, m.disabled`
-	noOrderColumns    = `NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL`
-)
+// credentialColumns are the columns of the hot path's one read, before
+// an order's (storekit.OrderColumns or NoOrderColumns).
+const credentialColumns = `k.id, k.hash, k.revoked_at IS NOT NULL, m.id, m.name, m.disabled`
 
 // FindCredential reads a key, its member and the member's order, in one
 // query (the cache in front of the store is credcache.Store's).
@@ -108,18 +106,15 @@ func (s *Store) FindCredential(ctx context.Context, keyID string, orderID int64)
 	if orderID == 0 {
 		stmt, args = s.findCredential, []any{keyID}
 	}
-	var o nullOrder
+	var o storekit.OrderRow
 	err := stmt.QueryRowContext(ctx, args...).Scan(append([]any{&c.KeyID, &c.KeyHash, &c.KeyRevoked,
-		&c.MemberID, &c.Member, &c.MemberDisabled}, o.dest()...)...)
+		&c.MemberID, &c.Member, &c.MemberDisabled}, o.Dest()...)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, nil, fmt.Errorf("%w: key %s", certorder.ErrNotFound, keyID)
 	}
 	if err != nil {
 		return c, nil, s.wrap("find credential", err)
 	}
-	order, err := o.order()
-	if order != nil {
-		order.Member = c.Member
-	}
+	order, err := o.MemberOrder(&c)
 	return c, order, s.wrap("find credential", err)
 }

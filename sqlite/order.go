@@ -14,49 +14,19 @@ import (
 	"github.com/certorder/certorder/internal/storekit"
 )
 
-// orderColumns are the columns every order read scans, with nullOrder.
-const orderColumns = `o.id, o.member_id, o.common_name, o.status, o.valid_till, COALESCE(o.renewed_by, 0),
-	o.doc, o.cert_end, o.doc_format`
-
-// nullOrder scans orderColumns, which are NULL when a LEFT JOIN found no order.
-type nullOrder struct {
-	id, memberID, certEnd, format sql.NullInt64
-	commonName, status, validTill sql.NullString
-	renewedBy                     int64
-	doc                           []byte
-}
-
-func (n *nullOrder) dest() []any {
-	return []any{&n.id, &n.memberID, &n.commonName, &n.status, &n.validTill, &n.renewedBy, &n.doc, &n.certEnd, &n.format}
-}
-
-// order is the scanned order, nil if there was none. A row stored in
-// another document format is refused rather than answered wrong.
-func (n *nullOrder) order() (*certorder.Order, error) {
-	if !n.id.Valid {
-		return nil, nil
-	}
-	if n.format.Int64 != certorder.DocFormat {
-		return nil, fmt.Errorf("order %d is stored in document format %d; this binary reads %d", n.id.Int64, n.format.Int64, certorder.DocFormat)
-	}
-	return &certorder.Order{ID: n.id.Int64, MemberID: n.memberID.Int64, Status: n.status.String,
-		Certificate: certorder.Certificate{CommonName: n.commonName.String, ValidTill: n.validTill.String},
-		RenewedBy:   n.renewedBy, Doc: n.doc, CertEnd: int(n.certEnd.Int64)}, nil
-}
-
 // FindOrder returns one order.
 func (s *Store) FindOrder(ctx context.Context, id int64) (*certorder.Order, error) {
-	var n nullOrder
+	var n storekit.OrderRow
 	var l storekit.Lifecycle
 	var member string
-	err := s.findOrder.QueryRowContext(ctx, id).Scan(append(append(n.dest(), l.Dest()...), &member)...)
+	err := s.findOrder.QueryRowContext(ctx, id).Scan(append(append(n.Dest(), l.Dest()...), &member)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: order %d", certorder.ErrNotFound, id)
 	}
 	if err != nil {
 		return nil, s.wrap("find order", err)
 	}
-	o, err := n.order()
+	o, err := n.Order()
 	if o != nil {
 		o.Member = member
 		l.Fill(o)
@@ -94,7 +64,7 @@ func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*cert
 		limit = -1 // SQLite: no limit
 	}
 	// Renews is read for the page's rows only, not for those the offset skips.
-	rows, err := s.read.QueryContext(ctx, `SELECT `+orderColumns+`, `+storekit.LifecycleColumns+`, `+renewsColumn+` FROM (SELECT * FROM orders o WHERE `+where+
+	rows, err := s.read.QueryContext(ctx, `SELECT `+storekit.OrderColumns+`, `+storekit.LifecycleColumns+`, `+renewsColumn+` FROM (SELECT * FROM orders o WHERE `+where+
 		` ORDER BY `+storekit.OrderSorts[q.Sort]+` LIMIT ? OFFSET ?) o`+storekit.LifecycleJoin+` ORDER BY `+storekit.OrderSorts[q.Sort], append(args, limit, max(q.Offset, 0))...)
 	if err != nil {
 		return nil, s.wrap("list orders", err)
@@ -102,13 +72,13 @@ func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*cert
 	defer rows.Close()
 	var os []*certorder.Order
 	for rows.Next() {
-		var n nullOrder
+		var n storekit.OrderRow
 		var l storekit.Lifecycle
 		var renews int64
-		if err := rows.Scan(append(append(n.dest(), l.Dest()...), &renews)...); err != nil {
+		if err := rows.Scan(append(append(n.Dest(), l.Dest()...), &renews)...); err != nil {
 			return nil, s.wrap("list orders", err)
 		}
-		o, err := n.order()
+		o, err := n.Order()
 		if err != nil {
 			return nil, s.wrap("list orders", err)
 		}

@@ -126,13 +126,13 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 // prepare prepares the statements of the hot path.
 func (s *Store) prepare(ctx context.Context) (err error) {
-	if s.findOrder, err = s.read.PrepareContext(ctx, `SELECT `+orderColumns+`, `+storekit.LifecycleColumns+`, m.name
+	if s.findOrder, err = s.read.PrepareContext(ctx, `SELECT `+storekit.OrderColumns+`, `+storekit.LifecycleColumns+`, m.name
 		FROM orders o JOIN members m ON m.id = o.member_id`+storekit.LifecycleJoin+` WHERE o.id = ?`); err != nil {
 		return err
 	}
 	// The order is joined only if it is the key's member's: another
 	// member's order is never read, so it costs what a missing one does.
-	if s.findCredentialOrder, err = s.read.PrepareContext(ctx, `SELECT `+credentialColumns+`, `+orderColumns+`
+	if s.findCredentialOrder, err = s.read.PrepareContext(ctx, `SELECT `+credentialColumns+`, `+storekit.OrderColumns+`
 		FROM api_keys k JOIN members m ON m.id = k.member_id
 		LEFT JOIN orders o ON o.id = ? AND o.member_id = k.member_id
 		WHERE k.id = ?`); err != nil {
@@ -140,7 +140,7 @@ func (s *Store) prepare(ctx context.Context) (err error) {
 	}
 	// Without an order: one statement for both would be re-prepared by
 	// SQLite each time the order parameter switched between 0 and a number.
-	s.findCredential, err = s.read.PrepareContext(ctx, `SELECT `+credentialColumns+`, `+noOrderColumns+`
+	s.findCredential, err = s.read.PrepareContext(ctx, `SELECT `+credentialColumns+`, `+storekit.NoOrderColumns+`
 		FROM api_keys k JOIN members m ON m.id = k.member_id WHERE k.id = ?`)
 	return err
 }
@@ -174,14 +174,11 @@ func migrate(ctx context.Context, db *sql.DB, fsys embed.FS, dir string) error {
 	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
 		return fmt.Errorf("sqlite: %w", err)
 	}
-	if current > migrations.Latest(ms) {
-		return fmt.Errorf("sqlite: database schema version %d is newer than this binary knows (%d); upgrade certorder",
-			current, migrations.Latest(ms))
+	pending, err := migrations.Pending(ms, current)
+	if err != nil {
+		return fmt.Errorf("sqlite: %w", err)
 	}
-	for _, m := range ms {
-		if m.Version <= current {
-			continue
-		}
+	for _, m := range pending {
 		err := inTx(ctx, db, func(tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 				return err

@@ -123,15 +123,15 @@ type syncTx struct {
 }
 
 func (t *syncTx) StoredOrder(ctx context.Context, id int64) (*certorder.Order, error) {
-	var n nullOrder
-	err := t.tx.QueryRowContext(ctx, `SELECT `+orderColumns+` FROM orders o WHERE o.id = ?`, id).Scan(n.dest()...)
+	var n storekit.OrderRow
+	err := t.tx.QueryRowContext(ctx, `SELECT `+storekit.OrderColumns+` FROM orders o WHERE o.id = ?`, id).Scan(n.Dest()...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: order %d", certorder.ErrNotFound, id)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return n.order()
+	return n.Order()
 }
 
 func (t *syncTx) RenewedFrom(ctx context.Context, id int64) (int64, int64, error) {
