@@ -62,7 +62,7 @@ func insertEndpoint(ctx context.Context, tx pgx.Tx, e *certorder.Endpoint) error
 // AddMemberEndpoint stores a new endpoint of the member, within max.
 func (s *Store) AddMemberEndpoint(ctx context.Context, memberID int64, e certorder.Endpoint, max int) (certorder.Endpoint, error) {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		name, err := memberWithin(ctx, tx, "webhook_endpoints", memberID, max)
+		name, err := s.MemberWithin(ctx, pgDB{tx}, "webhook_endpoints", memberID, max)
 		if err != nil {
 			return err
 		}
@@ -113,7 +113,7 @@ func (s *Store) deleteEndpoint(ctx context.Context, where string, args ...any) e
 		if err := oneRow(tag, err, fmt.Sprintf("endpoint %d", args[0])); err != nil {
 			return err
 		}
-		return deleteJobs(ctx, tx, args[0].(int64), queue.KindWebhook)
+		return s.DeleteJobs(ctx, pgDB{tx}, args[0].(int64), queue.KindWebhook)
 	})
 }
 
@@ -124,7 +124,7 @@ func (s *Store) deleteEndpoint(ctx context.Context, where string, args ...any) e
 func (s *Store) FanOut(ctx context.Context, limit int, build func(certorder.Event, certorder.Endpoint) (queue.Job, error)) (int, error) {
 	n := 0
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		events, err := outboxEvents(ctx, tx, "fanned_out", limit)
+		events, err := outboxEvents(ctx, pgDB{tx}, "fanned_out", limit)
 		if err != nil {
 			return err
 		}
@@ -146,7 +146,7 @@ func (s *Store) FanOut(ctx context.Context, limit int, build func(certorder.Even
 				if err != nil {
 					return err
 				}
-				if _, err := insertJob(ctx, tx, j, at); err != nil {
+				if _, err := storekit.InsertJob(ctx, pgDB{tx}, j, at); err != nil {
 					return err
 				}
 			}

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -74,4 +75,10 @@ func textTimes(args []any) []any {
 		}
 	}
 	return args
+}
+
+// listJSON is a slice as the JSON array json_each reads.
+func listJSON(slice any) any {
+	b, _ := json.Marshal(slice) // the lists are of strings or numbers
+	return string(b)
 }

@@ -63,7 +63,7 @@ func insertEndpoint(ctx context.Context, tx *sql.Tx, e certorder.Endpoint) (cert
 // one IMMEDIATE transaction as AddMemberKey.
 func (s *Store) AddMemberEndpoint(ctx context.Context, memberID int64, e certorder.Endpoint, max int) (certorder.Endpoint, error) {
 	err := inTx(ctx, s.write, func(tx *sql.Tx) error {
-		name, err := memberWithin(ctx, tx, "webhook_endpoints", memberID, max)
+		name, err := s.MemberWithin(ctx, sqlDB{q: tx}, "webhook_endpoints", memberID, max)
 		if err != nil {
 			return err
 		}
@@ -126,7 +126,7 @@ func (s *Store) deleteEndpoint(ctx context.Context, where string, args ...any) e
 		if err := oneRow(res, err, fmt.Sprintf("endpoint %d", args[0])); err != nil {
 			return err
 		}
-		return deleteJobs(ctx, tx, args[0].(int64), queue.KindWebhook)
+		return s.DeleteJobs(ctx, sqlDB{q: tx}, args[0].(int64), queue.KindWebhook)
 	})
 }
 
@@ -137,7 +137,7 @@ func (s *Store) deleteEndpoint(ctx context.Context, where string, args ...any) e
 func (s *Store) FanOut(ctx context.Context, limit int, build func(certorder.Event, certorder.Endpoint) (queue.Job, error)) (int, error) {
 	n := 0
 	err := inTx(ctx, s.write, func(tx *sql.Tx) error {
-		events, err := outboxEvents(ctx, tx, "fanned_out", limit)
+		events, err := outboxEvents(ctx, sqlDB{q: tx}, "fanned_out", limit)
 		if err != nil {
 			return err
 		}
@@ -170,7 +170,7 @@ func (s *Store) FanOut(ctx context.Context, limit int, build func(certorder.Even
 				if err != nil {
 					return err
 				}
-				if _, err := insertJob(ctx, tx, j, at); err != nil {
+				if _, err := storekit.InsertJob(ctx, sqlDB{q: tx}, j, at); err != nil {
 					return err
 				}
 			}

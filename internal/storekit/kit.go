@@ -1,6 +1,7 @@
 package storekit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -20,6 +21,24 @@ type Kit struct {
 	SessionsApart bool
 	// Wrap turns a driver error into a store error (the store's rule).
 	Wrap func(op string, err error) error
+	// The dialect's few words the shared statements need: ForUpdate
+	// locks the rows a SELECT reads for its transaction (PostgreSQL's
+	// " FOR UPDATE"; "" for SQLite, whose one writer is the lock); InList
+	// is the condition that column is one of the list argument, and List
+	// makes that argument of a slice (SQLite: json_each of a JSON array;
+	// PostgreSQL: = ANY of an array).
+	ForUpdate string
+	InList    func(column string) string
+	List      func(slice any) any
+	// LockConfirmations is run in AddNoticeAddress's transaction before
+	// the confirmations are counted ("" where the one writer is the lock).
+	LockConfirmations string
+	// TakeEvents takes up to limit events whose flag (fanned_out: the
+	// webhooks'; noticed: the notices') is not set, oldest first, in tx;
+	// NoticeTargets are the active addresses of the event's member that
+	// want it (locked for tx where the store has row locks).
+	TakeEvents    func(ctx context.Context, tx DB, flag string, limit int) ([]certorder.Event, error)
+	NoticeTargets func(ctx context.Context, tx DB, ev certorder.Event) ([]certorder.NoticeAddress, error)
 }
 
 // oneRow turns a statement that touched no row into ErrNotFound.
