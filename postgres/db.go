@@ -49,3 +49,14 @@ func (r pgRow) Scan(dest ...any) error {
 	}
 	return storekit.ErrNoRows
 }
+
+// arrayArg is a slice as an array argument, empty rather than nil (nonNil).
+func arrayArg(slice any) any {
+	switch xs := slice.(type) {
+	case []string:
+		return nonNil(xs)
+	case []int64:
+		return nonNil(xs)
+	}
+	return slice
+}

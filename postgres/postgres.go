@@ -92,7 +92,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	s := &Store{pool: pool, cfg: cfg}
 	s.Kit = storekit.Kit{Read: pgDB{pool}, Write: pgDB{pool}, Sessions: pgDB{pool}, Wrap: s.wrap,
 		ForUpdate: " FOR UPDATE", InList: func(column string) string { return column + " = ANY(?)" },
-		List:              func(slice any) any { return slice },
+		List: arrayArg, ReadAgain: s.read,
 		LockConfirmations: fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d, %s)`, lockConfirmations, schemaKey),
 		TakeEvents:        outboxEvents, NoticeTargets: noticeTargets}
 	if err := s.migrate(ctx); err != nil {

@@ -134,7 +134,7 @@ func (s *Store) prepare(ctx context.Context) (err error) {
 	}
 	// The order is joined only if it is the key's member's: another
 	// member's order is never read, so it costs what a missing one does.
-	if s.findCredentialOrder, err = s.read.PrepareContext(ctx, `SELECT `+credentialColumns+`, `+storekit.OrderColumns+`
+	if s.findCredentialOrder, err = s.read.PrepareContext(ctx, `SELECT `+storekit.CredentialColumns+`, `+storekit.OrderColumns+`
 		FROM api_keys k JOIN members m ON m.id = k.member_id
 		LEFT JOIN orders o ON o.id = ? AND o.member_id = k.member_id
 		WHERE k.id = ?`); err != nil {
@@ -142,7 +142,7 @@ func (s *Store) prepare(ctx context.Context) (err error) {
 	}
 	// Without an order: one statement for both would be re-prepared by
 	// SQLite each time the order parameter switched between 0 and a number.
-	s.findCredential, err = s.read.PrepareContext(ctx, `SELECT `+credentialColumns+`, `+storekit.NoOrderColumns+`
+	s.findCredential, err = s.read.PrepareContext(ctx, `SELECT `+storekit.CredentialColumns+`, `+storekit.NoOrderColumns+`
 		FROM api_keys k JOIN members m ON m.id = k.member_id WHERE k.id = ?`)
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/certorder/certorder"
 )
@@ -39,6 +40,12 @@ type Kit struct {
 	// want it (locked for tx where the store has row locks).
 	TakeEvents    func(ctx context.Context, tx DB, flag string, limit int) ([]certorder.Event, error)
 	NoticeTargets func(ctx context.Context, tx DB, ev certorder.Event) ([]certorder.NoticeAddress, error)
+	// ReadAgain runs a read of the API, and once more when the store's
+	// connection was gone (PostgreSQL's pool); nil: once.
+	ReadAgain func(ctx context.Context, read func() error) error
+
+	certQueries           sync.Once // FindCertificates' queries, in the store's dialect
+	memberCerts, allCerts string
 }
 
 // oneRow turns a statement that touched no row into ErrNotFound.
@@ -55,4 +62,11 @@ func notFound(err error, what string) error {
 		return fmt.Errorf("%w: %s", certorder.ErrNotFound, what)
 	}
 	return err
+}
+
+func (k *Kit) readAgain(ctx context.Context, read func() error) error {
+	if k.ReadAgain == nil {
+		return read()
+	}
+	return k.ReadAgain(ctx, read)
 }

@@ -53,3 +53,32 @@ func (r *OrderRow) MemberOrder(c *certorder.Credential) (*certorder.Order, error
 	}
 	return o, err
 }
+
+// CredentialColumns are the columns of the hot path's one read (aliases k
+// for the key, m for its member), before OrderColumns or NoOrderColumns.
+const CredentialColumns = `k.id, k.hash, k.revoked_at IS NOT NULL, m.id, m.name, m.disabled`
+
+// CredentialRow is one row of CredentialColumns and OrderColumns.
+type CredentialRow struct {
+	C certorder.Credential
+	O OrderRow
+}
+
+// Dest is where a Scan of the row puts its columns.
+func (r *CredentialRow) Dest() []any {
+	return []any{&r.C.KeyID, &r.C.KeyHash, &r.C.KeyRevoked, &r.C.MemberID, &r.C.Member, &r.C.MemberDisabled,
+		&r.O.ID, &r.O.MemberID, &r.O.CommonName, &r.O.Status, &r.O.ValidTill, &r.O.RenewedBy, &r.O.Doc, &r.O.CertEnd, &r.O.Format}
+}
+
+// Result is FindCredential's answer of the row, read with err (noRows:
+// no such key); wrap is the store's rule for its errors.
+func (r *CredentialRow) Result(keyID string, err error, noRows bool, wrap func(string, error) error) (certorder.Credential, *certorder.Order, error) {
+	if noRows {
+		return r.C, nil, fmt.Errorf("%w: key %s", certorder.ErrNotFound, keyID)
+	}
+	if err != nil {
+		return r.C, nil, wrap("find credential", err)
+	}
+	order, err := r.O.MemberOrder(&r.C)
+	return r.C, order, wrap("find credential", err)
+}
