@@ -116,7 +116,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	s.read.SetMaxOpenConns(4)
 	s.read.SetMaxIdleConns(4)
 	s.Kit = storekit.Kit{Read: sqlDB{s.read, s.read}, Write: sqlDB{s.write, s.write}, Sessions: sqlDB{s.sessions, s.sessions},
-		SessionsApart: true, Wrap: s.wrap,
+		AuditDB: sqlDB{s.audit, s.audit}, SessionsApart: true, Wrap: s.wrap, Greatest: "max", NoLimit: -1,
 		InList: func(column string) string { return column + " IN (SELECT value FROM json_each(?))" },
 		List:   listJSON, TakeEvents: outboxEvents, NoticeTargets: noticeTargets}
 	if err := s.prepare(ctx); err != nil {

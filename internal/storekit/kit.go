@@ -17,6 +17,7 @@ type Kit struct {
 	Read     TxDB // reads outside a transaction
 	Write    TxDB // writes, and their transactions
 	Sessions TxDB // the web sessions' table
+	AuditDB  TxDB // the audit trail (SQLite: a file of its own)
 	// SessionsApart: the sessions' table is in a database of its own
 	// (SQLite's file), not to be joined with the members and keys.
 	SessionsApart bool
@@ -29,8 +30,12 @@ type Kit struct {
 	// makes that argument of a slice (SQLite: json_each of a JSON array;
 	// PostgreSQL: = ANY of an array).
 	ForUpdate string
-	InList    func(column string) string
-	List      func(slice any) any
+	// Greatest is the function of the larger of two values (GREATEST;
+	// SQLite's max); NoLimit the argument of LIMIT that sets none.
+	Greatest string
+	NoLimit  any
+	InList   func(column string) string
+	List     func(slice any) any
 	// LockConfirmations is run in AddNoticeAddress's transaction before
 	// the confirmations are counted ("" where the one writer is the lock).
 	LockConfirmations string
