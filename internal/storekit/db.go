@@ -74,7 +74,7 @@ func (t *Time) Scan(src any) error {
 	case nil:
 		t.T = time.Time{}
 	case time.Time:
-		t.T = v
+		t.T = v.UTC()
 	case string:
 		t.T, _ = time.Parse(TimeLayout, v)
 	case []byte:
