@@ -94,7 +94,8 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		ForUpdate: " FOR UPDATE", InList: func(column string) string { return column + " = ANY(?)" },
 		List: arrayArg, ReadAgain: s.read,
 		LockConfirmations: fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d, %s)`, lockConfirmations, schemaKey),
-		TakeEvents:        outboxEvents, NoticeTargets: noticeTargets}
+		TakeEvents:        outboxEvents, NoticeTargets: noticeTargets,
+		EndpointTargets: endpointTargets, WriteEvents: addEvents}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err

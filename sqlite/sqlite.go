@@ -118,7 +118,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	s.Kit = storekit.Kit{Read: sqlDB{s.read, s.read}, Write: sqlDB{s.write, s.write}, Sessions: sqlDB{s.sessions, s.sessions},
 		AuditDB: sqlDB{s.audit, s.audit}, SessionsApart: true, Wrap: s.wrap, Greatest: "max", NoLimit: -1,
 		InList: func(column string) string { return column + " IN (SELECT value FROM json_each(?))" },
-		List:   listJSON, TakeEvents: outboxEvents, NoticeTargets: noticeTargets}
+		List:   listJSON, TakeEvents: outboxEvents, NoticeTargets: noticeTargets,
+		EndpointTargets: endpointTargets, WriteEvents: addEvents}
 	if err := s.prepare(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: %w", err)

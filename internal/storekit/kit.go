@@ -45,6 +45,11 @@ type Kit struct {
 	// want it (locked for tx where the store has row locks).
 	TakeEvents    func(ctx context.Context, tx DB, flag string, limit int) ([]certorder.Event, error)
 	NoticeTargets func(ctx context.Context, tx DB, ev certorder.Event) ([]certorder.NoticeAddress, error)
+	// EndpointTargets are the enabled endpoints of the event's member
+	// that want it, none when the member is disabled; WriteEvents writes
+	// events in tx (the store's multi-row insert).
+	EndpointTargets func(ctx context.Context, tx DB, ev certorder.Event) ([]certorder.Endpoint, error)
+	WriteEvents     func(ctx context.Context, tx DB, events []certorder.Event) error
 	// ReadAgain runs a read of the API, and once more when the store's
 	// connection was gone (PostgreSQL's pool); nil: once.
 	ReadAgain func(ctx context.Context, read func() error) error
