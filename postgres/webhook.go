@@ -8,26 +8,6 @@ import (
 	"github.com/certorder/certorder/internal/storekit"
 )
 
-// EndingOrders lists orders whose certificate or plan ends in a window, of
-// members with an endpoint for the event.
-func (s *Store) EndingOrders(ctx context.Context, typ, from, to string) ([]storekit.EndingOrder, error) {
-	col, err := storekit.EndColumn(typ)
-	if err != nil {
-		return nil, err
-	}
-	rows, _ := s.pool.Query(ctx, `SELECT `+storekit.EndingColumns+`, COALESCE((SELECT string_agg(threshold::text, ',') FROM order_notices n
-			WHERE n.order_id = o.id AND n.type = $1 AND n.ends = o.`+col+`), '')
-		FROM orders o`+storekit.LifecycleJoin+` WHERE o.`+col+` BETWEEN $2 AND $3
-		AND (EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.member_id = o.member_id AND e.enabled
-			AND (e.event_types = '' OR $1 = ANY(string_to_array(e.event_types, ','))))
-		OR EXISTS (SELECT 1 FROM notice_addresses a WHERE a.member_id = o.member_id
-			AND a.confirmed_at IS NOT NULL AND a.unsubscribed_at IS NULL
-			AND (a.event_types = '' OR $1 = ANY(string_to_array(a.event_types, ',')))))
-		ORDER BY o.id`, typ, from, to)
-	os, err := storekit.Collect(rows, storekit.ScanEnding)
-	return os, s.wrap("ending orders", err)
-}
-
 // AddEvents writes events to the outbox in the import's or the sync's
 // transaction (storekit.EventWriter).
 func (t *orderTx) AddEvents(ctx context.Context, events []certorder.Event) error {

@@ -10,30 +10,6 @@ import (
 	"github.com/certorder/certorder/internal/storekit"
 )
 
-// EndingOrders lists orders whose certificate or plan ends in a window, of
-// members with an endpoint for the event.
-func (s *Store) EndingOrders(ctx context.Context, typ, from, to string) ([]storekit.EndingOrder, error) {
-	col, err := storekit.EndColumn(typ)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := s.read.QueryContext(ctx, `SELECT `+storekit.EndingColumns+`, COALESCE((SELECT group_concat(threshold) FROM order_notices n
-			WHERE n.order_id = o.id AND n.type = ? AND n.ends = o.`+col+`), '')
-		FROM orders o`+storekit.LifecycleJoin+` WHERE o.`+col+` BETWEEN ? AND ?
-		AND (EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.member_id = o.member_id AND e.enabled
-			AND (e.event_types = '' OR ',' || e.event_types || ',' LIKE '%,' || ?4 || ',%'))
-		OR EXISTS (SELECT 1 FROM notice_addresses a WHERE a.member_id = o.member_id
-			AND a.confirmed_at IS NOT NULL AND a.unsubscribed_at IS NULL
-			AND (a.event_types = '' OR ',' || a.event_types || ',' LIKE '%,' || ?4 || ',%')))
-		ORDER BY o.id`, typ, from, to, typ)
-	if err != nil {
-		return nil, s.wrap("ending orders", err)
-	}
-	defer rows.Close()
-	os, err := storekit.Collect(rows, storekit.ScanEnding)
-	return os, s.wrap("ending orders", err)
-}
-
 // AddEvents writes events to the outbox in the import's or the sync's
 // transaction (storekit.EventWriter).
 func (t *orderTx) AddEvents(ctx context.Context, events []certorder.Event) error {

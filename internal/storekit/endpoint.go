@@ -211,3 +211,22 @@ func (k *Kit) PruneEvents(ctx context.Context, before time.Time) error {
 	_, err := k.Write.Exec(ctx, `DELETE FROM webhook_events WHERE fanned_out AND at < ?`, before)
 	return k.Wrap("prune events", err)
 }
+
+// EndingOrders lists orders whose certificate or plan ends in a window, of
+// members with an endpoint or an address for the event.
+func (k *Kit) EndingOrders(ctx context.Context, typ, from, to string) ([]EndingOrder, error) {
+	col, err := EndColumn(typ)
+	if err != nil {
+		return nil, err
+	}
+	os, err := Query(ctx, k.Read, ScanEnding, `SELECT `+EndingColumns+`, COALESCE((SELECT `+fmt.Sprintf(k.Joined, "threshold")+`
+			FROM order_notices n WHERE n.order_id = o.id AND n.type = ? AND n.ends = o.`+col+`), '')
+		FROM orders o`+LifecycleJoin+` WHERE o.`+col+` BETWEEN ? AND ?
+		AND (EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.member_id = o.member_id AND e.enabled
+			AND (e.event_types = '' OR `+k.InTypes("e.event_types")+`))
+		OR EXISTS (SELECT 1 FROM notice_addresses a WHERE a.member_id = o.member_id
+			AND a.confirmed_at IS NOT NULL AND a.unsubscribed_at IS NULL
+			AND (a.event_types = '' OR `+k.InTypes("a.event_types")+`)))
+		ORDER BY o.id`, typ, from, to, typ, typ)
+	return os, k.Wrap("ending orders", err)
+}

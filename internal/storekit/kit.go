@@ -34,8 +34,14 @@ type Kit struct {
 	// SQLite's max); NoLimit the argument of LIMIT that sets none.
 	Greatest string
 	NoLimit  any
-	InList   func(column string) string
-	List     func(slice any) any
+	// Joined is the aggregate of a column's values as text joined by
+	// commas, %s the column (group_concat; string_agg); InTypes the
+	// condition that a stored list of event types (column) holds the
+	// argument.
+	Joined  string
+	InTypes func(column string) string
+	InList  func(column string) string
+	List    func(slice any) any
 	// LockConfirmations is run in AddNoticeAddress's transaction before
 	// the confirmations are counted ("" where the one writer is the lock).
 	LockConfirmations string
