@@ -66,8 +66,8 @@ type Store struct {
 	findOrder, findCredential, findCredentialOrder *sql.Stmt
 }
 
-// timeLayout sorts as text in time order.
-const timeLayout = "2006-01-02T15:04:05.000000000Z"
+// timeLayout sorts as text in time order (storekit.Time reads it).
+const timeLayout = storekit.TimeLayout
 
 // dsn is the data source of the database file at path. PRAGMAs go in the
 // DSN so that every pooled connection gets them.
