@@ -158,7 +158,7 @@ func (s *Store) RecordRenewal(ctx context.Context, oldID, newID int64) error {
 			newID, oldID).Scan(&member); err != nil {
 			return err
 		}
-		return addEvents(ctx, pgDB{tx}, certorder.OrderChange{OrderID: oldID, MemberID: member, RenewedBy: newID}.Events(time.Now()))
+		return addEvents(ctx, tx, certorder.OrderChange{OrderID: oldID, MemberID: member, RenewedBy: newID}.Events(time.Now()))
 	}))
 }
 

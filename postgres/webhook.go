@@ -6,17 +6,20 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/storekit"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // AddEvents writes events to the outbox in the import's or the sync's
 // transaction (storekit.EventWriter).
 func (t *orderTx) AddEvents(ctx context.Context, events []certorder.Event) error {
-	return addEvents(ctx, pgDB{t.tx}, events)
+	return addEvents(ctx, t.tx, events)
 }
 
 // addEvents writes events to the outbox in one statement, in their order;
 // none is no statement.
-func addEvents(ctx context.Context, tx storekit.DB, events []certorder.Event) error {
+func addEvents(ctx context.Context, tx interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, events []certorder.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -29,6 +32,12 @@ func addEvents(ctx context.Context, tx storekit.DB, events []certorder.Event) er
 		SELECT m, t, d, a FROM unnest($1::BIGINT[], $2::TEXT[], $3::TEXT[], $4::TIMESTAMPTZ[]) WITH ORDINALITY AS e(m, t, d, a, i)
 		ORDER BY i`, members, types, data, at)
 	return err
+}
+
+// writeEvents is addEvents in a transaction the Kit holds
+// (storekit.Kit.WriteEvents), one of this store's.
+func writeEvents(ctx context.Context, tx storekit.DB, events []certorder.Event) error {
+	return addEvents(ctx, tx.(pgDB).q, events)
 }
 
 // endpointTargets are the enabled endpoints of the event's member that

@@ -167,7 +167,7 @@ func (s *Store) RecordRenewal(ctx context.Context, oldID, newID int64) error {
 			newID, now(), oldID).Scan(&member); err != nil {
 			return err
 		}
-		return addEvents(ctx, sqlDB{q: tx}, certorder.OrderChange{OrderID: oldID, MemberID: member, RenewedBy: newID}.Events(time.Now()))
+		return addEvents(ctx, tx, certorder.OrderChange{OrderID: oldID, MemberID: member, RenewedBy: newID}.Events(time.Now()))
 	}))
 }
 

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,18 +14,20 @@ import (
 // AddEvents writes events to the outbox in the import's or the sync's
 // transaction (storekit.EventWriter).
 func (t *orderTx) AddEvents(ctx context.Context, events []certorder.Event) error {
-	return addEvents(ctx, sqlDB{q: t.tx}, events)
+	return addEvents(ctx, t.tx, events)
 }
 
 // addEvents writes events to the outbox, a multi-row insert per
 // eventBatchRows of them; none is no statement.
-func addEvents(ctx context.Context, tx storekit.DB, events []certorder.Event) error {
+func addEvents(ctx context.Context, tx interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, events []certorder.Event) error {
 	for chunk := range slices.Chunk(events, eventBatchRows) {
 		args := make([]any, 0, 4*len(chunk))
 		for _, e := range chunk {
 			args = append(args, e.MemberID, e.Type, string(e.Data), formatTime(e.At))
 		}
-		if _, err := tx.Exec(ctx, multiRow(insertEvent, len(chunk)), args...); err != nil {
+		if _, err := tx.ExecContext(ctx, multiRow(insertEvent, len(chunk)), args...); err != nil {
 			return err
 		}
 	}
@@ -48,6 +51,12 @@ func endpointTargets(ctx context.Context, tx storekit.DB, ev certorder.Event) ([
 }
 
 const insertEvent = `INSERT INTO webhook_events (member_id, type, data, at) VALUES (?, ?, ?, ?)`
+
+// writeEvents is addEvents in a transaction the Kit holds
+// (storekit.Kit.WriteEvents), one of this store's.
+func writeEvents(ctx context.Context, tx storekit.DB, events []certorder.Event) error {
+	return addEvents(ctx, tx.(sqlDB).q, events)
+}
 
 // eventBatchRows bounds addEvents' statements (4 variables a row).
 const eventBatchRows = 500
