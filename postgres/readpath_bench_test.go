@@ -4,66 +4,16 @@ import (
 	"context"
 	"testing"
 
-	"github.com/certorder/certorder"
-	"github.com/certorder/certorder/internal/credcache"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/storetest"
 )
 
-// BenchmarkReadPath times the store's reads on OrderInfo's path, for their
-// allocations above all: the credential with its order (FindCredential),
-// the cache's read of an order it does not hold (MemberOrder), and
-// FindOrder (the web page's, the admin's).
+// BenchmarkReadPath: the reads of OrderInfo's path (storetest.BenchReadPath).
 func BenchmarkReadPath(b *testing.B) {
-	ctx := context.Background()
-	s, err := Open(ctx, testdb.Postgres(b))
+	s, err := Open(context.Background(), testdb.Postgres(b))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.AddMember(ctx, "bench"); err != nil {
-		b.Fatal(err)
-	}
-	_, key, err := certorder.NewKey("bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := s.AddKey(ctx, "bench", key); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := s.ImportOrders(ctx, "bench", storetest.Orders(b, storetest.OrderJSON(7, 0, "2030-01-01"))); err != nil {
-		b.Fatal(err)
-	}
-	src, err := s.CacheSource(ctx, credcache.SourceConfig{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	cred, _, err := s.FindCredential(ctx, key.ID, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Run("FindCredential", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, o, err := s.FindCredential(ctx, key.ID, 7); err != nil || o == nil {
-				b.Fatal(o, err)
-			}
-		}
-	})
-	b.Run("MemberOrder", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if o, err := src.MemberOrder(ctx, cred, 7); err != nil || o == nil {
-				b.Fatal(o, err)
-			}
-		}
-	})
-	b.Run("FindOrder", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := s.FindOrder(ctx, 7); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	storetest.BenchReadPath(b, s)
 }
