@@ -119,7 +119,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		AuditDB: sqlDB{s.audit, s.audit}, SessionsApart: true, Wrap: s.wrap, Greatest: "max", NoLimit: -1,
 		InList: func(column string) string { return column + " IN (SELECT value FROM json_each(?))" },
 		List:   listJSON, TakeEvents: outboxEvents, NoticeTargets: noticeTargets,
-		EndpointTargets: endpointTargets, WriteEvents: writeEvents, Joined: "group_concat(%s)",
+		EndpointTargets: endpointTargets, WriteEvents: writeEvents, Joined: "group_concat(%s)", Contains: "instr(o.names, %s) > 0",
 		InTypes: func(column string) string { return "',' || " + column + " || ',' LIKE '%,' || ? || ',%'" }}
 	if err := s.prepare(ctx); err != nil {
 		s.Close()

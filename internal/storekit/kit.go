@@ -40,8 +40,11 @@ type Kit struct {
 	// argument.
 	Joined  string
 	InTypes func(column string) string
-	InList  func(column string) string
-	List    func(slice any) any
+	// Contains is the store's substring test of the orders' names column
+	// (OrderSearch), %s its argument.
+	Contains string
+	InList   func(column string) string
+	List     func(slice any) any
 	// LockConfirmations is run in AddNoticeAddress's transaction before
 	// the confirmations are counted ("" where the one writer is the lock).
 	LockConfirmations string
