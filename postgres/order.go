@@ -255,3 +255,9 @@ func (t *orderTx) SaveOrders(ctx context.Context, memberID int64, orders []store
 	}
 	return t.SaveCertificates(ctx, replaced)
 }
+
+// AddEvents writes events to the outbox in the import's or the sync's
+// transaction (storekit.EventWriter).
+func (t *orderTx) AddEvents(ctx context.Context, events []certorder.Event) error {
+	return addEvents(ctx, t.tx, events)
+}

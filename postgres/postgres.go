@@ -94,7 +94,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		ForUpdate: " FOR UPDATE", InList: func(column string) string { return column + " = ANY(?)" },
 		List: arrayArg, ReadAgain: s.read,
 		LockConfirmations: fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d, %s)`, lockConfirmations, schemaKey),
-		TakeEvents:        outboxEvents, NoticeTargets: noticeTargets,
+		SkipLocked:        " FOR UPDATE SKIP LOCKED", NoticeTargets: noticeTargets,
 		EndpointTargets: endpointTargets, WriteEvents: writeEvents, Joined: "string_agg(%s::text, ',')", Contains: "strpos(o.names, %s) > 0",
 		InTypes: func(column string) string { return "? = ANY(string_to_array(" + column + ", ','))" }}
 	if err := s.migrate(ctx); err != nil {

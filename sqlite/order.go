@@ -270,3 +270,9 @@ func multiRow(stmt string, n int) string {
 	row := stmt[i:j]
 	return stmt[:i] + strings.Repeat(row+",", n-1) + row + stmt[j:]
 }
+
+// AddEvents writes events to the outbox in the import's or the sync's
+// transaction (storekit.EventWriter).
+func (t *orderTx) AddEvents(ctx context.Context, events []certorder.Event) error {
+	return addEvents(ctx, t.tx, events)
+}

@@ -11,7 +11,7 @@ import (
 )
 
 // Members' webhook endpoints and the fan-out of the order events to them,
-// as both stores keep them. What takes the events (Kit.TakeEvents) and
+// as both stores keep them. What takes the events (Kit.SkipLocked) and
 // finds an event's endpoints (Kit.EndpointTargets) is each store's.
 
 const endpointColumns = `e.id, e.member_id, m.name, e.url, e.format, e.event_types, e.secret, e.previous_secret,
@@ -142,7 +142,7 @@ func (k *Kit) FanOut(ctx context.Context, limit int, build func(certorder.Event,
 	n := 0
 	err := k.Write.InTx(ctx, func(tx DB) error {
 		n = 0
-		events, err := k.TakeEvents(ctx, tx, "fanned_out", limit)
+		events, err := k.takeEvents(ctx, tx, "fanned_out", limit)
 		if err != nil {
 			return err
 		}

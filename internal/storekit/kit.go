@@ -48,11 +48,12 @@ type Kit struct {
 	// LockConfirmations is run in AddNoticeAddress's transaction before
 	// the confirmations are counted ("" where the one writer is the lock).
 	LockConfirmations string
-	// TakeEvents takes up to limit events whose flag (fanned_out: the
-	// webhooks'; noticed: the notices') is not set, oldest first, in tx;
+	// SkipLocked ends the SELECT that takes the order events for the
+	// queue (takeEvents): " FOR UPDATE SKIP LOCKED" where instances share
+	// the work (PostgreSQL), "" where the one writer is the lock (SQLite).
+	SkipLocked string
 	// NoticeTargets are the active addresses of the event's member that
 	// want it (locked for tx where the store has row locks).
-	TakeEvents    func(ctx context.Context, tx DB, flag string, limit int) ([]certorder.Event, error)
 	NoticeTargets func(ctx context.Context, tx DB, ev certorder.Event) ([]certorder.NoticeAddress, error)
 	// EndpointTargets are the enabled endpoints of the event's member
 	// that want it, none when the member is disabled; WriteEvents writes
@@ -88,4 +89,12 @@ func (k *Kit) readAgain(ctx context.Context, read func() error) error {
 		return read()
 	}
 	return k.ReadAgain(ctx, read)
+}
+
+// takeEvents takes up to limit order events whose flag (fanned_out: the
+// webhooks'; noticed: the notices') is not set, oldest first, in tx; with
+// SKIP LOCKED, those another instance took are left to it.
+func (k *Kit) takeEvents(ctx context.Context, tx DB, flag string, limit int) ([]certorder.Event, error) {
+	return Query(ctx, tx, func(row Row) (certorder.Event, error) { return ScanEvent(row) },
+		`SELECT id, member_id, type, data, at FROM webhook_events WHERE NOT `+flag+` ORDER BY id LIMIT ?`+k.SkipLocked, limit)
 }

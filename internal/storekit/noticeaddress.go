@@ -14,7 +14,7 @@ import (
 
 // E-mail notices: members' addresses, and the order events queued for
 // them (jobs of the notice kinds), as both stores keep them. What takes
-// the events for the queue is each store's (Kit.TakeEvents,
+// the events for the queue is each store's (Kit.SkipLocked,
 // Kit.NoticeTargets): PostgreSQL's instances share the work by FOR UPDATE
 // SKIP LOCKED, SQLite's one writer alone keeps two workers from taking one
 // event.
@@ -167,7 +167,7 @@ func (k *Kit) QueueNotices(ctx context.Context, limit int, at time.Time,
 	plan func(ev certorder.Event, a certorder.NoticeAddress, today int) (queue.Job, bool)) (taken, queued int, err error) {
 	err = k.Write.InTx(ctx, func(tx DB) error {
 		taken, queued = 0, 0
-		events, err := k.TakeEvents(ctx, tx, "noticed", limit)
+		events, err := k.takeEvents(ctx, tx, "noticed", limit)
 		if err != nil {
 			return err
 		}

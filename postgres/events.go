@@ -4,22 +4,33 @@ import (
 	"context"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/storekit"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// AddEvents writes events to the outbox in the import's or the sync's
-// transaction (storekit.EventWriter).
-func (t *orderTx) AddEvents(ctx context.Context, events []certorder.Event) error {
-	return addEvents(ctx, t.tx, events)
+// The order events: whom an event goes to (storekit.Kit.NoticeTargets,
+// EndpointTargets: the wish tested, and the addresses locked, in SQL) and
+// their write in a transaction (WriteEvents, one unnest). Instances share
+// the work: the Kit takes the events FOR UPDATE SKIP LOCKED (SkipLocked),
+// giving each event to one of them.
+
+// noticeTargets are the active addresses of the event's member that want
+// it, locked (FOR UPDATE): instances queueing for one address take turns,
+// so that its day's count holds.
+func noticeTargets(ctx context.Context, tx storekit.DB, ev certorder.Event) ([]certorder.NoticeAddress, error) {
+	return storekit.Query(ctx, tx, func(row storekit.Row) (certorder.NoticeAddress, error) {
+		var a certorder.NoticeAddress
+		return a, row.Scan(&a.ID, &a.MemberID)
+	}, `SELECT id, member_id FROM notice_addresses WHERE member_id = ?
+		AND confirmed_at IS NOT NULL AND unsubscribed_at IS NULL
+		AND (event_types = '' OR ? = ANY(string_to_array(event_types, ','))) ORDER BY id FOR UPDATE`, ev.MemberID, ev.Type)
 }
 
 // addEvents writes events to the outbox in one statement, in their order;
 // none is no statement.
-func addEvents(ctx context.Context, tx interface {
-	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
-}, events []certorder.Event) error {
+func addEvents(ctx context.Context, tx pgx.Tx, events []certorder.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -37,7 +48,7 @@ func addEvents(ctx context.Context, tx interface {
 // writeEvents is addEvents in a transaction the Kit holds
 // (storekit.Kit.WriteEvents), one of this store's.
 func writeEvents(ctx context.Context, tx storekit.DB, events []certorder.Event) error {
-	return addEvents(ctx, tx.(pgDB).q, events)
+	return addEvents(ctx, tx.(pgDB).q.(pgx.Tx), events)
 }
 
 // endpointTargets are the enabled endpoints of the event's member that
