@@ -237,13 +237,6 @@ func connLost(err error) bool {
 	return errors.Is(err, pgconn.ErrConnClosed) || storeerr.ConnCut(err)
 }
 
-func oneRow(tag pgconn.CommandTag, err error, what string) error {
-	if err == nil && tag.RowsAffected() == 0 {
-		return fmt.Errorf("%w: %s", certorder.ErrNotFound, what)
-	}
-	return err
-}
-
 // querier is a pool or a transaction.
 type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row

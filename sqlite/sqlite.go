@@ -292,8 +292,3 @@ func oneRow(res sql.Result, err error, what string) error {
 	}
 	return nil
 }
-
-// queryRower is a database or a transaction.
-type queryRower interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}
