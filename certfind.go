@@ -1,7 +1,6 @@
 package certorder
 
 import (
-	"context"
 	"strconv"
 	"strings"
 )
@@ -9,7 +8,7 @@ import (
 // Finding an order from a certificate: a member's ACME client and servers
 // hold certificates, not order numbers, and a CA's revocation notice lists
 // serial numbers. The look-up goes through every order's certificate
-// history (RecordCertificates), so that an earlier certificate of a
+// history (storekit.RecordCertificates), so that an earlier certificate of a
 // reissued order is found too.
 
 // MaxSerialDigits bounds a serial number in hexadecimal digits, leading
@@ -60,16 +59,6 @@ type CertificateMatch struct {
 	// order after it. A reissue still pending (a new certificate ID without
 	// a serial) does not replace it until it is issued.
 	Current bool
-}
-
-// CertificateFinder finds certificates in the orders' histories.
-type CertificateFinder interface {
-	// FindCertificates returns the certificates q asks for, in one indexed
-	// query, ordered by order number and history. Another member's
-	// certificate is never read when q.MemberID is set, so that it looks
-	// exactly like one that is not stored. A serial or thumbprint recorded
-	// on several orders gives a match for each.
-	FindCertificates(ctx context.Context, q CertificateQuery) ([]CertificateMatch, error)
 }
 
 // SearchKeys are the identifiers a search of the orders list may be, beside

@@ -1,7 +1,6 @@
 package certorder
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -15,7 +14,7 @@ import (
 // contract renewal (a new order number). The order document carries the
 // current certificate; the store keeps every certificate the order has had,
 // its history, written by the import, the sync and a restore through
-// RecordCertificates.
+// the rule of PlanCertificates (storekit.RecordCertificates writes by it).
 
 // Certificate is one certificate of an order, as CertCentral gave it.
 type Certificate struct {
@@ -30,10 +29,10 @@ type Certificate struct {
 	ValidTill    string   `json:"valid_till,omitempty"` // YYYY-MM-DD; "" until issued
 }
 
-// identified reports whether the certificate has an identity to record: a
+// Identified reports whether the certificate has an identity to record: a
 // certificate ID or a serial number (an order placed but not yet given a
 // certificate has neither).
-func (c Certificate) identified() bool { return c.ID != 0 || c.SerialNumber != "" }
+func (c Certificate) Identified() bool { return c.ID != 0 || c.SerialNumber != "" }
 
 // same reports whether c and d are one certificate: the same certificate
 // ID, the serial number filled in once it was issued (a certificate pending
@@ -133,20 +132,6 @@ type CertificateEntry struct {
 	Certificate
 }
 
-// HistoryWriter is what RecordCertificates needs of a store, inside the
-// transaction that saves the orders.
-type HistoryWriter interface {
-	// Histories reads the certificate histories of those of ids that have
-	// one, each oldest first.
-	Histories(ctx context.Context, ids []int64) (map[int64][]CertificateEntry, error)
-	// SaveCertificates writes history entries: one with Seq 0 is added
-	// after the order's others, one with a Seq replaces that entry.
-	SaveCertificates(ctx context.Context, entries []CertificateEntry) error
-	// TrimCertificates deletes all but the newest keep entries of each of
-	// the orders ids.
-	TrimCertificates(ctx context.Context, ids []int64, keep int) error
-}
-
 // MaxCertificates bounds an order's history: the newest are kept. A
 // three-year plan of 47-day certificates has 24; an upstream that
 // reissued without end (a fault, or hostile) cannot grow it without bound.
@@ -160,7 +145,7 @@ const MaxCertificates = 100
 // when cur is newly issued (a serial number the order has not had) and the
 // order had an issued certificate before: a reissue.
 func recordCertificate(history []CertificateEntry, cur Certificate) (at int, previous *Certificate) {
-	if !cur.identified() {
+	if !cur.Identified() {
 		return -1, nil
 	}
 	at = len(history)
@@ -187,49 +172,15 @@ func recordCertificate(history []CertificateEntry, cur Certificate) (at int, pre
 	return at, previous
 }
 
-// RecordCertificates records the current certificate of each of orders (no
-// order twice) in its order's history, in the transaction w writes in: a
-// certificate not recorded yet is added, one recorded is brought up to date
-// (its serial number once issued, a new status). It returns the reissues it
-// found, by order: a certificate newly issued on an order that had an
-// issued certificate before. The import (through PlanCertificates, its
-// writes in the orders' batch), the sync and a restore (RestoredHistory)
-// record by the same rule, so that every history is kept alike.
-func RecordCertificates(ctx context.Context, w HistoryWriter, orders []*Order) (map[int64]*ReissuedData, error) {
-	ids := make([]int64, 0, len(orders))
-	for _, o := range orders {
-		if o.Certificate.identified() {
-			ids = append(ids, o.ID)
-		}
-	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	histories, err := w.Histories(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	p := PlanCertificates(histories, orders)
-	if len(p.Entries) > 0 {
-		if err := w.SaveCertificates(ctx, p.Entries); err != nil {
-			return nil, err
-		}
-	}
-	if len(p.Full) > 0 {
-		return p.Reissues, w.TrimCertificates(ctx, p.Full, MaxCertificates)
-	}
-	return p.Reissues, nil
-}
-
 // CertificatePlan is what recording orders' current certificates writes
 // (PlanCertificates).
 type CertificatePlan struct {
-	Entries  []CertificateEntry      // for HistoryWriter.SaveCertificates: Seq 0 added, else replaced
+	Entries  []CertificateEntry      // for storekit.HistoryWriter.SaveCertificates: Seq 0 added, else replaced
 	Full     []int64                 // orders whose histories Entries take past MaxCertificates: TrimCertificates
 	Reissues map[int64]*ReissuedData // by order
 }
 
-// PlanCertificates is RecordCertificates' rule without the store: what
+// PlanCertificates is storekit.RecordCertificates' rule without the store: what
 // recording the current certificate of each of orders (no order twice)
 // writes, given histories, the histories stored of those of orders that
 // have one (an order absent from it has none).
@@ -260,10 +211,10 @@ func PlanCertificates(histories map[int64][]CertificateEntry, orders []*Order) C
 
 // RestoredHistory is the certificate history a restore writes for o: the
 // certificates the export gave, oldest first, then o's current
-// certificate, each recorded by the rule of RecordCertificates (so that a
+// certificate, each recorded by the rule of PlanCertificates (so that a
 // history exported by an earlier version, or none, ends in the current
 // certificate like every other). The bound is kept while recording, as
-// RecordCertificates keeps it after each write: a history never holds more
+// storekit.RecordCertificates keeps it after each write: a history never holds more
 // than MaxCertificates entries to compare with, so a restore is linear in
 // the certificates exported (a certificate that has left the history is
 // recorded anew, as the import would record it).

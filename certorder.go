@@ -5,7 +5,7 @@
 // addresses, the order events), the rules that hold above every store (the
 // import's, CheckImport; the renewals', CheckRenewal; the events an order
 // change makes, OrderChange.Events; the certificate histories',
-// RecordCertificates; the next step, Windows.Next), and the errors a
+// PlanCertificates; the next step, Windows.Next), and the errors a
 // store returns.
 //
 // It imports the standard library only; every other package of the module
@@ -90,12 +90,6 @@ type ChainLink struct {
 	Status    string // "" for an order named by a renewal but not stored
 	ValidTill string // "" until the order is issued, or when it is not stored
 	RenewedBy int64
-}
-
-// OrderLifecycle is one order's Lifecycle.
-type OrderLifecycle struct {
-	ID int64
-	Lifecycle
 }
 
 // Errors a store returns, wrapped with detail; test them with errors.Is.

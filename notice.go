@@ -61,35 +61,3 @@ const MaxNoticeAddresses = 5
 // day (UTC); the day's later events wait for one digest, sent as the day
 // ends, so that a busy day is 11 messages at most, not a flood.
 const NoticeDailyEvents = 10
-
-// The kinds of notice message.
-const (
-	NoticeEvent   = "event"   // one event
-	NoticeDigest  = "digest"  // the events of a day beyond NoticeDailyEvents
-	NoticeConfirm = "confirm" // the confirmation link of an address added on the web page
-)
-
-// Notice is one message to one address.
-type Notice struct {
-	ID        int64
-	Kind      string // NoticeEvent, NoticeDigest or NoticeConfirm
-	Day       string // the UTC day it was queued, YYYY-MM-DD
-	CreatedAt time.Time
-	Address   NoticeAddress
-	Events    []Event // its event, or the digest's, oldest first (the first EventCount); none for a confirmation
-	// EventCount is how many events it tells: a digest's may be more than
-	// it lists.
-	EventCount int
-}
-
-// NoticeAttempt is how a message to an address went, as the address keeps
-// it: sent; refused for good (Failure, RetryAt zero: the member sees its
-// kind); or failed for now (Failure, and when it is tried again: the
-// operator's to see).
-type NoticeAttempt struct {
-	At          time.Time
-	Sent        bool
-	Failure     string // what happened, for the operator (mailer.Failure: the step and the relay's words)
-	FailureKind string // what the member is told (mailer's Kind...)
-	RetryAt     time.Time
-}

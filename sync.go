@@ -30,7 +30,7 @@ type OrderChange struct {
 	PreviousRenewedBy int64
 	RenewedBy         int64
 	// Reissue is set when the write gave the order a newly issued
-	// certificate in place of an earlier one (RecordCertificates).
+	// certificate in place of an earlier one (PlanCertificates).
 	Reissue *ReissuedData
 }
 

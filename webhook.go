@@ -1,16 +1,13 @@
 package certorder
 
 import (
-	"context"
 	"encoding/json"
-	"strconv"
-	"strings"
 	"time"
 )
 
 // Webhooks: members' endpoints and the order events. The events of a
 // change to an order are made here (OrderChange.Events) and written by the
-// path that makes the change, in its transaction (EventWriter): the import
+// path that makes the change, in its transaction (storekit.EventWriter): the import
 // (ImportInBatches), order renew (OrderStore.RecordRenewal), the CertCentral
 // sync (ccsync.ApplyUpstream). A restore inserts and never emits. Package
 // webhook fans them out to the endpoints as jobs of the queue (package
@@ -53,7 +50,7 @@ func EndpointFormat(f string) string {
 	return f
 }
 
-// Event is one entry of the outbox: a change to an order of a member.
+// Event is a change to an order of a member, as a store keeps it.
 type Event struct {
 	ID       int64
 	MemberID int64
@@ -106,41 +103,4 @@ func (c OrderChange) Events(at time.Time) []Event {
 		add(EventOrderReissued, c.Reissue)
 	}
 	return evs
-}
-
-// EventWriter writes events to the outbox in the transaction of the change
-// that causes them, so that they commit, and roll back, with it.
-type EventWriter interface {
-	AddEvents(ctx context.Context, events []Event) error
-}
-
-// EndingOrder is an order whose certificate or plan ends within a window,
-// of a member with an endpoint for the event that end makes
-// (EventOrderExpiring, EventOrderPlanEnding), with the thresholds (days)
-// told already for that end. Its Order has no Doc.
-type EndingOrder struct {
-	Order
-	Notified []int
-}
-
-// End is the date the event of type typ counts to: the certificate's end
-// for order.expiring, the plan's for order.plan_ending.
-func (o *EndingOrder) End(typ string) string {
-	if typ == EventOrderPlanEnding {
-		return o.PlanTill
-	}
-	return o.Certificate.ValidTill
-}
-
-// ParseThresholds reads a comma-separated list of days ("30,7,1"), as the
-// stores keep the thresholds told and serve takes them; what does not
-// parse as a positive number is left out.
-func ParseThresholds(s string) []int {
-	var ts []int
-	for _, f := range strings.Split(s, ",") {
-		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
-			ts = append(ts, n)
-		}
-	}
-	return ts
 }

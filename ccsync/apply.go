@@ -46,7 +46,7 @@ func ApplyBatch(ctx context.Context, s storekit.SyncTxRunner, orders []storekit.
 // whose status changed, that was renewed or that has a newly issued
 // certificate gets its events (certorder.OrderChange.Events) in the same
 // transaction, and every saved order's current certificate is recorded in
-// its history (certorder.RecordCertificates).
+// its history (storekit.RecordCertificates).
 func ApplyUpstream(ctx context.Context, tx storekit.SyncTx, orders []storekit.UpstreamOrder) (storekit.SyncResult, error) {
 	sorted := slices.Clone(orders)
 	slices.SortFunc(sorted, func(a, b storekit.UpstreamOrder) int { return cmp.Compare(a.Order.ID, b.Order.ID) })
@@ -156,7 +156,7 @@ func saveOwned(ctx context.Context, tx storekit.SyncTx, owner int64, existing *c
 	if err := tx.DeleteUnassigned(ctx, o.ID); err != nil {
 		return err
 	}
-	reissues, err := certorder.RecordCertificates(ctx, tx, []*certorder.Order{o})
+	reissues, err := storekit.RecordCertificates(ctx, tx, []*certorder.Order{o})
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,7 @@ func TestDigestSizeBound(t *testing.T) {
 		Secret: "c2VjcmV0LXNlY3JldC1zZWNyZXQ="}
 	const total = 83000 // the mass revocation of docs/OPERATIONS.md
 	start := time.Now()
-	m, err := notice.Texts{PublicURL: "https://certorder.example"}.Compose(certorder.Notice{ID: 1, Kind: certorder.NoticeDigest,
+	m, err := notice.Texts{PublicURL: "https://certorder.example"}.Compose(notice.Notice{ID: 1, Kind: notice.KindDigest,
 		Day: "2026-12-01", Address: a}, told, total)
 	if err != nil {
 		t.Fatal(err)

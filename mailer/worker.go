@@ -15,6 +15,7 @@ import (
 	gomail "github.com/wneessen/go-mail"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/notice"
 	"github.com/certorder/certorder/queue"
 )
@@ -41,7 +42,7 @@ type Store interface {
 	// RecordNoticeAttempt records on an address how a message to it went:
 	// sent, refused for good, or failed for now (with when it is tried
 	// again).
-	RecordNoticeAttempt(ctx context.Context, addressID int64, a certorder.NoticeAttempt) error
+	RecordNoticeAttempt(ctx context.Context, addressID int64, a storekit.NoticeAttempt) error
 	notice.OrderFinder
 }
 
@@ -131,7 +132,7 @@ func NewWorker(cfg WorkerConfig) *Worker {
 		failed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "certorder_notices_failed_total",
 			Help: "E-mail attempts that failed: temporary (tried again later) or permanent (a 5xx, or the last attempt)."}, []string{"failure"}),
 	}
-	for _, k := range []string{certorder.NoticeEvent, certorder.NoticeDigest, certorder.NoticeConfirm} {
+	for _, k := range []string{notice.KindEvent, notice.KindDigest, notice.KindConfirm} {
 		m.sent.WithLabelValues(k)
 	}
 	m.failed.WithLabelValues("temporary")
@@ -264,7 +265,7 @@ func (w *Worker) send(actx, ctx context.Context, c *conn, j queue.Job) error {
 		// more when it is enabled again (docs/OPERATIONS.md).
 		o.State, o.Error = queue.Failed, "the member is disabled"
 		return w.cfg.Store.FinishJob(ctx, o)
-	case n.Kind != certorder.NoticeConfirm && !n.Address.Active():
+	case n.Kind != notice.KindConfirm && !n.Address.Active():
 		// Unsubscribed since it was queued: nothing is sent.
 		o.State, o.Error = queue.Failed, "the address unsubscribed"
 		return w.cfg.Store.FinishJob(ctx, o)
@@ -278,7 +279,7 @@ func (w *Worker) send(actx, ctx context.Context, c *conn, j queue.Job) error {
 		return nil // shutting down: the lease runs out and it is sent again
 	}
 	var f *Failure
-	record := certorder.NoticeAttempt{At: now, Sent: err == nil}
+	record := storekit.NoticeAttempt{At: now, Sent: err == nil}
 	log := []any{"notice", j.ID, "address_id", n.Address.ID, "member", n.Address.Member}
 	if err != nil {
 		// The member sees f.Kind(); the operator the step, the relay's
@@ -319,8 +320,8 @@ func (w *Worker) send(actx, ctx context.Context, c *conn, j queue.Job) error {
 
 // notice reads a notice job: its address (ErrNotFound when deleted since)
 // and its events.
-func (w *Worker) notice(ctx context.Context, j queue.Job) (certorder.Notice, error) {
-	n := certorder.Notice{ID: j.ID, Kind: strings.TrimPrefix(j.Kind, "notice."), CreatedAt: j.CreatedAt,
+func (w *Worker) notice(ctx context.Context, j queue.Job) (notice.Notice, error) {
+	n := notice.Notice{ID: j.ID, Kind: strings.TrimPrefix(j.Kind, "notice."), CreatedAt: j.CreatedAt,
 		Day: j.CreatedAt.UTC().Format(certorder.DateLayout)}
 	var err error
 	if n.Address, err = w.cfg.Store.FindNoticeAddress(ctx, j.SubjectID); err != nil {
@@ -329,7 +330,7 @@ func (w *Worker) notice(ctx context.Context, j queue.Job) (certorder.Notice, err
 	if n.Address.MemberID != j.MemberID { // deleted, and its ID another's now
 		return n, fmt.Errorf("%w: notice address %d", certorder.ErrNotFound, j.SubjectID)
 	}
-	if n.Kind != certorder.NoticeConfirm { // a digest lists no more than MaxDigestItems
+	if n.Kind != notice.KindConfirm { // a digest lists no more than MaxDigestItems
 		n.Events, n.EventCount, err = w.cfg.Store.NoticeEvents(ctx, j.ID, notice.MaxDigestItems)
 	}
 	return n, err
@@ -337,7 +338,7 @@ func (w *Worker) notice(ctx context.Context, j queue.Job) (certorder.Notice, err
 
 // compose makes a notice's e-mail, its events said with their orders as
 // they are now.
-func (w *Worker) compose(ctx context.Context, n certorder.Notice, now time.Time) (*gomail.Msg, error) {
+func (w *Worker) compose(ctx context.Context, n notice.Notice, now time.Time) (*gomail.Msg, error) {
 	told := make([]notice.Told, 0, len(n.Events))
 	for _, ev := range n.Events {
 		t := notice.Told{Event: ev, Now: now}

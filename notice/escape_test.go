@@ -84,12 +84,12 @@ func TestOutsideText(t *testing.T) {
 	lines := func(s string) []string { return strings.Split(s, "\n") }
 	for _, lang := range notice.Languages {
 		a.Lang = lang
-		plain, err := texts.Compose(certorder.Notice{ID: 1, Kind: certorder.NoticeEvent, Address: a}, []notice.Told{told("a.example")}, 0)
+		plain, err := texts.Compose(notice.Notice{ID: 1, Kind: notice.KindEvent, Address: a}, []notice.Told{told("a.example")}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, v := range hostile {
-			m, err := texts.Compose(certorder.Notice{ID: 1, Kind: certorder.NoticeEvent, Address: a}, []notice.Told{told(v)}, 0)
+			m, err := texts.Compose(notice.Notice{ID: 1, Kind: notice.KindEvent, Address: a}, []notice.Told{told(v)}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -70,13 +70,13 @@ const MaxDigestItems = 100
 // digest of total events (total < len(told): len(told)) lists the first
 // MaxDigestItems of told, and says how many more there were and where to
 // see the orders: its caller need read no more than that many.
-func (t Texts) Compose(n certorder.Notice, told []Told, total int) (Message, error) {
+func (t Texts) Compose(n Notice, told []Told, total int) (Message, error) {
 	a := n.Address
 	lang := a.Lang
 	m := Message{To: a.Address, MessageID: t.MessageID(n)}
 	b := body{Lang: lang}
 	switch n.Kind {
-	case certorder.NoticeConfirm:
+	case KindConfirm:
 		// Who asked, and how to refuse: the recipient may never have heard
 		// of certorder. The block link is the message's one-click
 		// unsubscribe too (RFC 8058): a mail client's button refuses.
@@ -85,19 +85,19 @@ func (t Texts) Compose(n certorder.Notice, told []Told, total int) (Message, err
 		b.Link = t.ConfirmURL(a)
 		m.Unsubscribe = t.BlockURL(a)
 		b.Footer = []line{{Text: s(lang, "confirm.ignore")}, {Text: s(lang, "confirm.block"), URL: m.Unsubscribe}}
-	case certorder.NoticeEvent, certorder.NoticeDigest:
+	case KindEvent, KindDigest:
 		if len(told) == 0 {
 			return Message{}, fmt.Errorf("notice %d: no event to tell", n.ID)
 		}
 		total = max(total, len(told))
-		if n.Kind != certorder.NoticeDigest {
+		if n.Kind != KindDigest {
 			told = told[:1]
 		}
 		for _, e := range told[:min(len(told), MaxDigestItems)] {
 			b.Items = append(b.Items, t.item(lang, e))
 		}
 		m.Subject = b.Items[0].Line
-		if n.Kind == certorder.NoticeDigest {
+		if n.Kind == KindDigest {
 			m.Subject = s(lang, "digest.subject", total, a.Member, n.Day)
 			b.Intro = []string{s(lang, "digest.intro", certorder.NoticeDailyEvents, a.Member, n.Day, certorder.NoticeDailyEvents)}
 			if more := total - len(b.Items); more > 0 {
@@ -170,7 +170,7 @@ func (t Texts) item(lang string, e Told) item {
 // MessageID is the Message-ID of notice n, without angle brackets: the
 // same on every attempt, unique to the notice (its ID and the microsecond
 // it was queued), at the public URL's host.
-func (t Texts) MessageID(n certorder.Notice) string {
+func (t Texts) MessageID(n Notice) string {
 	return fmt.Sprintf("certorder.%s.%d.%d@%s", n.Kind, n.ID, n.CreatedAt.UnixMicro(), t.host())
 }
 

@@ -111,7 +111,7 @@ func TestCompose(t *testing.T) {
 	}
 	one := notice.Told{Event: event("order.plan_ending", `{"order_id":10001,"order_valid_till":"2027-03-01"}`),
 		Order: order(10001, "2027-02-20", "2027-03-01", 0, certorder.RenewalNone), Now: now}
-	m, err := texts.Compose(certorder.Notice{ID: 5, Kind: certorder.NoticeEvent, Day: "2026-12-01", CreatedAt: now, Address: a},
+	m, err := texts.Compose(notice.Notice{ID: 5, Kind: notice.KindEvent, Day: "2026-12-01", CreatedAt: now, Address: a},
 		[]notice.Told{one}, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +134,7 @@ func TestCompose(t *testing.T) {
 	if err := notice.CheckUnsubscribeToken(a, token); err != nil {
 		t.Errorf("the message's unsubscribe token: %v", err)
 	}
-	if id := texts.MessageID(certorder.Notice{ID: 5, Kind: "event", CreatedAt: now}); id != m.MessageID ||
+	if id := texts.MessageID(notice.Notice{ID: 5, Kind: "event", CreatedAt: now}); id != m.MessageID ||
 		!strings.HasSuffix(id, "@certorder.example") {
 		t.Errorf("Message-ID %q, then %q", m.MessageID, id)
 	}
@@ -144,7 +144,7 @@ func TestCompose(t *testing.T) {
 	for i := range 4 {
 		told = append(told, notice.Told{Event: event("order.renewed", `{"order_id":`+string(rune('1'+i))+`,"renewed_order_id":99}`), Now: now})
 	}
-	d, err := texts.Compose(certorder.Notice{ID: 6, Kind: certorder.NoticeDigest, Day: "2026-12-01", Address: a}, told, 0)
+	d, err := texts.Compose(notice.Notice{ID: 6, Kind: notice.KindDigest, Day: "2026-12-01", Address: a}, told, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestCompose(t *testing.T) {
 		}
 	}
 
-	c, err := texts.Compose(certorder.Notice{ID: 7, Kind: certorder.NoticeConfirm, Address: a}, nil, 0)
+	c, err := texts.Compose(notice.Notice{ID: 7, Kind: notice.KindConfirm, Address: a}, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestCompose(t *testing.T) {
 	evil := one
 	evil.Order = order(10001, "2027-02-20", "2027-03-01", 0, certorder.RenewalNone)
 	evil.Order.Certificate.CommonName = `<script>x</script>`
-	e, err := texts.Compose(certorder.Notice{ID: 8, Kind: certorder.NoticeEvent, Address: a}, []notice.Told{evil}, 0)
+	e, err := texts.Compose(notice.Notice{ID: 8, Kind: notice.KindEvent, Address: a}, []notice.Told{evil}, 0)
 	if err != nil || strings.Contains(e.HTML, "<script>") {
 		t.Errorf("HTML not escaped (%v):\n%s", err, e.HTML)
 	}

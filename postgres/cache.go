@@ -323,11 +323,11 @@ func (c *cache) MemberOrder(ctx context.Context, cred certorder.Credential, orde
 }
 
 func (s *Store) readMemberOrder(ctx context.Context, cred certorder.Credential, orderID int64) (*certorder.Order, error) {
-	var n nullOrder
+	var n storekit.OrderRow
 	err := s.read(ctx, func() error {
-		n = nullOrder{} // nothing of a first attempt cut short
-		return s.pool.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders o WHERE o.id = $1 AND o.member_id = $2`,
-			orderID, cred.MemberID).Scan(n.dest()...)
+		n = storekit.OrderRow{} // nothing of a first attempt cut short
+		return s.pool.QueryRow(ctx, `SELECT `+storekit.OrderColumns+` FROM orders o WHERE o.id = $1 AND o.member_id = $2`,
+			orderID, cred.MemberID).Scan(n.Dest()...)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
@@ -335,10 +335,7 @@ func (s *Store) readMemberOrder(ctx context.Context, cred certorder.Credential, 
 	if err != nil {
 		return nil, s.wrap("find order", err)
 	}
-	o, err := n.order()
-	if o != nil {
-		o.Member = cred.Member
-	}
+	o, err := n.MemberOrder(&cred)
 	return o, s.wrap("find order", err)
 }
 

@@ -11,10 +11,6 @@ import (
 	"github.com/certorder/certorder/internal/storekit"
 )
 
-// historyColumns are the columns of a history entry, in the order of entryDest.
-const historyColumns = `order_id, seq, cert_id, serial_number, thumbprint, common_name, dns_names, status,
-	date_issued, valid_from, valid_till`
-
 // historyColumnNames are the columns a history entry is written to, in the
 // order of historyRow.
 var historyColumnNames = []string{"order_id", "cert_id", "serial_number", "thumbprint", "common_name", "dns_names",
@@ -61,7 +57,7 @@ func (h *historyArrays) columns() []any {
 
 // histories reads the certificate histories of the orders ids, each oldest first.
 func histories(ctx context.Context, q querier, ids []int64) (map[int64][]certorder.CertificateEntry, error) {
-	rows, _ := q.Query(ctx, `SELECT `+historyColumns+` FROM order_certificates WHERE order_id = ANY($1) ORDER BY order_id, seq`, ids)
+	rows, _ := q.Query(ctx, `SELECT `+storekit.HistoryColumns+` FROM order_certificates WHERE order_id = ANY($1) ORDER BY order_id, seq`, ids)
 	out := map[int64][]certorder.CertificateEntry{}
 	var e certorder.CertificateEntry
 	var names string
@@ -89,7 +85,7 @@ func (s *Store) Certificates(ctx context.Context, ids []int64) (map[int64][]cert
 	return h, s.wrap("certificates", err)
 }
 
-// historyTx is certorder.HistoryWriter on a transaction.
+// historyTx is storekit.HistoryWriter on a transaction.
 type historyTx struct{ tx pgx.Tx }
 
 func (h historyTx) Histories(ctx context.Context, ids []int64) (map[int64][]certorder.CertificateEntry, error) {
@@ -138,4 +134,4 @@ func (h historyTx) TrimCertificates(ctx context.Context, ids []int64, keep int) 
 	return err
 }
 
-var _ certorder.HistoryWriter = historyTx{}
+var _ storekit.HistoryWriter = historyTx{}

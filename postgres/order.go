@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -16,149 +14,25 @@ import (
 	"github.com/certorder/certorder/internal/storekit"
 )
 
-// orderColumns are the columns every order read scans, with nullOrder.
-const orderColumns = `o.id, o.member_id, o.common_name, o.status, o.valid_till, COALESCE(o.renewed_by, 0),
-	o.doc, o.cert_end, o.doc_format`
-
-// nullOrder scans orderColumns, which are NULL when a LEFT JOIN found no order.
-type nullOrder struct {
-	id, memberID                  *int64
-	certEnd, format               *int
-	commonName, status, validTill *string
-	renewedBy                     int64
-	doc                           []byte
-}
-
-func (n *nullOrder) dest() []any {
-	return []any{&n.id, &n.memberID, &n.commonName, &n.status, &n.validTill, &n.renewedBy, &n.doc, &n.certEnd, &n.format}
-}
-
-// order is the scanned order, nil if there was none. A row stored in
-// another document format is refused rather than answered wrong.
-func (n *nullOrder) order() (*certorder.Order, error) {
-	if n.id == nil {
-		return nil, nil
-	}
-	if *n.format != certorder.DocFormat {
-		return nil, fmt.Errorf("order %d is stored in document format %d; this binary reads %d", *n.id, *n.format, certorder.DocFormat)
-	}
-	return &certorder.Order{ID: *n.id, MemberID: *n.memberID, Status: *n.status,
-		Certificate: certorder.Certificate{CommonName: *n.commonName, ValidTill: *n.validTill},
-		RenewedBy:   n.renewedBy, Doc: n.doc, CertEnd: *n.certEnd}, nil
-}
-
 // FindOrder returns one order.
 func (s *Store) FindOrder(ctx context.Context, id int64) (*certorder.Order, error) {
-	var n nullOrder
+	var n storekit.OrderRow
 	var l storekit.Lifecycle
 	var member string
-	err := s.pool.QueryRow(ctx, `SELECT `+orderColumns+`, `+storekit.LifecycleColumns+`, m.name FROM orders o
-		JOIN members m ON m.id = o.member_id`+storekit.LifecycleJoin+` WHERE o.id = $1`, id).Scan(append(append(n.dest(), l.Dest()...), &member)...)
+	err := s.pool.QueryRow(ctx, `SELECT `+storekit.OrderColumns+`, `+storekit.LifecycleColumns+`, m.name FROM orders o
+		JOIN members m ON m.id = o.member_id`+storekit.LifecycleJoin+` WHERE o.id = $1`, id).Scan(append(append(n.Dest(), l.Dest()...), &member)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: order %d", certorder.ErrNotFound, id)
 	}
 	if err != nil {
 		return nil, s.wrap("find order", err)
 	}
-	o, err := n.order()
+	o, err := n.Order()
 	if o != nil {
 		o.Member = member
 		l.Fill(o)
 	}
 	return o, s.wrap("find order", err)
-}
-
-// orderFilter is the WHERE clause of an OrderQuery and its arguments.
-func orderFilter(q certorder.OrderQuery) (string, []any) {
-	args := []any{q.MemberID}
-	where := []string{"o.member_id = $1"}
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
-	if cond := storekit.OrderSearch(q, "strpos(o.names, %s) > 0", arg); cond != "" {
-		where = append(where, cond)
-	}
-	if q.AfterID != 0 {
-		where = append(where, "o.id > "+arg(q.AfterID))
-	}
-	return strings.Join(where, " AND "), args
-}
-
-// renewsColumn is Order.Renews: the lowest-numbered order of the member
-// that the order renewed (through the index on renewed_by), 0 if none.
-const renewsColumn = `COALESCE((SELECT MIN(r.id) FROM orders r WHERE r.renewed_by = o.id AND r.member_id = o.member_id), 0)`
-
-// ListOrders returns a page of a member's orders.
-func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*certorder.Order, error) {
-	where, args := orderFilter(q)
-	var limit *int
-	if q.Limit > 0 {
-		limit = &q.Limit
-	}
-	n := len(args)
-	// Renews is read for the page's rows only, not for those the offset skips.
-	rows, _ := s.pool.Query(ctx, `SELECT `+orderColumns+`, `+storekit.LifecycleColumns+`, `+renewsColumn+` FROM (SELECT * FROM orders o WHERE `+where+
-		` ORDER BY `+storekit.OrderSorts[q.Sort]+` LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2)+`) o`+storekit.LifecycleJoin+` ORDER BY `+storekit.OrderSorts[q.Sort],
-		append(args, limit, max(q.Offset, 0))...)
-	os, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*certorder.Order, error) {
-		var n nullOrder
-		var l storekit.Lifecycle
-		var renews int64
-		if err := row.Scan(append(append(n.dest(), l.Dest()...), &renews)...); err != nil {
-			return nil, err
-		}
-		o, err := n.order()
-		if o != nil {
-			l.Fill(o)
-			o.Renews = renews
-		}
-		return o, err
-	})
-	return os, s.wrap("list orders", err)
-}
-
-// Lifecycles reads a page of every member's orders' lifecycles.
-func (s *Store) Lifecycles(ctx context.Context, afterID int64, limit int) ([]certorder.OrderLifecycle, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT o.id, o.status, o.valid_till, COALESCE(o.renewed_by, 0), `+storekit.LifecycleColumns+`
-		FROM orders o`+storekit.LifecycleJoin+` WHERE o.id > $1 ORDER BY o.id LIMIT $2`, afterID, limit)
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (certorder.OrderLifecycle, error) {
-		var o certorder.Order
-		var l storekit.Lifecycle
-		err := row.Scan(append([]any{&o.ID, &o.Status, &o.Certificate.ValidTill, &o.RenewedBy}, l.Dest()...)...)
-		l.Fill(&o)
-		return certorder.OrderLifecycle{ID: o.ID, Lifecycle: o.Lifecycle()}, err
-	})
-	return out, s.wrap("lifecycles", err)
-}
-
-// CountOrders counts a member's orders.
-func (s *Store) CountOrders(ctx context.Context, q certorder.OrderQuery) (int, error) {
-	where, args := orderFilter(q)
-	var n int
-	err := s.pool.QueryRow(ctx, `SELECT COUNT(*) FROM orders o WHERE `+where, args...).Scan(&n)
-	return n, s.wrap("count orders", err)
-}
-
-// RenewalChain returns the renewal chain through an order of the member.
-func (s *Store) RenewalChain(ctx context.Context, memberID, id int64) ([]certorder.ChainLink, error) {
-	chain, err := certorder.WalkChain(ctx, id, func(ctx context.Context, id int64) (certorder.ChainLink, error) {
-		l := certorder.ChainLink{ID: id}
-		err := s.pool.QueryRow(ctx, `SELECT status, valid_till, COALESCE(renewed_by, 0) FROM orders WHERE id = $1 AND member_id = $2`,
-			id, memberID).Scan(&l.Status, &l.ValidTill, &l.RenewedBy)
-		if errors.Is(err, pgx.ErrNoRows) {
-			err = fmt.Errorf("%w: order %d", certorder.ErrNotFound, id)
-		}
-		return l, err
-	}, func(ctx context.Context, id int64) (int64, error) {
-		var old *int64
-		err := s.pool.QueryRow(ctx, `SELECT MIN(id) FROM orders WHERE renewed_by = $1 AND member_id = $2`, id, memberID).Scan(&old)
-		if old == nil {
-			return 0, err
-		}
-		return *old, err
-	})
-	return chain, s.wrap("renewal chain", err)
 }
 
 // linkLookup reads an order's owner and renewal inside tx, for certorder.CheckRenewal.
@@ -262,7 +136,7 @@ func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq
 		if err != nil {
 			return err
 		}
-		mid, err := memberID(ctx, tx, member)
+		mid, err := storekit.MemberID(ctx, pgDB{tx}, member)
 		if err != nil {
 			return err
 		}
@@ -380,4 +254,10 @@ func (t *orderTx) SaveOrders(ctx context.Context, memberID int64, orders []store
 		return err
 	}
 	return t.SaveCertificates(ctx, replaced)
+}
+
+// AddEvents writes events to the outbox in the import's or the sync's
+// transaction (storekit.EventWriter).
+func (t *orderTx) AddEvents(ctx context.Context, events []certorder.Event) error {
+	return addEvents(ctx, t.tx, events)
 }

@@ -32,6 +32,8 @@ var _ storekit.Store = (*Store)(nil)
 
 // Store is a certorder.Store on PostgreSQL.
 type Store struct {
+	storekit.Kit // what both stores do alike
+
 	pool   *pgxpool.Pool
 	cfg    *pgxpool.Config
 	closed atomic.Bool
@@ -88,6 +90,13 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	s := &Store{pool: pool, cfg: cfg}
+	s.Kit = storekit.Kit{Read: pgDB{pool}, Write: pgDB{pool}, Sessions: pgDB{pool}, AuditDB: pgDB{pool}, Wrap: s.wrap, Greatest: "GREATEST",
+		ForUpdate: " FOR UPDATE", InList: func(column string) string { return column + " = ANY(?)" },
+		List: arrayArg, ReadAgain: s.read,
+		LockConfirmations: fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d, %s)`, lockConfirmations, schemaKey),
+		SkipLocked:        " FOR UPDATE SKIP LOCKED", NoticeTargets: noticeTargets,
+		EndpointTargets: endpointTargets, WriteEvents: writeEvents, Joined: "string_agg(%s::text, ',')", Contains: "strpos(o.names, %s) > 0",
+		InTypes: func(column string) string { return "? = ANY(string_to_array(" + column + ", ','))" }}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -113,14 +122,11 @@ func (s *Store) migrate(ctx context.Context) error {
 		if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
 			return err
 		}
-		if current > migrations.Latest(ms) {
-			return fmt.Errorf("database schema version %d is newer than this binary knows (%d); upgrade certorder",
-				current, migrations.Latest(ms))
+		pending, err := migrations.Pending(ms, current)
+		if err != nil {
+			return err
 		}
-		for _, m := range ms {
-			if m.Version <= current {
-				continue
-			}
+		for _, m := range pending {
 			if _, err := tx.Exec(ctx, m.SQL); err != nil {
 				return fmt.Errorf("migration %s: %w", m.Name, err)
 			}
@@ -229,13 +235,6 @@ func connLost(err error) bool {
 		return pgErr.Code == "57P01" || pgErr.Code == "57P02"
 	}
 	return errors.Is(err, pgconn.ErrConnClosed) || storeerr.ConnCut(err)
-}
-
-func oneRow(tag pgconn.CommandTag, err error, what string) error {
-	if err == nil && tag.RowsAffected() == 0 {
-		return fmt.Errorf("%w: %s", certorder.ErrNotFound, what)
-	}
-	return err
 }
 
 // querier is a pool or a transaction.

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/queue"
 )
 
@@ -18,58 +19,6 @@ import (
 // claim at once without taking one job twice.
 
 var _ queue.Store = (*Store)(nil)
-
-const jobColumns = `id, kind, member_id, subject_id, COALESCE(unique_key, ''), payload, state, attempts, run_after,
-	lease_owner, lease_until, created_at, last_attempt, last_error, result`
-
-func scanJob(row pgx.CollectableRow) (queue.Job, error) {
-	var j queue.Job
-	var lease, last *time.Time
-	err := row.Scan(&j.ID, &j.Kind, &j.MemberID, &j.SubjectID, &j.Key, &j.Payload, &j.State, &j.Attempts, &j.RunAfter,
-		&j.Owner, &lease, &j.CreatedAt, &last, &j.LastError, &j.Result)
-	j.LeaseUntil, j.LastAttempt = deref(lease), deref(last)
-	return j, err
-}
-
-// Enqueue adds jobs.
-func (s *Store) Enqueue(ctx context.Context, jobs ...queue.Job) ([]int64, error) {
-	ids := make([]int64, 0, len(jobs))
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		ids = ids[:0]
-		at := time.Now()
-		for _, j := range jobs {
-			id, err := insertJob(ctx, tx, j, at)
-			if err != nil {
-				return err
-			}
-			ids = append(ids, id)
-		}
-		return nil
-	})
-	return ids, s.wrap("enqueue", err)
-}
-
-// insertJob adds a job in the transaction of the change that causes it,
-// created at at and due at its RunAfter (zero: at); one with a Key joins
-// the pending job of its kind with that key, whose ID it returns.
-func insertJob(ctx context.Context, tx pgx.Tx, j queue.Job, at time.Time) (int64, error) {
-	if j.RunAfter.IsZero() {
-		j.RunAfter = at
-	}
-	var key *string
-	if j.Key != "" {
-		key = &j.Key
-	}
-	if j.Payload == nil {
-		j.Payload = []byte{}
-	}
-	var id int64
-	err := tx.QueryRow(ctx, `INSERT INTO jobs (kind, member_id, subject_id, unique_key, payload, state, run_after, created_at)
-		VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7)
-		ON CONFLICT (kind, unique_key) WHERE state = 'pending' AND unique_key IS NOT NULL DO UPDATE SET kind = excluded.kind
-		RETURNING id`, j.Kind, j.MemberID, j.SubjectID, key, j.Payload, j.RunAfter, at).Scan(&id)
-	return id, err
-}
 
 // ClaimJobs takes due jobs and holds them for the lease. The condition
 // repeated on the row locked makes one another instance claimed meanwhile
@@ -115,7 +64,7 @@ func (s *Store) ClaimJobs(ctx context.Context, c queue.Claim) ([]queue.Job, erro
 				jobs.run_after, jobs.lease_owner, jobs.lease_until, jobs.created_at, jobs.last_attempt, jobs.last_error, jobs.result`,
 			c.At, c.At.Add(c.Lease), c.Limit, c.Kinds, skipS, skipM, served, c.RoundRobin, c.Owner)
 		var err error
-		jobs, err = pgx.CollectRows(rows, scanJob)
+		jobs, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (queue.Job, error) { return storekit.ScanJob(row) })
 		return err
 	})
 	slices.SortFunc(jobs, func(a, b queue.Job) int { return cmp.Compare(a.ID, b.ID) }) // RETURNING's order is none
@@ -158,9 +107,9 @@ func (s *Store) RetryJob(ctx context.Context, kind string, memberID, subjectID, 
 
 // Jobs lists jobs of a kind, a member and a subject, newest first.
 func (s *Store) Jobs(ctx context.Context, l queue.List) ([]queue.Job, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT `+jobColumns+` FROM jobs
+	rows, _ := s.pool.Query(ctx, `SELECT `+storekit.JobColumns+` FROM jobs
 		WHERE subject_id = $1 AND kind = $2 AND member_id = $3 ORDER BY id DESC LIMIT $4`, l.SubjectID, l.Kind, l.MemberID, l.Limit)
-	jobs, err := pgx.CollectRows(rows, scanJob)
+	jobs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (queue.Job, error) { return storekit.ScanJob(row) })
 	return jobs, s.wrap("list jobs", err)
 }
 
@@ -169,10 +118,4 @@ func (s *Store) PruneJobs(ctx context.Context, kinds []string, before time.Time)
 	_, err := s.pool.Exec(ctx, `DELETE FROM jobs WHERE state IN ('done', 'failed') AND created_at < $1 AND kind = ANY($2)`,
 		before, kinds)
 	return s.wrap("prune jobs", err)
-}
-
-// deleteJobs deletes the jobs of a subject that is deleted, in its transaction.
-func deleteJobs(ctx context.Context, tx pgx.Tx, subjectID int64, kinds ...string) error {
-	_, err := tx.Exec(ctx, `DELETE FROM jobs WHERE subject_id = $1 AND kind = ANY($2)`, subjectID, kinds)
-	return err
 }

@@ -63,7 +63,7 @@ type Config struct {
 	// certificate, bounding its reads of the store by itself: serve puts
 	// the same cache in front (credcache.Store.Certificates); nil: the
 	// store's FindCertificates, each read within StoreTimeout.
-	Certificates certorder.CertificateFinder
+	Certificates storekit.CertificateFinder
 	// Handlers are served beside the API and the web page, by ServeMux
 	// pattern: serve's CertCentral webhook receiver (ccwebhook.Path).
 	Handlers map[string]http.Handler
@@ -89,18 +89,18 @@ func ValidSegment(seg string) error {
 // Store is what the server needs of the store: each part goes to the part
 // of the server that uses it.
 type Store interface {
-	storekit.CredentialStore    // the API's one read per request
-	certorder.CertificateFinder // CertificateCheck's second read, once the credentials are accepted
-	storekit.AuditStore         // the audit trail's writer
-	storekit.Pinger             // /readyz
-	web.Store                   // the member web page
+	storekit.CredentialStore   // the API's one read per request
+	storekit.CertificateFinder // CertificateCheck's second read, once the credentials are accepted
+	storekit.AuditStore        // the audit trail's writer
+	storekit.Pinger            // /readyz
+	web.Store                  // the member web page
 }
 
 // Server is the service's HTTP handler. Close it after the http.Server
 // has shut down, to write the last audit entries.
 type Server struct {
-	creds   storekit.CredentialStore    // Config.Credentials
-	certs   certorder.CertificateFinder // Config.Certificates
+	creds   storekit.CredentialStore   // Config.Credentials
+	certs   storekit.CertificateFinder // Config.Certificates
 	ping    storekit.Pinger
 	cfg     Config
 	mux     *http.ServeMux

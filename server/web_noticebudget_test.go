@@ -67,7 +67,7 @@ func TestWebNoticeBudget(t *testing.T) {
 
 	// The first confirmation, as the mailer composes it: who asked, how to
 	// refuse, and the block link, also its List-Unsubscribe.
-	m, err := notice.Texts{PublicURL: base}.Compose(certorder.Notice{Kind: certorder.NoticeConfirm, Address: first}, nil, 0)
+	m, err := notice.Texts{PublicURL: base}.Compose(notice.Notice{Kind: notice.KindConfirm, Address: first}, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/smtptest"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/mailer"
 	"github.com/certorder/certorder/notice"
 	"github.com/certorder/certorder/server"
@@ -129,7 +130,7 @@ func TestWebNoticeTest(t *testing.T) {
 		addr certorder.NoticeAddress
 		kind string
 	}{{nobody, mailer.KindRecipient}, {pending, mailer.KindRecipient}, {downA, mailer.KindService}} {
-		if err := f.store.RecordNoticeAttempt(ctx, a.addr.ID, certorder.NoticeAttempt{At: today, FailureKind: a.kind,
+		if err := f.store.RecordNoticeAttempt(ctx, a.addr.ID, storekit.NoticeAttempt{At: today, FailureKind: a.kind,
 			Failure: "RCPT: the relay 127.0.0.9:48943 answered 550 no such mailbox"}); err != nil {
 			t.Fatal(err)
 		}

@@ -9,11 +9,6 @@ import (
 	"github.com/certorder/certorder/internal/storekit"
 )
 
-// historyColumns are the columns of a certificate history entry, in the
-// order scanEntry reads them.
-const historyColumns = `order_id, seq, cert_id, serial_number, thumbprint, common_name, dns_names, status,
-	date_issued, valid_from, valid_till`
-
 // querier is a transaction or the read pool.
 type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
@@ -21,7 +16,7 @@ type querier interface {
 
 // histories reads the certificate histories of the orders ids, each oldest first.
 func histories(ctx context.Context, q querier, ids []int64) (map[int64][]certorder.CertificateEntry, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+historyColumns+` FROM order_certificates
+	rows, err := q.QueryContext(ctx, `SELECT `+storekit.HistoryColumns+` FROM order_certificates
 		WHERE order_id IN (SELECT value FROM json_each(?)) ORDER BY order_id, seq`, idsJSON(ids))
 	if err != nil {
 		return nil, err
@@ -30,22 +25,12 @@ func histories(ctx context.Context, q querier, ids []int64) (map[int64][]certord
 	out := map[int64][]certorder.CertificateEntry{}
 	for rows.Next() {
 		var e certorder.CertificateEntry
-		if err := scanEntry(rows, &e); err != nil {
+		if err := storekit.ScanEntry(rows, &e); err != nil {
 			return nil, err
 		}
 		out[e.OrderID] = append(out[e.OrderID], e)
 	}
 	return out, rows.Err()
-}
-
-// scanEntry scans historyColumns into e, then the columns after them into more.
-func scanEntry(rows *sql.Rows, e *certorder.CertificateEntry, more ...any) error {
-	var names string
-	if err := rows.Scan(append([]any{&e.OrderID, &e.Seq, &e.ID, &e.SerialNumber, &e.Thumbprint, &e.CommonName, &names,
-		&e.Status, &e.DateIssued, &e.ValidFrom, &e.ValidTill}, more...)...); err != nil {
-		return err
-	}
-	return json.Unmarshal([]byte(names), &e.DNSNames)
 }
 
 // Certificates returns the certificate histories of orders.
@@ -54,7 +39,7 @@ func (s *Store) Certificates(ctx context.Context, ids []int64) (map[int64][]cert
 	return h, s.wrap("certificates", err)
 }
 
-// historyTx is certorder.HistoryWriter on a transaction.
+// historyTx is storekit.HistoryWriter on a transaction.
 type historyTx struct {
 	tx     *sql.Tx
 	insert *sql.Stmt // insertCertificate for historyBatchRows rows, prepared at its first use
@@ -157,4 +142,4 @@ func dnsNames(names []string) []string {
 	return names
 }
 
-var _ certorder.HistoryWriter = (*historyTx)(nil)
+var _ storekit.HistoryWriter = (*historyTx)(nil)

@@ -10,6 +10,7 @@ import (
 	"runtime"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
 // missReader reads one order of a member, for the cache, on connections
@@ -29,7 +30,7 @@ type missConn struct {
 	dest []driver.Value
 }
 
-const memberOrderQuery = `SELECT ` + orderColumns + ` FROM orders o WHERE o.id = ? AND o.member_id = ?`
+const memberOrderQuery = `SELECT ` + storekit.OrderColumns + ` FROM orders o WHERE o.id = ? AND o.member_id = ?`
 
 func openMissReader(ctx context.Context, path string) (*missReader, error) {
 	n := max(2, runtime.GOMAXPROCS(0))
@@ -122,44 +123,36 @@ func (m *missReader) read(ctx context.Context, memberID, orderID int64) (*certor
 	return o, err
 }
 
-// missOrder makes the order of a row of orderColumns.
+// missOrder makes the order of a row of storekit.OrderColumns, as the
+// driver gives it: each value put where a Scan would put it
+// (storekit.OrderRow.Dest), so that the columns are named once.
 func missOrder(v []driver.Value) (*certorder.Order, error) {
-	var n nullOrder
-	var bad error
-	i64 := func(x driver.Value) sql.NullInt64 {
-		switch x := x.(type) {
-		case int64:
-			return sql.NullInt64{Int64: x, Valid: true}
-		case nil:
-			return sql.NullInt64{}
+	var n storekit.OrderRow
+	for i, d := range [...]any{&n.ID, &n.MemberID, &n.CommonName, &n.Status, &n.ValidTill, &n.RenewedBy, &n.Doc, &n.CertEnd, &n.Format} {
+		switch d := d.(type) {
+		case *int64:
+			x, ok := v[i].(int64)
+			if !ok {
+				return nil, fmt.Errorf("sqlite: order column holds %T, not an integer", v[i])
+			}
+			*d = x
+		case *string:
+			switch x := v[i].(type) {
+			case string:
+				*d = x
+			case []byte:
+				*d = string(x)
+			default:
+				return nil, fmt.Errorf("sqlite: order column holds %T, not text", v[i])
+			}
+		case *[]byte:
+			switch x := v[i].(type) {
+			case []byte:
+				*d = x // the driver's own copy
+			case string:
+				*d = []byte(x)
+			}
 		}
-		bad = fmt.Errorf("sqlite: order column holds %T, not an integer", x)
-		return sql.NullInt64{}
 	}
-	str := func(x driver.Value) sql.NullString {
-		switch x := x.(type) {
-		case string:
-			return sql.NullString{String: x, Valid: true}
-		case []byte:
-			return sql.NullString{String: string(x), Valid: true}
-		case nil:
-			return sql.NullString{}
-		}
-		bad = fmt.Errorf("sqlite: order column holds %T, not text", x)
-		return sql.NullString{}
-	}
-	n.id, n.memberID = i64(v[0]), i64(v[1])
-	n.commonName, n.status, n.validTill = str(v[2]), str(v[3]), str(v[4])
-	n.renewedBy = i64(v[5]).Int64
-	switch d := v[6].(type) {
-	case []byte:
-		n.doc = d // the driver's own copy
-	case string:
-		n.doc = []byte(d)
-	}
-	n.certEnd, n.format = i64(v[7]), i64(v[8])
-	if bad != nil {
-		return nil, bad
-	}
-	return n.order()
+	return n.Order()
 }

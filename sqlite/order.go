@@ -14,156 +14,24 @@ import (
 	"github.com/certorder/certorder/internal/storekit"
 )
 
-// orderColumns are the columns every order read scans, with nullOrder.
-const orderColumns = `o.id, o.member_id, o.common_name, o.status, o.valid_till, COALESCE(o.renewed_by, 0),
-	o.doc, o.cert_end, o.doc_format`
-
-// nullOrder scans orderColumns, which are NULL when a LEFT JOIN found no order.
-type nullOrder struct {
-	id, memberID, certEnd, format sql.NullInt64
-	commonName, status, validTill sql.NullString
-	renewedBy                     int64
-	doc                           []byte
-}
-
-func (n *nullOrder) dest() []any {
-	return []any{&n.id, &n.memberID, &n.commonName, &n.status, &n.validTill, &n.renewedBy, &n.doc, &n.certEnd, &n.format}
-}
-
-// order is the scanned order, nil if there was none. A row stored in
-// another document format is refused rather than answered wrong.
-func (n *nullOrder) order() (*certorder.Order, error) {
-	if !n.id.Valid {
-		return nil, nil
-	}
-	if n.format.Int64 != certorder.DocFormat {
-		return nil, fmt.Errorf("order %d is stored in document format %d; this binary reads %d", n.id.Int64, n.format.Int64, certorder.DocFormat)
-	}
-	return &certorder.Order{ID: n.id.Int64, MemberID: n.memberID.Int64, Status: n.status.String,
-		Certificate: certorder.Certificate{CommonName: n.commonName.String, ValidTill: n.validTill.String},
-		RenewedBy:   n.renewedBy, Doc: n.doc, CertEnd: int(n.certEnd.Int64)}, nil
-}
-
 // FindOrder returns one order.
 func (s *Store) FindOrder(ctx context.Context, id int64) (*certorder.Order, error) {
-	var n nullOrder
+	var n storekit.OrderRow
 	var l storekit.Lifecycle
 	var member string
-	err := s.findOrder.QueryRowContext(ctx, id).Scan(append(append(n.dest(), l.Dest()...), &member)...)
+	err := s.findOrder.QueryRowContext(ctx, id).Scan(append(append(n.Dest(), l.Dest()...), &member)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: order %d", certorder.ErrNotFound, id)
 	}
 	if err != nil {
 		return nil, s.wrap("find order", err)
 	}
-	o, err := n.order()
+	o, err := n.Order()
 	if o != nil {
 		o.Member = member
 		l.Fill(o)
 	}
 	return o, s.wrap("find order", err)
-}
-
-// orderFilter is the WHERE clause of an OrderQuery and its arguments.
-func orderFilter(q certorder.OrderQuery) (string, []any) {
-	where := []string{"o.member_id = ?"}
-	args := []any{q.MemberID}
-	arg := func(v any) string {
-		args = append(args, v)
-		return "?"
-	}
-	if cond := storekit.OrderSearch(q, "instr(o.names, %s) > 0", arg); cond != "" {
-		where = append(where, cond)
-	}
-	if q.AfterID != 0 {
-		where = append(where, "o.id > ?")
-		args = append(args, q.AfterID)
-	}
-	return strings.Join(where, " AND "), args
-}
-
-// renewsColumn is Order.Renews: the lowest-numbered order of the member
-// that the order renewed (through the index on renewed_by), 0 if none.
-const renewsColumn = `COALESCE((SELECT MIN(r.id) FROM orders r WHERE r.renewed_by = o.id AND r.member_id = o.member_id), 0)`
-
-// ListOrders returns a page of a member's orders.
-func (s *Store) ListOrders(ctx context.Context, q certorder.OrderQuery) ([]*certorder.Order, error) {
-	where, args := orderFilter(q)
-	limit := q.Limit
-	if limit <= 0 {
-		limit = -1 // SQLite: no limit
-	}
-	// Renews is read for the page's rows only, not for those the offset skips.
-	rows, err := s.read.QueryContext(ctx, `SELECT `+orderColumns+`, `+storekit.LifecycleColumns+`, `+renewsColumn+` FROM (SELECT * FROM orders o WHERE `+where+
-		` ORDER BY `+storekit.OrderSorts[q.Sort]+` LIMIT ? OFFSET ?) o`+storekit.LifecycleJoin+` ORDER BY `+storekit.OrderSorts[q.Sort], append(args, limit, max(q.Offset, 0))...)
-	if err != nil {
-		return nil, s.wrap("list orders", err)
-	}
-	defer rows.Close()
-	var os []*certorder.Order
-	for rows.Next() {
-		var n nullOrder
-		var l storekit.Lifecycle
-		var renews int64
-		if err := rows.Scan(append(append(n.dest(), l.Dest()...), &renews)...); err != nil {
-			return nil, s.wrap("list orders", err)
-		}
-		o, err := n.order()
-		if err != nil {
-			return nil, s.wrap("list orders", err)
-		}
-		l.Fill(o)
-		o.Renews = renews
-		os = append(os, o)
-	}
-	return os, s.wrap("list orders", rows.Err())
-}
-
-// Lifecycles reads a page of every member's orders' lifecycles.
-func (s *Store) Lifecycles(ctx context.Context, afterID int64, limit int) ([]certorder.OrderLifecycle, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT o.id, o.status, o.valid_till, COALESCE(o.renewed_by, 0), `+storekit.LifecycleColumns+`
-		FROM orders o`+storekit.LifecycleJoin+` WHERE o.id > ? ORDER BY o.id LIMIT ?`, afterID, limit)
-	if err != nil {
-		return nil, s.wrap("lifecycles", err)
-	}
-	defer rows.Close()
-	var out []certorder.OrderLifecycle
-	for rows.Next() {
-		var o certorder.Order
-		var l storekit.Lifecycle
-		if err := rows.Scan(append([]any{&o.ID, &o.Status, &o.Certificate.ValidTill, &o.RenewedBy}, l.Dest()...)...); err != nil {
-			return nil, s.wrap("lifecycles", err)
-		}
-		l.Fill(&o)
-		out = append(out, certorder.OrderLifecycle{ID: o.ID, Lifecycle: o.Lifecycle()})
-	}
-	return out, s.wrap("lifecycles", rows.Err())
-}
-
-// CountOrders counts a member's orders.
-func (s *Store) CountOrders(ctx context.Context, q certorder.OrderQuery) (int, error) {
-	where, args := orderFilter(q)
-	var n int
-	err := s.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM orders o WHERE `+where, args...).Scan(&n)
-	return n, s.wrap("count orders", err)
-}
-
-// RenewalChain returns the renewal chain through an order of the member.
-func (s *Store) RenewalChain(ctx context.Context, memberID, id int64) ([]certorder.ChainLink, error) {
-	chain, err := certorder.WalkChain(ctx, id, func(ctx context.Context, id int64) (certorder.ChainLink, error) {
-		l := certorder.ChainLink{ID: id}
-		err := s.read.QueryRowContext(ctx, `SELECT status, valid_till, COALESCE(renewed_by, 0) FROM orders WHERE id = ? AND member_id = ?`,
-			id, memberID).Scan(&l.Status, &l.ValidTill, &l.RenewedBy)
-		if errors.Is(err, sql.ErrNoRows) {
-			err = fmt.Errorf("%w: order %d", certorder.ErrNotFound, id)
-		}
-		return l, err
-	}, func(ctx context.Context, id int64) (int64, error) {
-		var old sql.NullInt64
-		err := s.read.QueryRowContext(ctx, `SELECT MIN(id) FROM orders WHERE renewed_by = ? AND member_id = ?`, id, memberID).Scan(&old)
-		return old.Int64, err
-	})
-	return chain, s.wrap("renewal chain", err)
 }
 
 // linkLookup reads an order's owner and renewal inside tx, for certorder.CheckRenewal.
@@ -287,7 +155,7 @@ func (t *orderTx) save(ctx context.Context, memberID int64, o *certorder.Order, 
 func (s *Store) ImportOrders(ctx context.Context, member string, orders iter.Seq2[*certorder.Order, error]) (int, error) {
 	n := 0
 	err := s.bulkTx(ctx, func(tx *sql.Tx) error {
-		mid, err := memberID(ctx, tx, member)
+		mid, err := storekit.MemberID(ctx, sqlDB{q: tx}, member)
 		if err != nil {
 			return err
 		}
@@ -401,4 +269,10 @@ func multiRow(stmt string, n int) string {
 	j := i + strings.Index(stmt[i:], ")") + 1
 	row := stmt[i:j]
 	return stmt[:i] + strings.Repeat(row+",", n-1) + row + stmt[j:]
+}
+
+// AddEvents writes events to the outbox in the import's or the sync's
+// transaction (storekit.EventWriter).
+func (t *orderTx) AddEvents(ctx context.Context, events []certorder.Event) error {
+	return addEvents(ctx, t.tx, events)
 }

@@ -21,58 +21,6 @@ import (
 
 var _ queue.Store = (*Store)(nil)
 
-const jobColumns = `id, kind, member_id, subject_id, COALESCE(unique_key, ''), payload, state, attempts, run_after,
-	lease_owner, lease_until, created_at, last_attempt, last_error, result`
-
-func scanJob(row storekit.Row) (queue.Job, error) {
-	var j queue.Job
-	var runAfter, lease, created, last sql.NullString
-	err := row.Scan(&j.ID, &j.Kind, &j.MemberID, &j.SubjectID, &j.Key, &j.Payload, &j.State, &j.Attempts, &runAfter,
-		&j.Owner, &lease, &created, &last, &j.LastError, &j.Result)
-	j.RunAfter, j.LeaseUntil, j.CreatedAt, j.LastAttempt = parseTime(runAfter), parseTime(lease), parseTime(created), parseTime(last)
-	return j, err
-}
-
-// Enqueue adds jobs.
-func (s *Store) Enqueue(ctx context.Context, jobs ...queue.Job) ([]int64, error) {
-	ids := make([]int64, 0, len(jobs))
-	err := inTx(ctx, s.write, func(tx *sql.Tx) error {
-		ids = ids[:0]
-		at := time.Now()
-		for _, j := range jobs {
-			id, err := insertJob(ctx, tx, j, at)
-			if err != nil {
-				return err
-			}
-			ids = append(ids, id)
-		}
-		return nil
-	})
-	return ids, s.wrap("enqueue", err)
-}
-
-// insertJob adds a job in the transaction of the change that causes it,
-// created at at and due at its RunAfter (zero: at); one with a Key joins
-// the pending job of its kind with that key, whose ID it returns.
-func insertJob(ctx context.Context, tx *sql.Tx, j queue.Job, at time.Time) (int64, error) {
-	if j.RunAfter.IsZero() {
-		j.RunAfter = at
-	}
-	if j.Payload == nil {
-		j.Payload = []byte{}
-	}
-	var key any
-	if j.Key != "" {
-		key = j.Key
-	}
-	var id int64
-	err := tx.QueryRowContext(ctx, `INSERT INTO jobs (kind, member_id, subject_id, unique_key, payload, state, run_after, created_at)
-		VALUES (?, ?, ?, ?, ?, 'pending', ?, ?)
-		ON CONFLICT (kind, unique_key) WHERE state = 'pending' AND unique_key IS NOT NULL DO UPDATE SET kind = excluded.kind
-		RETURNING id`, j.Kind, j.MemberID, j.SubjectID, key, j.Payload, formatTime(j.RunAfter), formatTime(at)).Scan(&id)
-	return id, err
-}
-
 // ClaimJobs takes due jobs and holds them for the lease.
 func (s *Store) ClaimJobs(ctx context.Context, c queue.Claim) ([]queue.Job, error) {
 	kinds, _ := json.Marshal(c.Kinds) // strings always marshal
@@ -107,13 +55,13 @@ func (s *Store) ClaimJobs(ctx context.Context, c queue.Claim) ([]queue.Job, erro
 				FROM (`+due+`) d
 				WHERE d.subject_id NOT IN (SELECT value FROM json_each(?6)) AND d.member_id NOT IN (SELECT value FROM json_each(?7)))
 				WHERE ?9 = 0 OR rn = 1 ORDER BY rn, served, run_after, id LIMIT ?4)
-			RETURNING `+jobColumns, formatTime(c.At.Add(c.Lease)), formatTime(c.At), c.Owner, c.Limit, string(kinds),
+			RETURNING `+storekit.JobColumns, formatTime(c.At.Add(c.Lease)), formatTime(c.At), c.Owner, c.Limit, string(kinds),
 			skipS, skipM, served, c.RoundRobin)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		jobs, err = storekit.Collect(rows, scanJob)
+		jobs, err = storekit.Collect(rows, storekit.ScanJob)
 		return err
 	})
 	slices.SortFunc(jobs, func(a, b queue.Job) int { return cmp.Compare(a.ID, b.ID) }) // RETURNING's order is none
@@ -157,13 +105,13 @@ func (s *Store) RetryJob(ctx context.Context, kind string, memberID, subjectID, 
 
 // Jobs lists jobs of a kind, a member and a subject, newest first.
 func (s *Store) Jobs(ctx context.Context, l queue.List) ([]queue.Job, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs
+	rows, err := s.read.QueryContext(ctx, `SELECT `+storekit.JobColumns+` FROM jobs
 		WHERE subject_id = ? AND kind = ? AND member_id = ? ORDER BY id DESC LIMIT ?`, l.SubjectID, l.Kind, l.MemberID, l.Limit)
 	if err != nil {
 		return nil, s.wrap("list jobs", err)
 	}
 	defer rows.Close()
-	jobs, err := storekit.Collect(rows, scanJob)
+	jobs, err := storekit.Collect(rows, storekit.ScanJob)
 	return jobs, s.wrap("list jobs", err)
 }
 
@@ -173,14 +121,6 @@ func (s *Store) PruneJobs(ctx context.Context, kinds []string, before time.Time)
 	_, err := s.write.ExecContext(ctx, `DELETE FROM jobs WHERE state IN ('done', 'failed') AND created_at < ?
 		AND kind IN (SELECT value FROM json_each(?))`, formatTime(before), string(list))
 	return s.wrap("prune jobs", err)
-}
-
-// deleteJobs deletes the jobs of a subject that is deleted, in its transaction.
-func deleteJobs(ctx context.Context, tx *sql.Tx, subjectID int64, kinds ...string) error {
-	list, _ := json.Marshal(kinds) // strings always marshal
-	_, err := tx.ExecContext(ctx, `DELETE FROM jobs WHERE subject_id = ? AND kind IN (SELECT value FROM json_each(?))`,
-		subjectID, string(list))
-	return err
 }
 
 func nullBytes(b []byte) any {

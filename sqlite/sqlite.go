@@ -53,6 +53,8 @@ var _ storekit.Store = (*Store)(nil)
 
 // Store is a certorder.Store on one SQLite file.
 type Store struct {
+	storekit.Kit // what both stores do alike
+
 	read     *sql.DB // concurrent readers; WAL lets them run beside the writer
 	write    *sql.DB // one connection: SQLite allows one writer at a time
 	audit    *sql.DB // the audit trail's file, one connection
@@ -64,8 +66,8 @@ type Store struct {
 	findOrder, findCredential, findCredentialOrder *sql.Stmt
 }
 
-// timeLayout sorts as text in time order.
-const timeLayout = "2006-01-02T15:04:05.000000000Z"
+// timeLayout sorts as text in time order (storekit.Time reads it).
+const timeLayout = storekit.TimeLayout
 
 // dsn is the data source of the database file at path. PRAGMAs go in the
 // DSN so that every pooled connection gets them.
@@ -113,6 +115,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	s.read.SetMaxOpenConns(4)
 	s.read.SetMaxIdleConns(4)
+	s.Kit = storekit.Kit{Read: sqlDB{s.read, s.read}, Write: sqlDB{s.write, s.write}, Sessions: sqlDB{s.sessions, s.sessions},
+		AuditDB: sqlDB{s.audit, s.audit}, SessionsApart: true, Wrap: s.wrap, Greatest: "max", NoLimit: -1,
+		InList: func(column string) string { return column + " IN (SELECT value FROM json_each(?))" },
+		List:   listJSON, NoticeTargets: noticeTargets,
+		EndpointTargets: endpointTargets, WriteEvents: writeEvents, Joined: "group_concat(%s)", Contains: "instr(o.names, %s) > 0",
+		InTypes: func(column string) string { return "',' || " + column + " || ',' LIKE '%,' || ? || ',%'" }}
 	if err := s.prepare(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: %w", err)
@@ -122,13 +130,13 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 // prepare prepares the statements of the hot path.
 func (s *Store) prepare(ctx context.Context) (err error) {
-	if s.findOrder, err = s.read.PrepareContext(ctx, `SELECT `+orderColumns+`, `+storekit.LifecycleColumns+`, m.name
+	if s.findOrder, err = s.read.PrepareContext(ctx, `SELECT `+storekit.OrderColumns+`, `+storekit.LifecycleColumns+`, m.name
 		FROM orders o JOIN members m ON m.id = o.member_id`+storekit.LifecycleJoin+` WHERE o.id = ?`); err != nil {
 		return err
 	}
 	// The order is joined only if it is the key's member's: another
 	// member's order is never read, so it costs what a missing one does.
-	if s.findCredentialOrder, err = s.read.PrepareContext(ctx, `SELECT `+credentialColumns+`, `+orderColumns+`
+	if s.findCredentialOrder, err = s.read.PrepareContext(ctx, `SELECT `+storekit.CredentialColumns+`, `+storekit.OrderColumns+`
 		FROM api_keys k JOIN members m ON m.id = k.member_id
 		LEFT JOIN orders o ON o.id = ? AND o.member_id = k.member_id
 		WHERE k.id = ?`); err != nil {
@@ -136,7 +144,7 @@ func (s *Store) prepare(ctx context.Context) (err error) {
 	}
 	// Without an order: one statement for both would be re-prepared by
 	// SQLite each time the order parameter switched between 0 and a number.
-	s.findCredential, err = s.read.PrepareContext(ctx, `SELECT `+credentialColumns+`, `+noOrderColumns+`
+	s.findCredential, err = s.read.PrepareContext(ctx, `SELECT `+storekit.CredentialColumns+`, `+storekit.NoOrderColumns+`
 		FROM api_keys k JOIN members m ON m.id = k.member_id WHERE k.id = ?`)
 	return err
 }
@@ -170,14 +178,11 @@ func migrate(ctx context.Context, db *sql.DB, fsys embed.FS, dir string) error {
 	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
 		return fmt.Errorf("sqlite: %w", err)
 	}
-	if current > migrations.Latest(ms) {
-		return fmt.Errorf("sqlite: database schema version %d is newer than this binary knows (%d); upgrade certorder",
-			current, migrations.Latest(ms))
+	pending, err := migrations.Pending(ms, current)
+	if err != nil {
+		return fmt.Errorf("sqlite: %w", err)
 	}
-	for _, m := range ms {
-		if m.Version <= current {
-			continue
-		}
+	for _, m := range pending {
 		err := inTx(ctx, db, func(tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 				return err
@@ -286,9 +291,4 @@ func oneRow(res sql.Result, err error, what string) error {
 		return fmt.Errorf("%w: %s", certorder.ErrNotFound, what)
 	}
 	return nil
-}
-
-// queryRower is a database or a transaction.
-type queryRower interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/certorder/certorder/internal/export"
 	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/mailer"
+	"github.com/certorder/certorder/notice"
 	"github.com/certorder/certorder/queue"
 )
 
@@ -179,7 +180,7 @@ func testNoticeOutbox(t *testing.T, open func(t *testing.T) storekit.Store) {
 		return s.QueueNotices(ctx, limit, at, mailer.Plan(at, maxAge))
 	}
 	// The unconfirmed address's confirmation, out of the way.
-	if ns := claim(at); len(ns) != 1 || ns[0].Kind != certorder.NoticeConfirm {
+	if ns := claim(at); len(ns) != 1 || ns[0].Kind != notice.KindConfirm {
 		t.Fatalf("confirmations: %+v", ns)
 	}
 
@@ -219,7 +220,7 @@ func testNoticeOutbox(t *testing.T, open func(t *testing.T) storekit.Store) {
 	ns := claim(at)
 	perAddress := map[int64][]claimedNotice{}
 	for _, n := range ns {
-		if n.Kind != certorder.NoticeEvent || len(n.Events) != 1 || n.Events[0].MemberID != alice.ID || n.MemberID != alice.ID {
+		if n.Kind != notice.KindEvent || len(n.Events) != 1 || n.Events[0].MemberID != alice.ID || n.MemberID != alice.ID {
 			t.Fatalf("due now: %+v", n)
 		}
 		perAddress[n.SubjectID] = append(perAddress[n.SubjectID], n)
@@ -246,7 +247,7 @@ func testNoticeOutbox(t *testing.T, open func(t *testing.T) storekit.Store) {
 	ns = claim(midnight.Add(time.Minute))
 	var digest claimedNotice
 	for _, n := range ns {
-		if n.Kind == certorder.NoticeDigest {
+		if n.Kind == notice.KindDigest {
 			digest = n
 		}
 	}
@@ -267,7 +268,7 @@ func testNoticeOutbox(t *testing.T, open func(t *testing.T) storekit.Store) {
 	if _, queued, err := queueNotices(100, at.Add(time.Second), time.Hour); err != nil || queued != 1 {
 		t.Fatalf("a late event of the day: queued %d, %v", queued, err)
 	}
-	if late := claim(midnight.Add(time.Minute)); len(late) != 1 || late[0].Kind != certorder.NoticeDigest || late[0].ID == digest.ID ||
+	if late := claim(midnight.Add(time.Minute)); len(late) != 1 || late[0].Kind != notice.KindDigest || late[0].ID == digest.ID ||
 		len(late[0].Events) != 1 {
 		t.Fatalf("the late event: %+v", late)
 	}
@@ -280,7 +281,7 @@ func testNoticeOutbox(t *testing.T, open func(t *testing.T) storekit.Store) {
 	}
 	n := perAddress[all.ID][0]
 	finishNotice(queue.Outcome{JobID: n.ID, At: at, State: queue.Failed, Error: "550 5.1.1 no such mailbox"})
-	must(t, s.RecordNoticeAttempt(ctx, all.ID, certorder.NoticeAttempt{At: at, Failure: "550 5.1.1 no such mailbox", FailureKind: "recipient"}))
+	must(t, s.RecordNoticeAttempt(ctx, all.ID, storekit.NoticeAttempt{At: at, Failure: "550 5.1.1 no such mailbox", FailureKind: "recipient"}))
 	a, err := s.FindNoticeAddress(ctx, all.ID)
 	must(t, err)
 	if a.Failure != "550 5.1.1 no such mailbox" || a.FailureKind != "recipient" || !a.FailedAt.Equal(at) {
@@ -288,14 +289,14 @@ func testNoticeOutbox(t *testing.T, open func(t *testing.T) storekit.Store) {
 	}
 	retry := perAddress[all.ID][1]
 	finishNotice(queue.Outcome{JobID: retry.ID, At: at, State: queue.Pending, RunAfter: midnight.Add(time.Hour), Error: "451 try later"})
-	must(t, s.RecordNoticeAttempt(ctx, all.ID, certorder.NoticeAttempt{At: at, Failure: "451 try later", FailureKind: "recipient",
+	must(t, s.RecordNoticeAttempt(ctx, all.ID, storekit.NoticeAttempt{At: at, Failure: "451 try later", FailureKind: "recipient",
 		RetryAt: midnight.Add(time.Hour)}))
 	if a, err := s.FindNoticeAddress(ctx, all.ID); err != nil || a.Failure == "" || a.RetryFailure != "451 try later" ||
 		!a.RetryFailedAt.Equal(at) || !a.RetryAt.Equal(midnight.Add(time.Hour)) {
 		t.Fatalf("a temporary failure cleared the permanent one, or is not recorded: %+v %v", a, err)
 	}
 	finishNotice(queue.Outcome{JobID: perAddress[all.ID][2].ID, At: at.Add(time.Second), State: queue.Done})
-	must(t, s.RecordNoticeAttempt(ctx, all.ID, certorder.NoticeAttempt{At: at.Add(time.Second), Sent: true}))
+	must(t, s.RecordNoticeAttempt(ctx, all.ID, storekit.NoticeAttempt{At: at.Add(time.Second), Sent: true}))
 	if a, err = s.FindNoticeAddress(ctx, all.ID); err != nil || a.Failure != "" || !a.FailedAt.IsZero() || !a.LastSent.Equal(at.Add(time.Second)) ||
 		a.FailureKind != "" || a.RetryFailure != "" || !a.RetryAt.IsZero() {
 		t.Fatalf("after a success: %+v %v", a, err)
@@ -337,6 +338,6 @@ func testNoticeOutbox(t *testing.T, open func(t *testing.T) storekit.Store) {
 // claimedNotice is a notice job as the store suite claims it, with its events.
 type claimedNotice struct {
 	queue.Job
-	Kind   string // certorder.NoticeEvent, NoticeDigest, NoticeConfirm
+	Kind   string // notice.KindEvent, NoticeDigest, NoticeConfirm
 	Events []certorder.Event
 }

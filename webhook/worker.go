@@ -5,17 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/notice"
 	"github.com/certorder/certorder/queue"
 )
@@ -41,12 +40,12 @@ type Store interface {
 	// and to (YYYY-MM-DD, inclusive), of members with an enabled endpoint
 	// or an active notice address wanting typ, renewed or not (the worker
 	// decides by Windows.Next).
-	EndingOrders(ctx context.Context, typ, from, to string) ([]certorder.EndingOrder, error)
+	EndingOrders(ctx context.Context, typ, from, to string) ([]storekit.EndingOrder, error)
 	// RecordEnding records an event of type typ for the order and marks
 	// the thresholds as told for the order's current end (End), in one
 	// transaction; a threshold told already makes it a no-op (false). A
 	// new end (a reissued certificate) is told afresh.
-	RecordEnding(ctx context.Context, typ string, o certorder.EndingOrder, thresholds []int, data []byte, at time.Time) (bool, error)
+	RecordEnding(ctx context.Context, typ string, o storekit.EndingOrder, thresholds []int, data []byte, at time.Time) (bool, error)
 	// PruneEvents deletes the events fanned out before before.
 	PruneEvents(ctx context.Context, before time.Time) error
 }
@@ -381,123 +380,4 @@ func (w *Worker) servedOrder(now time.Time) []int64 {
 		return cmp.Or(cmp.Compare(w.byMember[a], w.byMember[b]), cmp.Compare(w.served[a].seq, w.served[b].seq))
 	})
 	return order
-}
-
-// start sends one claimed delivery in the background. The attempt must end
-// before the lease does: leaseEnd less a margin for recording its outcome.
-func (w *Worker) start(ctx context.Context, d Delivery, leaseEnd time.Time) {
-	memberID := d.MemberID
-	w.mu.Lock()
-	w.inFlight++
-	w.byEndpoint[d.EndpointID]++
-	w.byMember[memberID]++
-	w.started++
-	w.served[memberID] = servedAt{seq: w.started, at: w.cfg.Now()}
-	w.mu.Unlock()
-	w.running.Add(1)
-	go func() {
-		defer w.running.Done()
-		defer func() {
-			w.mu.Lock()
-			w.inFlight--
-			if w.byEndpoint[d.EndpointID]--; w.byEndpoint[d.EndpointID] <= 0 {
-				delete(w.byEndpoint, d.EndpointID)
-			}
-			if w.byMember[memberID]--; w.byMember[memberID] <= 0 {
-				delete(w.byMember, memberID)
-			}
-			w.mu.Unlock()
-			select {
-			case w.freed <- struct{}{}:
-			default:
-			}
-		}()
-		margin := min(5*time.Second, w.cfg.Lease/4)
-		actx, cancel := context.WithDeadline(ctx, leaseEnd.Add(-margin))
-		defer cancel()
-		if err := w.deliver(actx, ctx, d); err != nil && ctx.Err() == nil {
-			w.cfg.Logger.Error("webhooks", "err", err)
-		}
-	}()
-}
-
-// deliver makes one attempt of a delivery (bounded by actx) and records
-// what came of it (bounded by ctx).
-func (w *Worker) deliver(actx, ctx context.Context, d Delivery) error {
-	now := w.cfg.Now()
-	o := queue.Outcome{JobID: d.ID, Owner: w.cfg.Owner, At: now}
-	ep, err := w.cfg.Store.FindEndpoint(actx, d.EndpointID)
-	switch {
-	case errors.Is(err, certorder.ErrNotFound), err == nil && ep.MemberID != d.MemberID:
-		// Deleted since it was queued (its ID perhaps another's now).
-		o.State, o.Error = queue.Failed, "the endpoint was deleted"
-		return w.cfg.Store.FinishJob(ctx, o)
-	case err != nil:
-		return err // the lease runs out and it is tried again
-	}
-	keys, err := signingKeys(&ep, now)
-	if !ep.Enabled || err != nil {
-		// Nothing is sent for an endpoint disabled since (or broken).
-		o.State, o.Error = queue.Failed, "the endpoint is disabled"
-		if err != nil {
-			o.Error = err.Error()
-		}
-		o.Result = resultOf(Result{Class: "disabled"}, &ep)
-		w.metrics.deliveries.WithLabelValues("disabled").Inc()
-		return w.cfg.Store.FinishJob(ctx, o)
-	}
-	w.metrics.queueAge.Set(max(0, now.Sub(d.NextAttempt)).Seconds())
-	res := Deliver(actx, w.cfg.Client, ep.URL, keys, d.MsgID, now, d.Body)
-	if res.Class == ClassCanceled {
-		return nil // shutting down: the lease runs out and it is sent again
-	}
-	w.metrics.deliveries.WithLabelValues(string(res.Class)).Inc()
-	o.Result = resultOf(res, &ep)
-	if res.Err != nil {
-		o.Error = res.Err.Error()
-	}
-	if answer := strings.TrimSpace(Redact(res.Answer, &ep)); answer != "" && !res.Delivered() {
-		// The receiver's own words say best why it refused: the member sees them.
-		o.Error = strings.TrimPrefix(o.Error+": "+answer, ": ")
-	}
-	disable := ""
-	switch attempt := d.Attempts + 1; {
-	case res.Delivered():
-		o.State = queue.Done
-	case res.Gone():
-		o.State, disable = queue.Failed, "the endpoint answered 410 Gone"
-	case !ep.FailingSince.IsZero() && now.Sub(ep.FailingSince) >= w.cfg.DisableAfter:
-		o.State = queue.Failed
-		disable = fmt.Sprintf("no delivery succeeded since %s", ep.FailingSince.UTC().Format(time.RFC3339))
-	case attempt >= MaxAttempts || !res.Retry():
-		o.State = queue.Failed
-	default:
-		o.State, o.RunAfter = queue.Pending, now.Add(max(queue.Backoff(attempt, nil), res.RetryAfter))
-	}
-	if disable != "" {
-		w.cfg.Logger.Warn("webhook endpoint disabled", "endpoint", ep.ID, "member_id", ep.MemberID, "reason", disable)
-	}
-	ctx = context.WithoutCancel(ctx)
-	if err := w.cfg.Store.FinishJob(ctx, o); err != nil {
-		return err
-	}
-	// The endpoint's health after the job's outcome: a crash between the
-	// two leaves it one attempt behind, never a delivery sent twice.
-	return w.cfg.Store.RecordEndpointAttempt(ctx, ep.ID, now, res.Delivered(), disable)
-}
-
-// signingKeys are the keys a message is signed with now: the endpoint's
-// secret, and during a rotation the previous one too.
-func signingKeys(ep *certorder.Endpoint, now time.Time) ([][]byte, error) {
-	key, err := ParseSecret(ep.Secret)
-	if err != nil {
-		return nil, err
-	}
-	keys := [][]byte{key}
-	if ep.PreviousSecret != "" && now.Before(ep.PreviousExpires) {
-		if prev, err := ParseSecret(ep.PreviousSecret); err == nil {
-			keys = append(keys, prev)
-		}
-	}
-	return keys, nil
 }

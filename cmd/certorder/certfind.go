@@ -19,6 +19,7 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/client"
 	"github.com/certorder/certorder/internal/printable"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/server/web"
 )
 
@@ -204,7 +205,7 @@ func (e *env) orderFind(fs *flag.FlagSet) adminFunc {
 	from := fs.String("from", "", "read serial numbers or thumbprints from this file (- for stdin), one a line, as a CA's revocation notice lists them; blank lines and # comments are skipped")
 	asJSON := fs.Bool("json", false, "print one JSON object a line")
 	asCSV := fs.Bool("csv", false, "print CSV with a header line")
-	return role(func(ctx context.Context, store certorder.CertificateFinder, _ []string) error {
+	return role(func(ctx context.Context, store storekit.CertificateFinder, _ []string) error {
 		if *asJSON && *asCSV {
 			return usageError("order find: give --json or --csv, not both")
 		}

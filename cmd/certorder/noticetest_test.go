@@ -13,6 +13,7 @@ import (
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/poll"
 	"github.com/certorder/certorder/internal/smtptest"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/stores"
 )
@@ -230,23 +231,23 @@ func TestNoticeListRetry(t *testing.T) {
 	}
 	defer s.Close()
 	at := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
-	finish := func(a certorder.NoticeAttempt) {
+	finish := func(a storekit.NoticeAttempt) {
 		t.Helper()
 		a.At = at
 		if err := s.RecordNoticeAttempt(context.Background(), 1, a); err != nil {
 			t.Fatal(err)
 		}
 	}
-	finish(certorder.NoticeAttempt{Failure: "RCPT: the relay answered 550 no such mailbox", FailureKind: "recipient"})
+	finish(storekit.NoticeAttempt{Failure: "RCPT: the relay answered 550 no such mailbox", FailureKind: "recipient"})
 	at = at.Add(time.Hour)
-	finish(certorder.NoticeAttempt{RetryAt: at.Add(5 * time.Minute),
+	finish(storekit.NoticeAttempt{RetryAt: at.Add(5 * time.Minute),
 		Failure: "AUTH: the relay answered 454 4.7.0 (its text is not kept: it may quote the credentials)", FailureKind: "service"})
 	want := "2026-11-28T10:00:00Z AUTH: the relay answered 454 4.7.0 (its text is not kept: it may quote the credentials) " +
 		"(temporary: tried again at 2026-11-28T10:05:00Z)"
 	if list := c.ok("admin", "notice", "list", "acme"); !strings.Contains(list, want) {
 		t.Errorf("notice list:\n%s\nwant %q", list, want)
 	}
-	finish(certorder.NoticeAttempt{Sent: true})
+	finish(storekit.NoticeAttempt{Sent: true})
 	if list := c.ok("admin", "notice", "list", "acme"); !strings.Contains(list, "active  2026-11-28T10:00:00Z  -") {
 		t.Errorf("after a success:\n%s", list)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/credcache"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/mailer"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/server/web"
@@ -249,10 +250,10 @@ func (e *env) parseServe(args []string) (*serveConfig, *slog.Logger, error) {
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		return nil, nil, usageError("serve: --tls-cert and --tls-key go together")
 	}
-	if c.webhooks && len(certorder.ParseThresholds(c.webhookExpiring)) == 0 {
+	if c.webhooks && len(storekit.ParseThresholds(c.webhookExpiring)) == 0 {
 		return nil, nil, usageError("serve: --webhook-expiring-days %q: give days such as 30,7,1", c.webhookExpiring)
 	}
-	if c.webhooks && len(certorder.ParseThresholds(c.webhookPlanEnding)) == 0 {
+	if c.webhooks && len(storekit.ParseThresholds(c.webhookPlanEnding)) == 0 {
 		return nil, nil, usageError("serve: --webhook-plan-ending-days %q: give days such as 90,60,30,7", c.webhookPlanEnding)
 	}
 	if err := checkWindows("serve", c.windows); err != nil {

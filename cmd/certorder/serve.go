@@ -18,10 +18,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/ccsync"
 	"github.com/certorder/certorder/digicert"
 	"github.com/certorder/certorder/internal/credcache"
+	"github.com/certorder/certorder/internal/storekit"
 	"github.com/certorder/certorder/notice"
 	"github.com/certorder/certorder/server"
 	"github.com/certorder/certorder/stores"
@@ -208,7 +208,7 @@ func (e *env) startWebhooks(ctx context.Context, c *serveConfig, logger *slog.Lo
 	w := webhook.NewWorker(webhook.WorkerConfig{Store: store, Logger: logger, Metrics: reg,
 		Client:     webhook.NewHTTPClient(webhook.Options{AllowPrivate: c.webhookAllowPrivate, Timeout: c.webhookTimeout}),
 		Lease:      c.webhookTimeout + 5*time.Second, // longer than any attempt
-		Thresholds: certorder.ParseThresholds(c.webhookExpiring), PlanThresholds: certorder.ParseThresholds(c.webhookPlanEnding),
+		Thresholds: storekit.ParseThresholds(c.webhookExpiring), PlanThresholds: storekit.ParseThresholds(c.webhookPlanEnding),
 		Windows: c.windows, Orders: store, Texts: notice.Texts{PublicURL: c.notices.publicURL, Windows: c.windows}})
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})

@@ -5,9 +5,10 @@ import (
 	"encoding/binary"
 
 	"github.com/certorder/certorder"
+	"github.com/certorder/certorder/internal/storekit"
 )
 
-// Certificates is a certorder.CertificateFinder in front of another,
+// Certificates is a storekit.CertificateFinder in front of another,
 // beside Store and in its cache: a member's look-up of one serial number
 // or thumbprint (CertificateCheck's) is answered from memory when the
 // cache holds it for the source's current generation, and otherwise read
@@ -17,14 +18,14 @@ import (
 // reissue, a revocation or a new history entry made stale is never
 // served. Other look-ups (the operator's, several keys) read the finder.
 type Certificates struct {
-	finder certorder.CertificateFinder
+	finder storekit.CertificateFinder
 	s      *Store
 }
 
 // Certificates puts s's cache in front of finder (the same store's: the
 // source keeps it exact); without a cache, every look-up reads finder
 // within the timeout.
-func (s *Store) Certificates(finder certorder.CertificateFinder) *Certificates {
+func (s *Store) Certificates(finder storekit.CertificateFinder) *Certificates {
 	return &Certificates{finder: finder, s: s}
 }
 
@@ -44,7 +45,7 @@ func (c *Certificates) read(ctx context.Context, q certorder.CertificateQuery) (
 	return c.finder.FindCertificates(ctx, q)
 }
 
-var _ certorder.CertificateFinder = (*Certificates)(nil)
+var _ storekit.CertificateFinder = (*Certificates)(nil)
 
 // certificateKey is a member's look-up of one key: the arena's key less
 // the generation. The key is a look-up form (40 hex digits at most).

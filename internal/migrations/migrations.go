@@ -49,3 +49,15 @@ func Latest(ms []Migration) int {
 	}
 	return ms[len(ms)-1].Version
 }
+
+// Pending are the migrations of ms above the database's version current,
+// in order; an error when current is above every one of ms (a newer
+// binary migrated the database).
+func Pending(ms []Migration, current int) ([]Migration, error) {
+	if current > Latest(ms) {
+		return nil, fmt.Errorf("database schema version %d is newer than this binary knows (%d); upgrade certorder",
+			current, Latest(ms))
+	}
+	i := sort.Search(len(ms), func(i int) bool { return ms[i].Version > current })
+	return ms[i:], nil
+}

@@ -1,38 +1,78 @@
 package storekit
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/certorder/certorder"
 )
 
-// FindCertificates is the query of certorder.CertificateFinder, the same SQL
-// in both stores but for each one's form of a set of keys: serialIn and
-// thumbprintIn are "the column is one of the first (second) argument"
-// with %s for the column, and member is the third argument, the member
-// whose certificates are asked for, or "" for every member's (the
-// operator's). It selects historyColumns (the entry), then the order's
-// member ID and name, its status, and whether the certificate is current:
-// no certificate with a serial number was recorded on the order after it.
-// Each key goes through its partial index (hence the terms that the key is
-// not empty): a member's through the index by member and key, so that
-// another member's certificates are not visited, and one another member
-// holds costs the look-up a missing one costs (issue 46).
-func FindCertificates(historyColumns, serialIn, thumbprintIn, member string) string {
-	ofMember := ""
-	if member != "" {
-		ofMember = "member_id = " + member + " AND "
+// HistoryColumns are the columns of a certificate history entry, in the
+// order ScanEntry reads them.
+const HistoryColumns = `order_id, seq, cert_id, serial_number, thumbprint, common_name, dns_names, status,
+	date_issued, valid_from, valid_till`
+
+// ScanEntry scans HistoryColumns into e (the DNS names are JSON text),
+// then the columns after them into more.
+func ScanEntry(row Row, e *certorder.CertificateEntry, more ...any) error {
+	var names string
+	if err := row.Scan(append([]any{&e.OrderID, &e.Seq, &e.ID, &e.SerialNumber, &e.Thumbprint, &e.CommonName, &names,
+		&e.Status, &e.DateIssued, &e.ValidFrom, &e.ValidTill}, more...)...); err != nil {
+		return err
 	}
-	return `SELECT ` + historyColumns + `, member_id, member, order_status, current FROM (
+	e.DNSNames = nil
+	return json.Unmarshal([]byte(names), &e.DNSNames)
+}
+
+// certificatesQuery is the query of FindCertificates: the certificates
+// whose serial or thumbprint look-up form is one of a list (in, the
+// store's condition of a list argument with %s for the column), of the
+// member the first argument of each list names (ofMember), or of every
+// member (the operator's). It selects HistoryColumns (the entry), then the
+// order's member ID and name, its status, and whether the certificate is
+// current: no certificate with a serial number was recorded on the order
+// after it. Each key goes through its partial index (hence the terms that
+// the key is not empty): a member's through the index by member and key,
+// so that another member's certificates are not visited, and one another
+// member holds costs the look-up a missing one costs (issue 46).
+func certificatesQuery(in string, ofMember bool) string {
+	member := ""
+	if ofMember {
+		member = "member_id = ? AND "
+	}
+	return `SELECT ` + HistoryColumns + `, member_id, member, order_status, current FROM (
 	SELECT c.*, m.name AS member, o.status AS order_status,
 		NOT EXISTS (SELECT 1 FROM order_certificates l WHERE l.order_id = c.order_id AND l.seq > c.seq
 			AND l.serial_number <> '') AS current
 	FROM order_certificates c JOIN orders o ON o.id = c.order_id JOIN members m ON m.id = o.member_id
 	WHERE c.seq IN (
-		SELECT seq FROM order_certificates WHERE ` + ofMember + fmt.Sprintf(serialIn, "serial_key") + ` AND serial_key <> ''
+		SELECT seq FROM order_certificates WHERE ` + member + fmt.Sprintf(in, "serial_key") + ` AND serial_key <> ''
 		UNION
-		SELECT seq FROM order_certificates WHERE ` + ofMember + fmt.Sprintf(thumbprintIn, "thumbprint_key") + ` AND thumbprint_key <> '')) f
+		SELECT seq FROM order_certificates WHERE ` + member + fmt.Sprintf(in, "thumbprint_key") + ` AND thumbprint_key <> '')) f
 ORDER BY order_id, seq`
+}
+
+// FindCertificates finds certificates by serial number or thumbprint (the
+// API's read: once more where the store reads again, ReadAgain).
+func (k *Kit) FindCertificates(ctx context.Context, q certorder.CertificateQuery) ([]certorder.CertificateMatch, error) {
+	k.certQueries.Do(func() {
+		in := k.InList("%s")
+		k.memberCerts, k.allCerts = certificatesQuery(in, true), certificatesQuery(in, false)
+	})
+	query, args := k.allCerts, []any{k.List(q.Serials), k.List(q.Thumbprints)}
+	if q.MemberID != 0 {
+		query, args = k.memberCerts, []any{q.MemberID, args[0], q.MemberID, args[1]}
+	}
+	var out []certorder.CertificateMatch
+	err := k.readAgain(ctx, func() (err error) {
+		out, err = Query(ctx, k.Read, func(row Row) (certorder.CertificateMatch, error) {
+			var m certorder.CertificateMatch
+			return m, ScanEntry(row, &m.CertificateEntry, &m.MemberID, &m.Member, &m.OrderStatus, &m.Current)
+		}, query, args...)
+		return err
+	})
+	return out, k.Wrap("find certificates", err)
 }
 
 // AddedOrders are the orders of the history entries to add (Seq 0), each

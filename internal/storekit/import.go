@@ -32,10 +32,10 @@ type BatchWriter interface {
 	// added when Seq is 0, else replaced).
 	SaveOrders(ctx context.Context, memberID int64, orders []CheckedOrder, history []certorder.CertificateEntry) error
 	// AddEvents writes the events of the orders saved (OrderChange.Events).
-	certorder.EventWriter
+	EventWriter
 	// The certificate histories of the orders saved: read for those
 	// stored before the batch, trimmed past certorder.MaxCertificates.
-	certorder.HistoryWriter
+	HistoryWriter
 }
 
 // CheckedOrder is an order certorder.CheckImport accepted, with the renewal to store.
@@ -212,7 +212,7 @@ func importBatch(ctx context.Context, memberID int64, batch []*certorder.Order, 
 // before the batch alone: an order not stored has none (a history is
 // written with its order, and orders are never deleted), so that a batch
 // of new orders reads nothing.
-func planHistories(ctx context.Context, checked []CheckedOrder, stored map[int64]certorder.OrderLink, w certorder.HistoryWriter) (certorder.CertificatePlan, error) {
+func planHistories(ctx context.Context, checked []CheckedOrder, stored map[int64]certorder.OrderLink, w HistoryWriter) (certorder.CertificatePlan, error) {
 	saved := make([]*certorder.Order, len(checked))
 	var ids []int64
 	for i, c := range checked {
@@ -233,7 +233,7 @@ func planHistories(ctx context.Context, checked []CheckedOrder, stored map[int64
 
 // batchEvents are the events of writing checked over the orders stored
 // before (stored holds every one of them that was), with the reissues
-// certorder.RecordCertificates found.
+// RecordCertificates found.
 func batchEvents(memberID int64, checked []CheckedOrder, stored map[int64]certorder.OrderLink, reissues map[int64]*certorder.ReissuedData) []certorder.Event {
 	var events []certorder.Event
 	now := time.Now()

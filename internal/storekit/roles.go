@@ -144,7 +144,7 @@ type Pinger interface {
 type LifecycleReader interface {
 	// Lifecycles returns the lifecycles of up to limit orders numbered
 	// above afterID, in order (keyset paging over every member's orders).
-	Lifecycles(ctx context.Context, afterID int64, limit int) ([]certorder.OrderLifecycle, error)
+	Lifecycles(ctx context.Context, afterID int64, limit int) ([]OrderLifecycle, error)
 }
 
 // Record is one item of an export (see internal/export): exactly one of its fields is set.
@@ -222,4 +222,21 @@ type MemberNoticeStore interface {
 	// UnsubscribeNoticeAddress stops the messages to address id (its
 	// pending ones too); unsubscribing twice is not an error.
 	UnsubscribeNoticeAddress(ctx context.Context, id int64, at time.Time) error
+}
+
+// CertificateFinder finds certificates in the orders' histories
+// (CertificateCheck, certorder find-certificate).
+type CertificateFinder interface {
+	// FindCertificates returns the certificates q asks for, in one indexed
+	// query, ordered by order number and history. Another member's
+	// certificate is never read when q.MemberID is set, so that it looks
+	// exactly like one that is not stored. A serial or thumbprint recorded
+	// on several orders gives a match for each.
+	FindCertificates(ctx context.Context, q certorder.CertificateQuery) ([]certorder.CertificateMatch, error)
+}
+
+// EventWriter writes order events (certorder.Event) in the transaction of
+// the change that causes them, so that they commit, and roll back, with it.
+type EventWriter interface {
+	AddEvents(ctx context.Context, events []certorder.Event) error
 }

@@ -58,7 +58,7 @@ func (l *Lifecycle) Fill(o *certorder.Order) {
 }
 
 // EndColumn is the column of the end an event of type typ counts to
-// (certorder.EndingOrder.End).
+// (EndingOrder.End).
 func EndColumn(typ string) (string, error) {
 	switch typ {
 	case certorder.EventOrderExpiring:
@@ -74,14 +74,14 @@ func EndColumn(typ string) (string, error) {
 const EndingColumns = `o.id, o.member_id, o.status, o.valid_till, COALESCE(o.renewed_by, 0), ` + LifecycleColumns
 
 // ScanEnding scans EndingColumns and the thresholds told.
-func ScanEnding(row Row) (certorder.EndingOrder, error) {
-	var o certorder.EndingOrder
+func ScanEnding(row Row) (EndingOrder, error) {
+	var o EndingOrder
 	var l Lifecycle
 	var notified string
 	err := row.Scan(append(append([]any{&o.ID, &o.MemberID, &o.Status, &o.Certificate.ValidTill, &o.RenewedBy},
 		l.Dest()...), &notified)...)
 	l.Fill(&o.Order)
-	o.Notified = certorder.ParseThresholds(notified)
+	o.Notified = ParseThresholds(notified)
 	return o, err
 }
 

@@ -35,9 +35,9 @@ type SyncTx interface {
 	SaveUnassigned(ctx context.Context, u UpstreamOrder) error
 	DeleteUnassigned(ctx context.Context, id int64) error
 	// AddEvents writes the events of the orders saved (OrderChange.Events).
-	certorder.EventWriter
+	EventWriter
 	// The certificate histories of the orders saved (RecordCertificates).
-	certorder.HistoryWriter
+	HistoryWriter
 }
 
 // SyncTxRunner runs sync transactions: a store, or a ccsync.DryRun in front
@@ -69,7 +69,7 @@ type Store interface {
 	SyncStore
 	CertCentralWebhookStore
 	LifecycleReader
-	certorder.CertificateFinder
+	CertificateFinder
 	Pinger
 	queue.Store
 	EventQueues
@@ -88,12 +88,12 @@ type Store interface {
 type EventQueues interface {
 	FanOut(ctx context.Context, limit int, build func(ev certorder.Event, ep certorder.Endpoint) (queue.Job, error)) (int, error)
 	RecordEndpointAttempt(ctx context.Context, id int64, at time.Time, ok bool, disable string) error
-	EndingOrders(ctx context.Context, typ, from, to string) ([]certorder.EndingOrder, error)
-	RecordEnding(ctx context.Context, typ string, o certorder.EndingOrder, thresholds []int, data []byte, at time.Time) (bool, error)
+	EndingOrders(ctx context.Context, typ, from, to string) ([]EndingOrder, error)
+	RecordEnding(ctx context.Context, typ string, o EndingOrder, thresholds []int, data []byte, at time.Time) (bool, error)
 	PruneEvents(ctx context.Context, before time.Time) error
 
 	QueueNotices(ctx context.Context, limit int, at time.Time,
 		plan func(ev certorder.Event, a certorder.NoticeAddress, today int) (queue.Job, bool)) (taken, queued int, err error)
 	NoticeEvents(ctx context.Context, jobID int64, limit int) ([]certorder.Event, int, error)
-	RecordNoticeAttempt(ctx context.Context, addressID int64, a certorder.NoticeAttempt) error
+	RecordNoticeAttempt(ctx context.Context, addressID int64, a NoticeAttempt) error
 }

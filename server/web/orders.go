@@ -109,26 +109,67 @@ type row struct {
 	Renews     int64 // the order this one renewed
 }
 
-// info is the order as OrderInfo answers it (wire.AppendOrderInfo: the
-// stored document with is_renewed, was_renewed_by_order_id and
-// days_remaining derived in that one place), read in the spec's types.
-func (h *handler) info(o *certorder.Order) (*client.Order, error) {
-	var c client.Order
-	if err := json.Unmarshal(wire.AppendOrderInfo(nil, o, h.cfg.Now()), &c); err != nil {
+// orderView is the order page's order: the domain order (its number,
+// status, plan, current certificate, renewal), and what the page shows of
+// the stored document beyond it, read from that document once into the
+// API's value types (client.Time, client.Int: the values as imported, a
+// number perhaps sent as a string). It is never an OrderInfo answer
+// encoded and decoded again; days_remaining, which only the answer
+// derives, the page says in its own words (Expiry).
+type orderView struct {
+	*certorder.Order       `json:"-"`         // the document's keys never write the domain order
+	Certificate            client.Certificate `json:"certificate"`
+	DateCreated            client.Time        `json:"date_created"`
+	DateIssued             client.Time        `json:"date_issued"`
+	ValidityYears          client.Int         `json:"validity_years"`
+	OrderValidFrom         client.Time        `json:"order_valid_from"`
+	OrderValidTill         client.Time        `json:"order_valid_till"`
+	Product                client.Product     `json:"product"`
+	PurchasedDNSNames      client.Int         `json:"purchased_dns_names"`
+	PurchasedWildcardNames client.Int         `json:"purchased_wildcard_names"`
+	APIKey                 client.APIKey      `json:"api_key"`
+}
+
+// newOrderView reads o's document into its view.
+func newOrderView(o *certorder.Order) (*orderView, error) {
+	v := &orderView{Order: o}
+	if err := json.Unmarshal(o.Doc, v); err != nil {
 		return nil, fmt.Errorf("order %d: %w", o.ID, err)
 	}
-	return &c, nil
+	return v, nil
+}
+
+// IsRenewed and WasRenewedByOrderID are the renewal as OrderInfo derives it
+// (wire.AppendOrderInfo), from the domain order.
+func (v *orderView) IsRenewed() bool { return v.RenewedBy != 0 }
+
+func (v *orderView) WasRenewedByOrderID() client.Int {
+	return client.Int{Value: v.RenewedBy, Valid: v.RenewedBy != 0}
+}
+
+// productName is the product's name of o's document, for a row of the
+// list: the one field the rows show that the domain order does not hold.
+func productName(o *certorder.Order) (string, error) {
+	var d struct {
+		Product struct {
+			Name string `json:"name"`
+		} `json:"product"`
+	}
+	if err := json.Unmarshal(o.Doc, &d); err != nil {
+		return "", fmt.Errorf("order %d: %w", o.ID, err)
+	}
+	return d.Product.Name, nil
 }
 
 // makeRow is an order as the list and the CSV show it. Current is left
 // for the caller: it costs a read.
 func (h *handler) makeRow(cat *catalogue, o *certorder.Order) (row, error) {
-	c, err := h.info(o)
+	product, err := productName(o)
 	if err != nil {
 		return row{}, err
 	}
 	now := h.cfg.Now()
-	rw := row{ID: o.ID, CommonName: o.Certificate.CommonName, Product: c.Product.Name, Status: o.Status,
+	rw := row{ID: o.ID, CommonName: o.Certificate.CommonName, Product: product, Status: o.Status,
 		ValidTill: o.Certificate.ValidTill, PlanTill: o.PlanTill, RenewedBy: o.RenewedBy, Renews: o.Renews}
 	rw.Expiry, rw.Days = h.expiryOf(o, now)
 	rw.ExpiryText = expiryText(cat, rw.Expiry, rw.Days)
@@ -262,7 +303,7 @@ type link struct {
 
 type orderData struct {
 	ID         int64
-	Order      *client.Order
+	Order      *orderView
 	Next       step
 	History    []historyRow // newest first
 	Chain      []link
@@ -311,12 +352,12 @@ func (h *handler) order(w http.ResponseWriter, r *http.Request, s *certorder.Ses
 		h.serverError(w, r, err)
 		return
 	}
-	c, err := h.info(o)
+	v, err := newOrderView(o)
 	if err != nil {
 		h.serverError(w, r, err)
 		return
 	}
-	data := orderData{ID: id, Order: c, Current: chain[len(chain)-1].ID}
+	data := orderData{ID: id, Order: v, Current: chain[len(chain)-1].ID}
 	for i, l := range chain {
 		data.Chain = append(data.Chain, link{ID: l.ID, Status: l.Status, ValidTill: l.ValidTill, This: l.ID == id, Current: i == len(chain)-1})
 	}
@@ -335,8 +376,8 @@ func (h *handler) order(w http.ResponseWriter, r *http.Request, s *certorder.Ses
 	for i := len(hist) - 1; i >= 0; i-- {
 		data.History = append(data.History, historyRow{Certificate: hist[i].Certificate, Current: i == len(hist)-1})
 	}
-	if data.IsCurrent && c.Issued() && data.Next.Step != certorder.StepEnded {
-		data.DeployedHost, data.DeployedExample = DeployedHost(c.Certificate.CommonName, c.Certificate.DNSNames)
+	if data.IsCurrent && v.Certificate.ValidTill.Raw != "" && data.Next.Step != certorder.StepEnded {
+		data.DeployedHost, data.DeployedExample = DeployedHost(v.Certificate.CommonName, v.Certificate.DNSNames)
 		if data.DeployedHost == "" {
 			data.DeployedHost, data.DeployedExample = "HOST", true
 		}
