@@ -190,6 +190,9 @@ func (s *ccSetup) answers(t *testing.T, endpoint, action string, order int64, re
 // costs at most 5 Order info requests, no 429, one member event; the
 // secret shows nowhere.
 func TestCertCentralWebhook(t *testing.T) {
+	if testing.Short() {
+		t.Skip("over 5 s (the worker's rounds, a burst of 50 events): not with -short")
+	}
 	t.Parallel()
 	s := newCCSetup(t, testdb.SQLite(t))
 	metricsAddr := freeAddr(t)

@@ -53,6 +53,7 @@ func TestDevSimulate(t *testing.T) {
 	c := newStoreCLI(t, filepath.Join(t.TempDir(), "certorder.db"))
 	c.env["CERTORDER_DIGICERT_URL"] = url
 	c.env["CERTORDER_DIGICERT_API_KEY"] = digicerttest.ExampleKey
+	c.env["CERTORDER_DIGICERT_LIMITS"] = "off" // a few dozen requests: within the simulator's limits
 	c.ok("admin", "member", "add", "acme-corp")
 	c.ok("admin", "member", "link", "acme-corp", "--container", "10001")
 	c.sync()
