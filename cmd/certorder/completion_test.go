@@ -40,6 +40,8 @@ func TestCompleteCandidates(t *testing.T) {
 		{[]string{"re"}, []string{"renew-check"}},
 		{[]string{"dev", ""}, []string{"simulator", "simulate"}},
 		{[]string{"dev", "simulate", "--"}, []string{"--pending", "--simulator"}},
+		{[]string{"dev", "simulate", ""}, []string{"issue", "revoke", "reissue", "renew"}},
+		{[]string{"dev", "simulate", "re"}, []string{"revoke", "reissue", "renew"}},
 		{[]string{"dev", "simulator", "--"}, []string{"--addr", "--api-key-file"}},
 		{[]string{"admin", ""}, []string{"member", "key", "order", "audit", "webhook", "notice", "sync", "migrate", "export", "restore", "backup"}},
 		{[]string{"admin", "member", ""}, []string{"add", "list", "disable", "enable", "keys", "link", "unlink"}},
