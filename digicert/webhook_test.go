@@ -206,3 +206,148 @@ func TestWebhookEvents(t *testing.T) {
 		t.Errorf("the revocation's body: %v", events[len(events)-2])
 	}
 }
+
+// The simulator's control endpoint (dev simulate's) makes each change as
+// CertCentral would and announces it as CertCentral does: a revocation
+// and an issue at once; a reissue or renewal issued at once is
+// certificate_issued (the renewal, issued the instant it is placed, only
+// with instant_issue_webhook_notification "1"); a pending one nothing
+// until issued. It answers only a JSON POST addressed to loopback, and
+// says what it refuses.
+func TestSimulateControl(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, digicerttest.Options{NoLimits: true})
+	ctx := context.Background()
+	base := strings.TrimSuffix(e.url, digicerttest.BasePath) + digicerttest.ControlPath
+	post := func(path, contentType, host, body string) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, base+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", contentType)
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var doc map[string]any
+		json.NewDecoder(resp.Body).Decode(&doc)
+		return resp.StatusCode, doc
+	}
+	simulate := func(id int64, action string, pending bool) map[string]any {
+		t.Helper()
+		code, doc := post(fmt.Sprintf("%d/%s", id, action), "application/json", "", fmt.Sprintf(`{"pending":%v}`, pending))
+		if code != 200 {
+			t.Fatalf("%s %d: %d %v", action, id, code, doc)
+		}
+		return doc
+	}
+
+	l := newListener(t)
+	id, err := e.c.CreateWebhook(ctx, digicert.WebhookConfig{Endpoint: l.url, Secret: hookSecret, Events: digicert.OrderEvents})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.SendWebhookChallenge(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	var token string
+	poll.Until(t, 10*time.Second, "the challenge", func() bool {
+		events, _ := l.got()
+		if len(events) == 1 {
+			token, _ = events[0]["data"].(map[string]any)["token"].(string)
+		}
+		return token != ""
+	})
+	if err := e.c.CheckWebhookChallenge(ctx, id, token); err != nil {
+		t.Fatal(err)
+	}
+	o1, _ := e.sim.AddOrder(digicerttest.OrderSpec{ValidityYears: 2})
+	o2, _ := e.sim.AddOrder(digicerttest.OrderSpec{})
+	e.clock.Advance(time.Hour)
+
+	// What each change leaves and tells: the event, or why none.
+	for _, c := range []struct {
+		id      int64
+		action  string
+		pending bool
+		status  string
+		event   string // or the reason there is none
+	}{
+		{o1, "issue", false, "issued", "certificate_issued"},
+		{o2, "issue", false, "issued", "certificate_issued"},
+		{o1, "reissue", false, "issued", "certificate_issued"},
+		{o1, "reissue", true, "reissue_pending", "CertCentral sends none for a reissue started"},
+		{o1, "issue", false, "issued", "certificate_issued"},
+		{o1, "renew", false, "issued", "instant_issue_webhook_notification"},
+		{o2, "renew", true, "pending", "CertCentral sends none for an order placed"},
+		{o2, "revoke", false, "revoked", "certificate_revoked"},
+	} {
+		e.clock.Advance(time.Minute)
+		doc := simulate(c.id, c.action, c.pending)
+		what := fmt.Sprint(doc["event"], doc["no_event"])
+		if doc["status"] != c.status || !strings.Contains(what, c.event) {
+			t.Errorf("%s %d (pending %v): %v, want status %s and %q", c.action, c.id, c.pending, doc, c.status, c.event)
+		}
+		if doc["event"] != nil && doc["event_endpoint"] != l.url {
+			t.Errorf("%s %d: the event's endpoint %v", c.action, c.id, doc["event_endpoint"])
+		}
+	}
+	renewal := e.sim.RenewedBy(o2)
+	e.clock.Advance(time.Hour)
+	if doc := simulate(renewal, "issue", false); doc["event"] != "certificate_issued" {
+		t.Errorf("the pending renewal issued: %v", doc)
+	}
+	want := fmt.Sprintf("certificate_issued %d,certificate_issued %d,certificate_issued %d,certificate_issued %d,certificate_revoked %d,certificate_issued %d",
+		o1, o2, o1, o1, o2, renewal)
+	var got []string
+	poll.Until(t, 10*time.Second, "the events", func() bool {
+		got = nil
+		for _, d := range e.sim.WebhookDeliveries() {
+			if d.OrderID != 0 {
+				got = append(got, fmt.Sprintf("%s %d", d.Event, d.OrderID))
+			}
+		}
+		return strings.Join(got, ",") == want
+	})
+
+	// Refusals: nothing changes.
+	before, _ := e.sim.OrderInfo(o1)
+	for _, r := range []struct {
+		path, contentType, host, body string
+		code                          int
+		want                          string
+	}{
+		{fmt.Sprintf("%d/revoke", o1), "application/json", "certorder.example", "{}", 403, "loopback"},
+		{fmt.Sprintf("%d/revoke", o1), "text/plain", "", "{}", 415, "JSON"},
+		{fmt.Sprintf("%d/revoke", o1), "application/json", "", `{"pending":1}`, 400, "pending"},
+		{fmt.Sprintf("%d/revoke", o1), "application/json", "", `{"force":true}`, 400, "pending"},
+		{fmt.Sprintf("%d/cancel", o1), "application/json", "", "{}", 404, "want one of issue, revoke, reissue, renew"},
+		{"x/revoke", "application/json", "", "{}", 404, "order number"},
+		{"999/revoke", "application/json", "", "{}", 404, "no order 999"},
+		{fmt.Sprintf("%d/issue", o1), "application/json", "", "{}", 409, "only a pending order"},
+		{fmt.Sprintf("%d/renew", o1), "application/json", "", "{}", 409, "already renewed"},
+		{fmt.Sprintf("%d/reissue", o2), "application/json", "", "{}", 409, "is revoked"},
+	} {
+		code, doc := post(r.path, r.contentType, r.host, r.body)
+		if msg, _ := doc["error"].(string); code != r.code || !strings.Contains(msg, r.want) {
+			t.Errorf("%s (%s, host %q, %s): %d %v, want %d and %q", r.path, r.contentType, r.host, r.body, code, doc, r.code, r.want)
+		}
+	}
+	resp, err := http.Get(base + fmt.Sprintf("%d/revoke", o1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 405 {
+		t.Errorf("GET: %d", resp.StatusCode)
+	}
+	if after, _ := e.sim.OrderInfo(o1); string(after) != string(before) {
+		t.Errorf("a refusal changed the order")
+	}
+	// The control endpoint counts as no request to CertCentral's API.
+	if n := e.sim.Requests()[digicerttest.EndpointOther]; n != 0 {
+		t.Errorf("%d requests counted", n)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/certorder/certorder/digicert/digicerttest"
 )
 
 // completeCommand is the hidden command the completion scripts call with
@@ -108,6 +110,13 @@ func (e *env) candidates(ctx context.Context, words []string) []candidate {
 	}
 	if len(path) == 1 && path[0] == "completion" && len(done) == 1 {
 		return withPrefix([]candidate{{"bash", ""}, {"zsh", ""}, {"fish", ""}}, cur)
+	}
+	if len(path) == 2 && path[0] == "dev" && path[1] == "simulate" && len(done) == 2 {
+		var out []candidate
+		for _, a := range digicerttest.SimulateActions {
+			out = append(out, candidate{a, "the change to make"})
+		}
+		return withPrefix(out, cur)
 	}
 	return nil
 }

@@ -71,6 +71,8 @@ Try:
   curl -s -X POST %s -H 'Content-Type: application/json' -d '%s'
   curl -s -X POST %s -H 'Content-Type: application/json' -d '%s'
   curl -s -X POST %s -H 'Content-Type: application/json' -d '%s'
+  curl -s -X POST %s -H 'Content-Type: application/json' -d '%s'
+(the last: which order a certificate belongs to, by the serial of 10003's current certificate)
 
 The member web page is at %s (sign in with the credentials above).
 
@@ -78,9 +80,18 @@ The member web page is at %s (sign in with the credentials above).
 		endpoint, body("Auth", ""),
 		endpoint, body("OrderInfo", `,"orderId":10003`),
 		endpoint, body("RenewCheck", `,"orderId":10001`),
+		endpoint, body("CertificateCheck", `,"serial_number":"`+demoSerial(demoCurrentCert)+`"`),
 		base)
 	return nil
 }
+
+// demoCurrentCert is the certificate ID of order 10003's current
+// certificate, whose serial the banner's CertificateCheck asks about.
+const demoCurrentCert = 530003
+
+// demoSerial is the serial number of a demo certificate: hexadecimal, as
+// DigiCert writes it, with a leading zero.
+func demoSerial(certID int) string { return fmt.Sprintf("0%X", certID*104729) }
 
 // demoOrders are the import files of the demo's orders with dates
 // relative to now, so that the demo shows expired, expiring and current
@@ -100,7 +111,7 @@ func demoOrders(now time.Time) [][]byte {
 		return fmt.Sprintf(`{
   "OrderId": %d,
   "certificate": {
-    "id": %d, "thumbprint": "%040X", "serial_number": "0%X",
+    "id": %d, "thumbprint": "%040X", "serial_number": "%s",
     "common_name": "%s", "dns_names": ["%s", "www.%s"],
     "status": "%s", "date_created": "%s", "date_issued": "%s",
     "valid_from": "%s", "valid_till": "%s",
@@ -116,7 +127,7 @@ func demoOrders(now time.Time) [][]byte {
   "product": {"name_id": "ssl_basic", "name": "Basic OV", "type": "ssl_certificate", "csr_required": true},
   "purchased_dns_names": 1, "purchased_wildcard_names": %s,
   "api_key": {"name": "acme-automation", "key_type": "acme"}
-}`, id, certID, certID*7919, certID*104729, cn, cn, cn, certStatus, stamp(certFrom-1), stamp(certFrom), day(certFrom), day(certTill),
+}`, id, certID, certID*7919, demoSerial(certID), cn, cn, cn, certStatus, stamp(certFrom-1), stamp(certFrom), day(certFrom), day(certTill),
 			certTill-certFrom, quirks, status, renewal, stamp(p.from-1), stamp(certFrom), p.years, day(p.from), planTill, wildcards)
 	}
 	quirks := func(receipt int) string {
@@ -130,7 +141,7 @@ func demoOrders(now time.Time) [][]byte {
 		order(10002, 510002, "shop.example.com", "issued", "issued", plan{-355, 1}, -355, 10,
 			` "is_renewed": true, "was_renewed_by_order_id": 10003,`, quirks(880002), "0"),
 		// A three-year plan, reissued.
-		order(10003, 530003, "shop.example.com", "issued", "issued", plan{-200, 3}, -5, 194, "", quirks(880003), "0"),
+		order(10003, demoCurrentCert, "shop.example.com", "issued", "issued", plan{-200, 3}, -5, 194, "", quirks(880003), "0"),
 		// The types the spec says may vary: user_id a number, receipt_id and
 		// the purchased counts strings of digits, the order's wildcard count
 		// null, profile_option present. A two-year plan whose certificate

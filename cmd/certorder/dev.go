@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 // which touch no store and no DigiCert.
 var devCommands = []topCommand{
 	{"simulator", "[--addr HOST:PORT] [--api-key-file FILE]", simulatorSummary, ""},
+	{"simulate", "issue|revoke|reissue|renew ORDER [--simulator URL]", simulateSummary, ""},
 }
 
 const simulatorSummary = "serve a CertCentral simulator with example orders on loopback, to try certorder sync"
@@ -31,6 +33,8 @@ chains, a pending and a canceled order, and keeps DigiCert's rate limits.
 It serves the account's webhook API too: once certorder admin sync webhook
 register points it at a serve with --certcentral-webhook-secret-file, it POSTs
 its orders' events there as they change (to loopback endpoints only).
+certorder dev simulate changes an order while it runs (issue, revoke,
+reissue, renew), as CertCentral would: the next sync, or the webhook, sees it.
 It listens on loopback only and runs until Ctrl-C; nothing it serves is real.
 Point certorder sync at it with CERTORDER_DIGICERT_URL and the key
 ` + digicerttest.ExampleKey + ` (or the one in --api-key-file): docs/SYNC.md, "Try it".`
@@ -50,6 +54,8 @@ func (e *env) dev(ctx context.Context, args []string) error {
 		return &helpShown{usage: b.String()}
 	case args[0] == "simulator":
 		return e.simulator(ctx, args[1:])
+	case args[0] == "simulate":
+		return e.simulate(ctx, args[1:])
 	}
 	return e.unknownCommand([]string{"dev"}, args[0])
 }
@@ -83,7 +89,16 @@ func (e *env) simulator(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("%s: --addr %s: %w", cmd, *addr, err)
 	}
-	sim := digicerttest.NewServer(digicerttest.Options{APIKey: key})
+	// Changes asked by dev simulate are told here too; e.stdout is written
+	// from the server's goroutines from now on, one line at a time.
+	var outMu sync.Mutex
+	sim := digicerttest.NewServer(digicerttest.Options{APIKey: key, OnChange: func(c digicerttest.Change) {
+		outMu.Lock()
+		defer outMu.Unlock()
+		for _, line := range changeLines(c) {
+			fmt.Fprintf(e.stdout, "%s %s\n", time.Now().Format(time.TimeOnly), line)
+		}
+	}})
 	orders := sim.AddExample()
 	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan error, 1)
@@ -109,7 +124,9 @@ func (e *env) simulator(ctx context.Context, args []string) error {
 	if *keyFile == "" {
 		fmt.Fprintf(e.stdout, "  export CERTORDER_DIGICERT_API_KEY=%s\n", digicerttest.ExampleKey)
 	}
-	fmt.Fprintln(e.stdout, "  certorder sync --dry-run     # docs/SYNC.md, \"Try it\", has the rest\nCtrl-C stops it.")
+	fmt.Fprintln(e.stdout, "  certorder sync --dry-run              # docs/SYNC.md, \"Try it\", has the rest\n"+
+		"  certorder dev simulate revoke 100006  # a change, as CertCentral would make it (issue, revoke, reissue, renew)\n"+
+		"Changes are told here as they are made. Ctrl-C stops it.")
 
 	select {
 	case err := <-done:

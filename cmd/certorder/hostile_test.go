@@ -45,6 +45,9 @@ const fairnessBound = 3 * time.Second
 // member's event still arrives within fairnessBound (before the fix it
 // waited behind batches of 100 attempts of 10 s, 8 at a time).
 func TestWebhookFairness(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a load test (a member's hanging endpoint holding the places): not with -short")
+	}
 	t.Parallel()
 	db := testdb.SQLite(t)
 	c := newStoreCLI(t, db)
@@ -101,6 +104,9 @@ const manyHangingBound = 10 * time.Second
 // queuing, each place that came free went to the member with the oldest
 // due delivery, always one of theirs: the event waited 52.9 s.
 func TestWebhookFairnessManyHanging(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a load test (480 deliveries to 16 members' hanging endpoints): not with -short")
+	}
 	t.Parallel()
 	const hogs, endpoints, events, groups = 16, 2, 15, 4
 	db := testdb.SQLite(t)

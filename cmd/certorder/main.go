@@ -67,7 +67,7 @@ var topCommands = []topCommand{
 	{"current", "ID [flags]", "follow renewals to the newest order", groupMember},
 	{"acme-url", "DIRECTORY_URL [flags]", "an ACME directory URL with its orderId moved to the newest order", groupMember},
 	{"deployed", "TARGET... [flags]", "does each server (HOST[:PORT]) serve its order's current certificate?", groupMember},
-	{"dev", "simulator [flags]", "try certorder sync against a CertCentral simulator on loopback (dev simulator --help)", groupOther},
+	{"dev", "simulator|simulate [flags]", "try certorder sync against a CertCentral simulator on loopback, and change its orders", groupOther},
 	{"version", "", "print the version, commit and build date (also --version)", groupOther},
 	{"completion", "bash|zsh|fish", "print a shell completion script", groupOther},
 	{"help", "[COMMAND]", "print this, or a command's usage", groupOther},
@@ -93,7 +93,12 @@ func (e *env) usage() string {
 			continue
 		}
 		for _, c := range topCommands {
-			if c.group == group {
+			switch {
+			case c.group == group && c.name == "dev":
+				for _, d := range devCommands {
+					writeUsageLine(&b, "dev "+d.name, d.args, d.summary)
+				}
+			case c.group == group:
 				writeUsageLine(&b, c.name, c.args, c.summary)
 			}
 		}

@@ -268,7 +268,9 @@ func startServeWith(t *testing.T, c *cli, stderr *syncBuffer, args ...string) (e
 	return m[1], stdout
 }
 
-// The demo prints credentials and curl commands that work, every time it runs.
+// The demo prints credentials and a curl command for each action (the
+// CertificateCheck with a demo certificate's serial) that work, every
+// time it runs.
 func TestServeDemo(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t, testdb.SQLite(t))
@@ -276,10 +278,15 @@ func TestServeDemo(t *testing.T) {
 		endpoint, stdout := startServe(t, c, "--demo")
 		out := stdout.String()
 		curls := regexp.MustCompile(`curl -s -X POST (\S+) -H 'Content-Type: application/json' -d '([^']+)'`).FindAllStringSubmatch(out, -1)
-		if len(curls) != 3 {
-			t.Fatalf("want 3 curl commands:\n%s", out)
+		actions := []string{"Auth", "OrderInfo", "RenewCheck", "CertificateCheck"}
+		if len(curls) != len(actions) {
+			t.Fatalf("want %d curl commands, one for each action:\n%s", len(actions), out)
 		}
-		for i, want := range []string{`{"message":"Authenticated"}`, `"OrderId":10003`, `{"orderId":10001,"renewed_orderId":10002}`} {
+		for i, want := range []string{`{"message":"Authenticated"}`, `"OrderId":10003`, `{"orderId":10001,"renewed_orderId":10002}`,
+			`{"orderId":10003,"certificate_id":530003,"is_current":true}`} {
+			if !strings.Contains(curls[i][2], `"action":"`+actions[i]+`"`) {
+				t.Errorf("curl %d is not %s: %s", i+1, actions[i], curls[i][2])
+			}
 			if curls[i][1] != endpoint {
 				t.Errorf("curl address %s, want %s", curls[i][1], endpoint)
 			}

@@ -148,6 +148,9 @@ func TestVersion(t *testing.T) {
 	}
 	// What the release build sets with -ldflags (as .goreleaser.yaml does,
 	// -s -w too: a third less link time) is what it prints.
+	if testing.Short() {
+		t.Skip("the -ldflags build takes seconds: not with -short")
+	}
 	bin := filepath.Join(t.TempDir(), "certorder")
 	const pkg = "github.com/certorder/certorder/internal/buildinfo"
 	ldflags := "-s -w -X " + pkg + ".Version=1.2.3 -X " + pkg + ".Commit=0123abc -X " + pkg + ".Date=2026-11-21T10:00:00Z"

@@ -1,15 +1,11 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/certorder/certorder/internal/poll"
 )
 
 // docSection returns the text of a Markdown file's section, from its
@@ -51,6 +47,18 @@ func withoutTimes(s string) string {
 	return duration.ReplaceAllString(waited.ReplaceAllString(s, ""), "T")
 }
 
+// A certificate the simulator issues now has a serial number and dates
+// of today's.
+var (
+	serialNumber = regexp.MustCompile(`serial [0-9a-f]+\b`)
+	isoDate      = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}\b`)
+)
+
+// withoutToday leaves them out, and the times.
+func withoutToday(s string) string {
+	return isoDate.ReplaceAllString(serialNumber.ReplaceAllString(withoutTimes(s), "serial S"), "D")
+}
+
 // docs/SYNC.md's "Try it" works as written: its commands, run in order
 // (the simulator on a port of its own, the store in a temporary
 // directory), print the lines the section shows.
@@ -62,11 +70,21 @@ func TestTrySyncSection(t *testing.T) {
 	if len(sh) != 2 || len(text) != 1 {
 		t.Fatalf("want two sh blocks (the simulator, the rest) and one text block (the output), got %d and %d", len(sh), len(text))
 	}
+	// The lines that install certorder, which the test runs in process.
+	install := map[string]bool{
+		"go install ./cmd/certorder":               true,
+		`export PATH="$PATH:$(go env GOPATH)/bin"`: true,
+	}
+	installed := 0
 	commands := func(block string) [][]string {
 		var out [][]string
 		for _, line := range strings.Split(block, "\n") {
 			line, _, _ = strings.Cut(line, "  #") // a comment
 			if line = strings.TrimSpace(line); line == "" {
+				continue
+			}
+			if install[line] {
+				installed++
 				continue
 			}
 			if strings.ContainsAny(line, `'"$&|;<>`) {
@@ -76,34 +94,18 @@ func TestTrySyncSection(t *testing.T) {
 		}
 		return out
 	}
+	if _, err := os.Stat("../../cmd/certorder/main.go"); err != nil {
+		t.Fatal(err)
+	}
 
-	// The simulator, as the first block starts it but on a free port.
+	// The simulator, as the first block starts it but on a free port,
+	// after the lines that install certorder and put it on the PATH.
 	sim := commands(sh[0])
-	if len(sim) != 1 || strings.Join(sim[0][:3], " ") != "certorder dev simulator" || sim[0][3] != "--addr" {
-		t.Fatalf("the first block is not one certorder dev simulator --addr ...: %q", sim)
+	if installed != 2 || len(sim) != 1 || strings.Join(sim[0][:3], " ") != "certorder dev simulator" || sim[0][3] != "--addr" {
+		t.Fatalf("the first block is not go install, export PATH, and one certorder dev simulator --addr ...: %q", sim)
 	}
 	docAddr := sim[0][4]
-	ctx, cancel := context.WithCancel(context.Background())
-	simOut := &syncBuffer{}
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, append(sim[0][1:4], "127.0.0.1:0"), func(string) string { return "" },
-			strings.NewReader(""), simOut, simOut)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("dev simulator: %v\n%s", err, simOut.String())
-		}
-	})
-	var url string
-	poll.Until(t, 30*time.Second, "the simulator's banner", func() bool {
-		m := regexp.MustCompile(`on (http://\S+)`).FindStringSubmatch(simOut.String())
-		if m != nil {
-			url = m[1]
-		}
-		return m != nil
-	})
+	url, _ := startDevSimulator(t, append(sim[0][3:4], "127.0.0.1:0")...)
 
 	// The rest, in order, with the exports as the environment.
 	c := newCLI(t, "")
@@ -134,9 +136,12 @@ func TestTrySyncSection(t *testing.T) {
 			t.Fatalf("%q is not certorder or export", args)
 		}
 	}
-	got := withoutTimes(output.String())
+	if installed != 3 {
+		t.Errorf("the second shell does not put certorder on its PATH")
+	}
+	got := withoutToday(output.String())
 	for _, line := range strings.Split(strings.TrimSpace(text[0]), "\n") {
-		if want := withoutTimes(line); !strings.Contains(got, want+"\n") {
+		if want := withoutToday(line); !strings.Contains(got, want+"\n") {
 			t.Errorf("no line %q in what the commands printed:\n%s", want, got)
 		}
 	}

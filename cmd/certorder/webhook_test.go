@@ -135,6 +135,9 @@ func webhookOrder(id int, status, validTill string) string {
 // verifies it; bob's endpoint never hears of alice's orders; a 503 is
 // retried with the same webhook-id and then no more; 410 disables.
 func TestWebhookEvents(t *testing.T) {
+	if testing.Short() {
+		t.Skip("over 5 s (a delivery retried on its schedule): not with -short")
+	}
 	t.Parallel()
 	c := newStoreCLI(t, testdb.SQLite(t))
 	for _, m := range []string{"alice", "bob"} {
@@ -244,6 +247,9 @@ func TestWebhookNoPrivateAddresses(t *testing.T) {
 // serve killed while a delivery is in flight: after a restart the event is
 // delivered, with the same webhook-id.
 func TestWebhookSurvivesKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs certorder as a process: not with -short")
+	}
 	t.Parallel()
 	db := testdb.SQLite(t)
 	c := newStoreCLI(t, db)

@@ -65,7 +65,7 @@ func (s *Server) Generate(n int, seed int64) (Generated, error) {
 			}
 			var err error
 			if id, err = s.renew(old, container, created); err != nil {
-				return g, err
+				return g, fmt.Errorf("digicerttest: %w", err)
 			}
 			g.Renewals++
 		} else {

@@ -145,7 +145,7 @@ func (s *Server) Issue(id int64, at time.Time) error {
 	defer s.mu.Unlock()
 	o, ok := s.orders[id]
 	if !ok {
-		return fmt.Errorf("digicerttest: no order %d", id)
+		return fmt.Errorf("digicerttest: %w %d", errNoOrder, id)
 	}
 	before := *o
 	s.issue(o, at)
@@ -206,20 +206,29 @@ func (s *Server) Reissue(id int64, at time.Time) (certID int64, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o, ok := s.orders[id]
+	if !ok {
+		return 0, fmt.Errorf("digicerttest: %w %d", errNoOrder, id)
+	}
+	if err := s.reissue(o, at); err != nil {
+		return 0, fmt.Errorf("digicerttest: %w", err)
+	}
+	return o.certID, nil
+}
+
+// reissue is Reissue of an order found, with s.mu held.
+func (s *Server) reissue(o *order, at time.Time) error {
 	switch {
-	case !ok:
-		return 0, fmt.Errorf("digicerttest: no order %d", id)
 	case !o.issuedYet():
-		return 0, fmt.Errorf("digicerttest: order %d has no certificate to reissue", id)
+		return fmt.Errorf("order %d has no certificate to reissue", o.id)
 	case !at.Before(o.planEnd()):
-		return 0, fmt.Errorf("digicerttest: order %d's plan ended on %s: renew it instead", id, date(o.planEnd()))
+		return fmt.Errorf("order %d's plan ended on %s: renew it instead", o.id, date(o.planEnd()))
 	}
 	o.certID = s.nextCert
 	s.nextCert++
 	o.issued, o.validFrom, o.validTill, o.thumbprint, o.sern = time.Time{}, time.Time{}, time.Time{}, "", ""
 	o.status = "reissue_pending"
 	o.statusChanged = at.UTC().Truncate(time.Second)
-	return o.certID, nil
+	return nil
 }
 
 // SetStatus changes an order's status at time at (recorded as a status
@@ -229,7 +238,7 @@ func (s *Server) SetStatus(id int64, status string, at time.Time) error {
 	defer s.mu.Unlock()
 	o, ok := s.orders[id]
 	if !ok {
-		return fmt.Errorf("digicerttest: no order %d", id)
+		return fmt.Errorf("digicerttest: %w %d", errNoOrder, id)
 	}
 	if status == "" {
 		return errors.New("digicerttest: empty status")
@@ -249,16 +258,20 @@ func (s *Server) SetStatus(id int64, status string, at time.Time) error {
 func (s *Server) Renew(oldID, containerID int64, at time.Time) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.renew(oldID, containerID, at)
+	id, err := s.renew(oldID, containerID, at)
+	if err != nil {
+		return 0, fmt.Errorf("digicerttest: %w", err)
+	}
+	return id, nil
 }
 
 func (s *Server) renew(oldID, containerID int64, at time.Time) (int64, error) {
 	old, ok := s.orders[oldID]
 	if !ok {
-		return 0, fmt.Errorf("digicerttest: no order %d", oldID)
+		return 0, fmt.Errorf("%w %d", errNoOrder, oldID)
 	}
 	if old.renewedBy != 0 {
-		return 0, fmt.Errorf("digicerttest: order %d is already renewed by %d", oldID, old.renewedBy)
+		return 0, fmt.Errorf("order %d is already renewed by %d", oldID, old.renewedBy)
 	}
 	if containerID == 0 {
 		containerID = old.containerID

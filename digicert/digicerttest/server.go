@@ -12,7 +12,8 @@
 // slow answers; and it enforces DigiCert's per-key rate limits, recording
 // every request that broke one (Violations), so a test can assert a client
 // never did. Methods change the dataset the way CertCentral would: add an
-// order, issue it, change its status, renew it.
+// order, issue it, change its status, renew it; a running simulator takes
+// the same changes over HTTP at ControlPath (control.go).
 package digicerttest
 
 import (
@@ -55,6 +56,9 @@ type Options struct {
 	// TLS certificate); nil: a client that connects to loopback only. The
 	// endpoint must be on loopback either way.
 	WebhookClient *http.Client
+	// OnChange, if set, is told of each change Simulate makes (the
+	// control endpoint's included), after it is made.
+	OnChange func(Change)
 }
 
 // Violation is a request that arrived when a rate limit was already full:
@@ -94,6 +98,8 @@ type Server struct {
 	outbox        []sentEvent // events for the sender
 	sending       bool        // the sender runs
 	eventLog      []delivery
+
+	onChange func(Change)
 }
 
 // NewServer returns a simulator with an empty dataset.
@@ -109,6 +115,7 @@ func NewServer(opts Options) *Server {
 		containers:     map[int64]string{},
 		nextOrder:      100001,
 		nextCert:       500001,
+		onChange:       opts.OnChange,
 	}
 	if opts.Clock != nil {
 		s.now = opts.Clock.Now
@@ -135,8 +142,12 @@ func NewServer(opts Options) *Server {
 
 // ServeHTTP answers one request: after the configured delay, it checks the
 // key, then the rate limits, then any injected failure, then serves the
-// endpoint.
+// endpoint. Requests to ControlPath (control.go) skip all of that.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, ControlPath) {
+		s.serveControl(w, r) // the simulator's own: no key, no limits, no misbehaving
+		return
+	}
 	s.mu.Lock()
 	s.requests[endpointOf(r)]++
 	delay := s.delay

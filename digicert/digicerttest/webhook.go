@@ -330,28 +330,39 @@ type delivery struct {
 // announce sends the event CertCentral sends for an order's change, if
 // any, when the webhook is active and subscribed to it: the one place the
 // simulator's orders tell of their changes. before is the order as it was.
-// Called with s.mu held.
-func (s *Server) announce(o *order, before order) {
+// It returns the event queued and its endpoint, or why none was: the
+// change has no event, or the webhook is missing, not active or not
+// subscribed. Called with s.mu held.
+func (s *Server) announce(o *order, before order) (event, endpoint, none string) {
 	name := ""
+	wh := s.webhook
 	switch {
 	case o.status == "issued" && (before.status != "issued" || !o.issued.Equal(before.issued)):
 		name = digicert.EventCertificateIssued
 		instant := !o.issued.After(o.created)
-		if instant && s.webhook != nil && s.webhook.Settings.InstantIssue != "1" {
-			return // "only for certificates not issued the instant the order is created"
+		if instant && wh != nil && wh.Settings.InstantIssue != "1" {
+			// "only for certificates not issued the instant the order is created"
+			return "", "", "the webhook is not told of certificates issued the instant their order is placed (instant_issue_webhook_notification)"
 		}
 	case o.status == "revoked" && before.status != "revoked":
 		name = digicert.EventCertificateRevoked
 	case o.status == "rejected" && before.status != "rejected":
 		name = digicert.EventOrderRejected
 	}
-	wh := s.webhook
-	if name == "" || wh == nil || wh.Status != digicert.WebhookActive || !slices.Contains(wh.Events, name) {
-		return
+	switch {
+	case name == "":
+		return "", "", "CertCentral sends no event for this change"
+	case wh == nil:
+		return "", "", "the account has no webhook"
+	case wh.Status != digicert.WebhookActive:
+		return "", "", "the account's webhook is " + wh.Status + ", not active"
+	case !slices.Contains(wh.Events, name):
+		return "", "", "the account's webhook is not subscribed to " + name
 	}
 	info := &eventInfo{OrderID: o.id, CertificateID: o.certID}
 	body, _ := json.Marshal(map[string]any{"event": name, "data": info})
 	s.queueEvent(sentEvent{name: name, endpoint: wh.Endpoint, secret: wh.Secret, body: body, info: info})
+	return name, wh.Endpoint, ""
 }
 
 // queueEvent hands an event to the sender, which sends the events one at
