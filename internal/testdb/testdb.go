@@ -121,11 +121,15 @@ func Each(t *testing.T, fn func(t *testing.T, dsn string)) {
 // mostly wait on processes, timers and the network rather than the CPU,
 // so that on a 2-core machine more than two of them wait at once. Call it
 // before m.Run.
-func WaitBoundParallel() {
+func WaitBoundParallel() { WaitBoundParallelAt(8) }
+
+// WaitBoundParallelAt is WaitBoundParallel with n (or GOMAXPROCS, if more)
+// instead of 8.
+func WaitBoundParallelAt(n int) {
 	flag.Parse()
 	explicit := false
 	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
 	if !explicit {
-		flag.Set("test.parallel", strconv.Itoa(max(8, runtime.GOMAXPROCS(0))))
+		flag.Set("test.parallel", strconv.Itoa(max(n, runtime.GOMAXPROCS(0))))
 	}
 }
