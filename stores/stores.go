@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agnivade/levenshtein"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/certorder/certorder/internal/storekit"
@@ -190,4 +191,63 @@ func postgresExists(ctx context.Context, dsn string) error {
 			ErrNoStore, cfg.ConnConfig.Database, cfg.ConnConfig.Host)
 	}
 	return nil
+}
+
+// Occupants reads, creating, migrating and changing nothing, who a store
+// is for: its members' names and how many CertCentral orders a sync left
+// unassigned. A store that does not exist yet has none. It reads only
+// tables every schema version has had (members; unassigned_orders when
+// there is one), so that serve --demo can look before it migrates.
+func Occupants(ctx context.Context, dsn string) (members []string, unassigned int, err error) {
+	if err := Exists(ctx, dsn); errors.Is(err, ErrNoStore) {
+		return nil, 0, nil
+	} else if err != nil {
+		return nil, 0, err
+	}
+	const (
+		names = `SELECT name FROM members ORDER BY id`
+		count = `SELECT count(*) FROM unassigned_orders`
+	)
+	if IsPostgres(dsn) {
+		pool, err := pgxpool.New(ctx, dsn)
+		if err != nil {
+			return nil, 0, fmt.Errorf("postgres: %w", err)
+		}
+		defer pool.Close()
+		rows, _ := pool.Query(ctx, names)
+		if members, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			return nil, 0, fmt.Errorf("postgres: %w", err)
+		}
+		var has bool
+		if err := pool.QueryRow(ctx, `SELECT to_regclass('unassigned_orders') IS NOT NULL`).Scan(&has); err != nil || !has {
+			return members, 0, err
+		}
+		return members, unassigned, pool.QueryRow(ctx, count).Scan(&unassigned)
+	}
+	path := SQLitePath(dsn)
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		return nil, 0, fmt.Errorf("store %s: %w", path, err)
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, names)
+	if err != nil {
+		return nil, 0, fmt.Errorf("store %s: %w", path, err)
+	}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return nil, 0, fmt.Errorf("store %s: %w", path, err)
+		}
+		members = append(members, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("store %s: %w", path, err)
+	}
+	var has int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'unassigned_orders'`).Scan(&has); err != nil || has == 0 {
+		return members, 0, err
+	}
+	return members, unassigned, db.QueryRowContext(ctx, count).Scan(&unassigned)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -158,4 +159,40 @@ func TestCheckDSN(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) > 0 {
 		t.Errorf("a refused DSN left %s behind", entries[0].Name())
 	}
+}
+
+// Occupants reads a store's members without creating, migrating or
+// changing it: none for a store that does not exist yet (which it leaves
+// so), the names once there are some.
+func TestOccupants(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		if strings.HasPrefix(dsn, "postgres") {
+			if ms, n, err := stores.Occupants(ctx, dsn); err != nil || ms != nil || n != 0 {
+				t.Fatalf("an empty schema: %v %d %v", ms, n, err)
+			}
+		} else {
+			missing := filepath.Join(t.TempDir(), "new.db")
+			if ms, n, err := stores.Occupants(ctx, missing); err != nil || ms != nil || n != 0 {
+				t.Fatalf("a store that does not exist: %v %d %v", ms, n, err)
+			}
+			if _, err := os.Stat(missing); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("Occupants made %s: %v", missing, err)
+			}
+		}
+		s, err := stores.Open(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		for _, name := range []string{"alice", "demo"} {
+			if _, err := s.AddMember(ctx, name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if ms, n, err := stores.Occupants(ctx, dsn); err != nil || strings.Join(ms, ",") != "alice,demo" || n != 0 {
+			t.Fatalf("a store of alice and demo: %v %d %v", ms, n, err)
+		}
+	})
 }

@@ -3,6 +3,7 @@ package webhook
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -52,6 +53,9 @@ type Delivery struct {
 	// message (AnswerExcerpt: at most MaxExcerpt bytes, printable, secrets
 	// redacted); a failed attempt's answer is in LastError.
 	LastAnswer string
+	// AnswerKept says LastAnswer was recorded ("" then is an empty body):
+	// deliveries made before answers were kept have none.
+	AnswerKept bool
 }
 
 // payload is a delivery job's payload: the message, made once. The body is
@@ -64,10 +68,10 @@ type payload struct {
 
 // result is a delivery job's record of its last attempt.
 type result struct {
-	Status    int    `json:"status"`
-	Class     string `json:"class"`
-	LatencyUS int64  `json:"latency_us"`
-	Answer    string `json:"answer,omitempty"` // delivered only: AnswerExcerpt
+	Status    int     `json:"status"`
+	Class     string  `json:"class"`
+	LatencyUS int64   `json:"latency_us"`
+	Answer    *string `json:"answer,omitempty"` // delivered only: AnswerExcerpt (nil: recorded before answers were kept)
 }
 
 // NewDelivery is the job that delivers a message to the endpoint.
@@ -97,7 +101,9 @@ func DeliveryOf(j queue.Job) (Delivery, error) {
 			return Delivery{}, fmt.Errorf("delivery %d: %w", j.ID, err)
 		}
 		d.LastStatus, d.LastClass, d.LastLatency = r.Status, r.Class, time.Duration(r.LatencyUS)*time.Microsecond
-		d.LastAnswer = r.Answer
+		if r.Answer != nil {
+			d.LastAnswer, d.AnswerKept = *r.Answer, true
+		}
 	}
 	return d, nil
 }
@@ -106,9 +112,10 @@ func DeliveryOf(j queue.Job) (Delivery, error) {
 // the excerpt of the receiver's answer (its status is there for every
 // attempt that got one).
 func resultOf(res Result, ep *certorder.Endpoint) []byte {
-	r := result{res.Status, string(res.Class), res.Latency.Microseconds(), ""}
+	r := result{res.Status, string(res.Class), res.Latency.Microseconds(), nil}
 	if res.Delivered() {
-		r.Answer = AnswerExcerpt(res.Answer, ep)
+		a := AnswerExcerpt(res.Answer, ep)
+		r.Answer = &a
 	}
 	b, _ := json.Marshal(r) // always marshals
 	return b
@@ -117,8 +124,9 @@ func resultOf(res Result, ep *certorder.Endpoint) []byte {
 // MaxExcerpt bounds the excerpt of a delivered message's answer, in bytes.
 const MaxExcerpt = 200
 
-// anySecret is a signing secret, as certorder writes one.
-var anySecret = regexp.MustCompile(`whsec_[A-Za-z0-9+/=_-]+`)
+// anySecret is a signing secret, as certorder writes one, also as JSON
+// (`\/`) or a URL's query (`%2F`) writes it.
+var anySecret = regexp.MustCompile(`whsec_(?:[A-Za-z0-9+/=_-]|\\/|%[0-9A-Fa-f]{2})+`)
 
 // AnswerExcerpt is what a member is shown of a receiver's answer: the
 // endpoint's signing secrets (and anything written as one) redacted, runs
@@ -150,12 +158,28 @@ func AnswerExcerpt(answer string, ep *certorder.Endpoint) string {
 // whsec_ and as their bare key) and anything written as a secret out of a
 // receiver's answer before it is stored: a receiver that echoes what it
 // was configured with must not show it on the page.
+//
+// The key is looked for as written, as JSON escapes it (`\/`) and as a
+// URL's query encodes it; and since an answer is kept only up to
+// MaxAnswer bytes, an answer that ends with the start of a key (8
+// characters or more) has that end taken out too.
 func Redact(answer string, ep *certorder.Endpoint) string {
 	answer = anySecret.ReplaceAllString(answer, "whsec_(redacted)")
-	if ep != nil {
-		for _, s := range []string{ep.Secret, ep.PreviousSecret} {
-			if bare := strings.TrimPrefix(s, SecretPrefix); len(bare) >= 8 {
-				answer = strings.ReplaceAll(answer, bare, "(redacted)")
+	if ep == nil {
+		return answer
+	}
+	for _, s := range []string{ep.Secret, ep.PreviousSecret} {
+		bare := strings.TrimPrefix(s, SecretPrefix)
+		if len(bare) < 8 {
+			continue
+		}
+		for _, form := range []string{bare, strings.ReplaceAll(bare, "/", `\/`), url.QueryEscape(bare)} {
+			answer = strings.ReplaceAll(answer, form, "(redacted)")
+			for n := len(form) - 1; n >= 8; n-- {
+				if strings.HasSuffix(answer, form[:n]) {
+					answer = answer[:len(answer)-n] + "(redacted)"
+					break
+				}
 			}
 		}
 	}

@@ -6,24 +6,24 @@ import (
 	"strings"
 
 	"github.com/certorder/certorder/internal/printable"
-	"github.com/certorder/certorder/internal/storekit"
+	"github.com/certorder/certorder/stores"
 )
 
 // refuseRealStore is serve --demo's guard: the demo adds member demo, its
 // orders and a key to the store it serves, which must then be a store of
 // its own. A store with a member other than demo, or with CertCentral
-// orders a sync left unassigned, is a real one: refused, before anything
-// is written, with what to do instead. An empty store and one that only a
-// demo has used are fine.
-func refuseRealStore(ctx context.Context, store storekit.MemberStore, db string) error {
-	ms, err := store.Members(ctx)
+// orders a sync left unassigned, is a real one: refused before it is
+// opened (so before any migration or write), with what to do instead. A
+// new store, an empty one and one that only a demo has used are fine.
+func refuseRealStore(ctx context.Context, db string) error {
+	ms, unassigned, err := stores.Occupants(ctx, db)
 	if err != nil {
-		return fmt.Errorf("serve: --demo: reading the members: %w", err)
+		return fmt.Errorf("serve: --demo: reading the store %s: %w", redactDSN(db), err)
 	}
 	var others []string
 	for _, m := range ms {
-		if m.Name != demoMember {
-			others = append(others, printable.String(m.Name))
+		if m != demoMember {
+			others = append(others, printable.String(m))
 		}
 	}
 	what := ""
@@ -34,19 +34,8 @@ func refuseRealStore(ctx context.Context, store storekit.MemberStore, db string)
 		what = fmt.Sprintf("members %s and %d more", strings.Join(others[:3], ", "), n-3)
 	case n > 0:
 		what = "members " + strings.Join(others, ", ")
-	}
-	if what == "" {
-		if s, ok := store.(interface {
-			UnassignedRefs(ctx context.Context) ([]storekit.UpstreamRef, error)
-		}); ok {
-			refs, err := s.UnassignedRefs(ctx)
-			if err != nil {
-				return fmt.Errorf("serve: --demo: reading the store: %w", err)
-			}
-			if len(refs) > 0 {
-				what = fmt.Sprintf("%d CertCentral order(s) from a sync", len(refs))
-			}
-		}
+	case unassigned > 0:
+		what = fmt.Sprintf("%d CertCentral order(s) from a sync", unassigned)
 	}
 	if what == "" {
 		return nil

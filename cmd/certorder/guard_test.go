@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"fmt"
 	"net"
 	"net/http"
@@ -108,6 +109,31 @@ func TestServeDemoRefusesARealStore(t *testing.T) {
 		c.ok("admin", "member", "add", m)
 	}
 	refused(c, "members alice, bob, carol and 1 more")
+
+	// A store of an older schema (the newest migration not yet recorded) is
+	// refused before it is opened: not migrated by the demo it refuses.
+	db, err := sql.Open("sqlite", c.env["CERTORDER_DB"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	versions := func() (n int) {
+		t.Helper()
+		if err := db.QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if _, err := db.Exec(`DELETE FROM schema_migrations WHERE version = (SELECT max(version) FROM schema_migrations)`); err != nil {
+		t.Fatal(err)
+	}
+	before := versions()
+	if _, _, err := c.run("", "serve", "--demo", "--addr", "127.0.0.1:0"); exitCode(err) != exitUsage || !strings.Contains(fmt.Sprint(err), "which holds members alice") {
+		t.Errorf("serve --demo on an older store holding alice: exit %d: %v", exitCode(err), err)
+	}
+	if after := versions(); after != before {
+		t.Errorf("serve --demo migrated the store it refused: %d migrations recorded, then %d", before, after)
+	}
 
 	// No member, but orders from CertCentral.
 	u := newUpstream(t, digicerttest.Options{NoLimits: true})

@@ -79,16 +79,16 @@ func (e *env) serve(ctx context.Context, args []string) error {
 		}
 		defer mln.Close()
 	}
+	if c.demo {
+		if err := refuseRealStore(ctx, c.db); err != nil {
+			return err
+		}
+	}
 	store, err := stores.Open(ctx, c.db)
 	if err != nil {
 		return fmt.Errorf("serve: opening the store %s: %w", redactDSN(c.db), err)
 	}
 	defer store.Close()
-	if c.demo {
-		if err := refuseRealStore(ctx, store, c.db); err != nil {
-			return err
-		}
-	}
 	// The cache in front of the store's credential reads, kept exact by
 	// the store (credcache.Sourcer); off with --cache-mb 0, and correct
 	// without it, only slower.

@@ -71,6 +71,9 @@ func (e *env) simulate(ctx context.Context, args []string) error {
 		}
 	}
 	u, err := url.Parse(raw)
+	if err == nil {
+		raw = u.Redacted() // a password in the URL is never printed
+	}
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return usageError("%s: %s %q is not an http:// URL", cmd, from, printable.Cut(raw, 200))
 	}

@@ -175,7 +175,7 @@ func unreachableHint(cmd string, err error) error {
 	if !errors.As(err, &ue) {
 		return err
 	}
-	return fmt.Errorf("%s: %s; check --digicert-url (or CERTORDER_DIGICERT_URL)", cmd, ue)
+	return fmt.Errorf("%s: %w; check --digicert-url (or CERTORDER_DIGICERT_URL)", cmd, ue) // the same words, errors.Is still sees it
 }
 
 // isTerminal reports whether w is a terminal, where progress is shown.

@@ -81,7 +81,7 @@ func deliveryRowOf(cat *catalogue, d webhook.Delivery, endpointEnabled bool) del
 		row.Latency = cat.S("webhooks.latency.ms", d.LastLatency.Round(time.Millisecond).Milliseconds())
 	}
 	row.Answer = strings.TrimSpace(d.LastError)
-	if d.State == webhook.StateDelivered && d.LastStatus > 0 {
+	if d.State == webhook.StateDelivered && d.LastStatus > 0 && d.AnswerKept {
 		// The receiver's own answer to a delivered message (an excerpt,
 		// redacted by the worker), or that it had none.
 		row.Answer = d.LastAnswer
