@@ -139,6 +139,24 @@ func timelineOrders(now time.Time) string {
 	return "[" + strings.Join(docs, ",") + "]"
 }
 
+// browserOptions start Chromium (exe) headless as the browser tests need
+// it: no sandbox or GPU, none of its calls home (this machine's network is
+// closed), English, a profile of the test's own, a 1280×900 window.
+func browserOptions(t *testing.T, exe string) []chromedp.ExecAllocatorOption {
+	return append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("lang", "en-US"),
+		chromedp.UserDataDir(profileDir(t)),
+		chromedp.WindowSize(1280, 900),
+	)
+}
+
 // A member signs in, finds the current order of a renewal chain, rotates
 // their key (creates one, signs out, signs in with it, revokes the old
 // one), adds a webhook endpoint and sees a test event delivered to a real
@@ -184,19 +202,7 @@ func TestBrowser(t *testing.T) {
 	r.base = strings.TrimSuffix(endpoint, "api/digicert/")
 	sessionKeys["keys"] = regexp.MustCompile(`AccessKey:\s+(\S+)`).FindStringSubmatch(stdout.String())[1]
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("lang", "en-US"),
-		chromedp.UserDataDir(profileDir(t)),
-		chromedp.WindowSize(1280, 900),
-	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), browserOptions(t, exe)...)
 	defer cancelAlloc()
 	ctx, cancel := chromedp.NewContext(allocCtx)
 	defer cancel()
