@@ -3,10 +3,8 @@ package postgres
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -84,38 +82,4 @@ func (s *Store) FinishJob(ctx context.Context, o queue.Outcome) error {
 		err = fmt.Errorf("%w: job %d is no longer held by %s", certorder.ErrConflict, o.JobID, o.Owner)
 	}
 	return s.wrap("finish job", err)
-}
-
-// RetryJob makes a finished job pending again at once.
-func (s *Store) RetryJob(ctx context.Context, kind string, memberID, subjectID, id int64) error {
-	return s.wrap("retry job", s.inTx(ctx, func(tx pgx.Tx) error {
-		var state string
-		err := tx.QueryRow(ctx, `SELECT state FROM jobs WHERE id = $1 AND kind = $2 AND member_id = $3 AND subject_id = $4
-			FOR UPDATE`, id, kind, memberID, subjectID).Scan(&state)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			return fmt.Errorf("%w: job %d", certorder.ErrNotFound, id)
-		case err != nil:
-			return err
-		case state == queue.Pending || state == queue.Running:
-			return fmt.Errorf("%w: job %d is %s already", certorder.ErrConflict, id, state)
-		}
-		_, err = tx.Exec(ctx, `UPDATE jobs SET state = 'pending', attempts = 0, run_after = now() WHERE id = $1`, id)
-		return err
-	}))
-}
-
-// Jobs lists jobs of a kind, a member and a subject, newest first.
-func (s *Store) Jobs(ctx context.Context, l queue.List) ([]queue.Job, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT `+storekit.JobColumns+` FROM jobs
-		WHERE subject_id = $1 AND kind = $2 AND member_id = $3 ORDER BY id DESC LIMIT $4`, l.SubjectID, l.Kind, l.MemberID, l.Limit)
-	jobs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (queue.Job, error) { return storekit.ScanJob(row) })
-	return jobs, s.wrap("list jobs", err)
-}
-
-// PruneJobs deletes the jobs of kinds finished before before.
-func (s *Store) PruneJobs(ctx context.Context, kinds []string, before time.Time) error {
-	_, err := s.pool.Exec(ctx, `DELETE FROM jobs WHERE state IN ('done', 'failed') AND created_at < $1 AND kind = ANY($2)`,
-		before, kinds)
-	return s.wrap("prune jobs", err)
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/storekit"
@@ -82,45 +81,6 @@ func (s *Store) FinishJob(ctx context.Context, o queue.Outcome) error {
 		err = fmt.Errorf("%w: job %d is no longer held by %s", certorder.ErrConflict, o.JobID, o.Owner)
 	}
 	return s.wrap("finish job", err)
-}
-
-// RetryJob makes a finished job pending again at once.
-func (s *Store) RetryJob(ctx context.Context, kind string, memberID, subjectID, id int64) error {
-	return s.wrap("retry job", inTx(ctx, s.write, func(tx *sql.Tx) error {
-		var state string
-		err := tx.QueryRowContext(ctx, `SELECT state FROM jobs WHERE id = ? AND kind = ? AND member_id = ? AND subject_id = ?`,
-			id, kind, memberID, subjectID).Scan(&state)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return fmt.Errorf("%w: job %d", certorder.ErrNotFound, id)
-		case err != nil:
-			return err
-		case state == queue.Pending || state == queue.Running:
-			return fmt.Errorf("%w: job %d is %s already", certorder.ErrConflict, id, state)
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE jobs SET state = 'pending', attempts = 0, run_after = ? WHERE id = ?`, now(), id)
-		return err
-	}))
-}
-
-// Jobs lists jobs of a kind, a member and a subject, newest first.
-func (s *Store) Jobs(ctx context.Context, l queue.List) ([]queue.Job, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+storekit.JobColumns+` FROM jobs
-		WHERE subject_id = ? AND kind = ? AND member_id = ? ORDER BY id DESC LIMIT ?`, l.SubjectID, l.Kind, l.MemberID, l.Limit)
-	if err != nil {
-		return nil, s.wrap("list jobs", err)
-	}
-	defer rows.Close()
-	jobs, err := storekit.Collect(rows, storekit.ScanJob)
-	return jobs, s.wrap("list jobs", err)
-}
-
-// PruneJobs deletes the jobs of kinds finished before before.
-func (s *Store) PruneJobs(ctx context.Context, kinds []string, before time.Time) error {
-	list, _ := json.Marshal(kinds) // strings always marshal
-	_, err := s.write.ExecContext(ctx, `DELETE FROM jobs WHERE state IN ('done', 'failed') AND created_at < ?
-		AND kind IN (SELECT value FROM json_each(?))`, formatTime(before), string(list))
-	return s.wrap("prune jobs", err)
 }
 
 func nullBytes(b []byte) any {

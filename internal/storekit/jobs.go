@@ -2,13 +2,16 @@ package storekit
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/queue"
 )
 
-// The queue's writes both stores make alike; the claim, the finish and
-// what takes events for the queue are each store's (SKIP LOCKED on
+// The queue's statements both stores make alike (enqueue, retry, list,
+// prune); the claim, the finish and what takes events for the queue are
+// each store's (SKIP LOCKED on
 // PostgreSQL, the one writer on SQLite).
 
 // JobColumns are the columns ScanJob reads.
@@ -70,4 +73,37 @@ func InsertJob(ctx context.Context, tx DB, j queue.Job, at time.Time) (int64, er
 func (k *Kit) DeleteJobs(ctx context.Context, tx DB, subjectID int64, kinds ...string) error {
 	_, err := tx.Exec(ctx, `DELETE FROM jobs WHERE subject_id = ? AND `+k.InList("kind"), subjectID, k.List(kinds))
 	return err
+}
+
+// RetryJob makes a finished job of kind, the member and the subject
+// pending again at once (redelivery from the page): ErrNotFound for
+// another's or none, ErrConflict for one pending or running.
+func (k *Kit) RetryJob(ctx context.Context, kind string, memberID, subjectID, id int64) error {
+	return k.Wrap("retry job", k.Write.InTx(ctx, func(tx DB) error {
+		var state string
+		err := tx.QueryRow(ctx, `SELECT state FROM jobs WHERE id = ? AND kind = ? AND member_id = ? AND subject_id = ?`+k.ForUpdate,
+			id, kind, memberID, subjectID).Scan(&state)
+		switch {
+		case err != nil:
+			return notFound(err, fmt.Sprintf("job %d", id))
+		case state == queue.Pending || state == queue.Running:
+			return fmt.Errorf("%w: job %d is %s already", certorder.ErrConflict, id, state)
+		}
+		_, err = tx.Exec(ctx, `UPDATE jobs SET state = 'pending', attempts = 0, run_after = ? WHERE id = ?`, time.Now(), id)
+		return err
+	}))
+}
+
+// Jobs lists jobs of a kind, a member and a subject, newest first.
+func (k *Kit) Jobs(ctx context.Context, l queue.List) ([]queue.Job, error) {
+	jobs, err := Query(ctx, k.Read, ScanJob, `SELECT `+JobColumns+` FROM jobs
+		WHERE subject_id = ? AND kind = ? AND member_id = ? ORDER BY id DESC LIMIT ?`, l.SubjectID, l.Kind, l.MemberID, l.Limit)
+	return jobs, k.Wrap("list jobs", err)
+}
+
+// PruneJobs deletes the jobs of kinds finished before before.
+func (k *Kit) PruneJobs(ctx context.Context, kinds []string, before time.Time) error {
+	_, err := k.Write.Exec(ctx, `DELETE FROM jobs WHERE state IN ('done', 'failed') AND created_at < ? AND `+k.InList("kind"),
+		before, k.List(kinds))
+	return k.Wrap("prune jobs", err)
 }
