@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -38,6 +39,15 @@ type fixture struct {
 	handler           *server.Server
 }
 
+// openAndClose makes a new store at path (testdb.NewSQLite's template).
+func openAndClose(path string) error {
+	s, err := stores.Open(context.Background(), path)
+	if err != nil {
+		return err
+	}
+	return s.Close()
+}
+
 // newFixture starts the server on a fresh store (see testdb) with members alice
 // (orders 1001 -> 1002 -> 1003 from testdata), bob (order 2001) and carol
 // (disabled).
@@ -45,6 +55,9 @@ func newFixture(t testing.TB, dsn string, cfg server.Config) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	f := &fixture{dbPath: dsn}
+	if _, err := os.Stat(dsn); !stores.IsPostgres(dsn) && errors.Is(err, fs.ErrNotExist) {
+		testdb.NewSQLite(t, dsn, openAndClose)
+	}
 	s, err := stores.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)

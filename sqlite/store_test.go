@@ -19,7 +19,15 @@ import (
 func TestStore(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) storekit.Store {
-		s, err := sqlite.Open(context.Background(), testdb.SQLite(t))
+		path := testdb.SQLite(t)
+		testdb.NewSQLite(t, path, func(path string) error { // the migrations once, then copies of the store
+			s, err := sqlite.Open(context.Background(), path)
+			if err != nil {
+				return err
+			}
+			return s.Close()
+		})
+		s, err := sqlite.Open(context.Background(), path)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/certorder/certorder/internal/poll"
 	"github.com/certorder/certorder/internal/testdb"
+	"github.com/certorder/certorder/stores"
 	"github.com/certorder/certorder/storetest"
 )
 
@@ -34,6 +36,17 @@ func newCLI(t *testing.T, dsn string) *cli {
 // store that does not exist).
 func newStoreCLI(t *testing.T, dsn string) *cli {
 	c := newCLI(t, dsn)
+	if _, err := os.Stat(dsn); !stores.IsPostgres(dsn) && errors.Is(err, fs.ErrNotExist) {
+		// A copy of the store admin migrate makes (testdb.NewSQLite).
+		testdb.NewSQLite(t, dsn, func(path string) error {
+			_, errOut, err := newCLI(t, path).run("", "admin", "migrate")
+			if err != nil {
+				return fmt.Errorf("%v: %s", err, errOut)
+			}
+			return nil
+		})
+		return c
+	}
 	c.ok("admin", "migrate")
 	return c
 }
