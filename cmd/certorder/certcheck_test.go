@@ -96,24 +96,33 @@ func testCertificateCheck(t *testing.T, dsn string) {
 	}
 	// And in time: the medians of alternating requests differ by little
 	// (what the store does is the same: one indexed read that finds no row
-	// of the member's; the margin is the shared machine's noise).
-	var bobs, unknown []time.Duration
-	for i := 0; i < 150; i++ {
-		for _, tc := range []struct {
-			serial string
-			into   *[]time.Duration
-		}{{`"0B04"`, &bobs}, {`"0C05"`, &unknown}} {
-			start := time.Now()
-			ask("serial_number", tc.serial)
-			*tc.into = append(*tc.into, time.Since(start))
+	// of the member's; the margin is the shared machine's noise). A round
+	// whose medians differ by more is measured again, up to three rounds:
+	// on a loaded machine one round's medians were 23 and 35 ms apart
+	// from each other, where a difference in what the store does shows in
+	// every round.
+	median := func(d []time.Duration) time.Duration { slices.Sort(d); return d[len(d)/2] }
+	for round := 1; ; round++ {
+		var bobs, unknown []time.Duration
+		for i := 0; i < 150; i++ {
+			for _, tc := range []struct {
+				serial string
+				into   *[]time.Duration
+			}{{`"0B04"`, &bobs}, {`"0C05"`, &unknown}} {
+				start := time.Now()
+				ask("serial_number", tc.serial)
+				*tc.into = append(*tc.into, time.Since(start))
+			}
+		}
+		mb, mu := median(bobs), median(unknown)
+		t.Logf("round %d, median time: another member's certificate %v, an unknown one %v", round, mb, mu)
+		if diff := (mb - mu).Abs(); diff <= time.Millisecond/2+max(mb, mu)/4 {
+			break
+		} else if round == 3 {
+			t.Errorf("another member's certificate takes %v (median), an unknown one %v, in each of %d rounds", mb, mu, round)
+			break
 		}
 	}
-	median := func(d []time.Duration) time.Duration { slices.Sort(d); return d[len(d)/2] }
-	mb, mu := median(bobs), median(unknown)
-	if diff := (mb - mu).Abs(); diff > time.Millisecond/2+max(mb, mu)/4 {
-		t.Errorf("another member's certificate takes %v (median), an unknown one %v", mb, mu)
-	}
-	t.Logf("median time: another member's certificate %v, an unknown one %v", mb, mu)
 
 	// Refusals: the parameter (160, 162), and nothing about certificates
 	// before the credentials are accepted.
