@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -55,9 +54,7 @@ func newFixture(t testing.TB, dsn string, cfg server.Config) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	f := &fixture{dbPath: dsn}
-	if _, err := os.Stat(dsn); !stores.IsPostgres(dsn) && errors.Is(err, fs.ErrNotExist) {
-		testdb.NewSQLite(t, dsn, openAndClose)
-	}
+	testdb.NewSQLite(t, dsn, openAndClose)
 	s, err := stores.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/certorder/certorder/internal/poll"
 	"github.com/certorder/certorder/internal/testdb"
-	"github.com/certorder/certorder/stores"
 	"github.com/certorder/certorder/storetest"
 )
 
@@ -36,17 +34,15 @@ func newCLI(t *testing.T, dsn string) *cli {
 // store that does not exist).
 func newStoreCLI(t *testing.T, dsn string) *cli {
 	c := newCLI(t, dsn)
-	if _, err := os.Stat(dsn); !stores.IsPostgres(dsn) && errors.Is(err, fs.ErrNotExist) {
-		// A copy of the store admin migrate makes (testdb.NewSQLite).
-		testdb.NewSQLite(t, dsn, func(path string) error {
-			_, errOut, err := newCLI(t, path).run("", "admin", "migrate")
-			if err != nil {
-				return fmt.Errorf("%v: %s", err, errOut)
-			}
-			return nil
-		})
-		return c
-	}
+	// A new SQLite store is a copy of the one admin migrate makes
+	// (testdb.NewSQLite); migrate then finds nothing to do.
+	testdb.NewSQLite(t, dsn, func(path string) error {
+		_, errOut, err := newCLI(t, path).run("", "admin", "migrate")
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, errOut)
+		}
+		return nil
+	})
 	c.ok("admin", "migrate")
 	return c
 }
