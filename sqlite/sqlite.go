@@ -157,11 +157,21 @@ func openMigrated(ctx context.Context, dsn string, fsys embed.FS, dir string) (*
 		return nil, err
 	}
 	db.SetMaxOpenConns(1)
-	if err := migrate(ctx, db, fsys, dir); err != nil {
-		db.Close()
-		return nil, err
+	// A new file that another process is making at the same moment
+	// (setting it to WAL, migrating it) answers SQLITE_BUSY at once, without
+	// waiting out busy_timeout: tried again for as long.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		err = migrate(ctx, db, fsys, dir)
+		var se *sqlite.Error
+		if err == nil {
+			return db, nil
+		}
+		if !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
+			db.Close()
+			return nil, err
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	return db, nil
 }
 
 func migrate(ctx context.Context, db *sql.DB, fsys embed.FS, dir string) error {
@@ -170,8 +180,21 @@ func migrate(ctx context.Context, db *sql.DB, fsys embed.FS, dir string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)`); err != nil {
+	// Made in a transaction of its own, and only when missing: BEGIN
+	// IMMEDIATE waits for the write lock (run alone, the statement upgrades
+	// a read to a write, which in WAL mode fails at once if another process
+	// wrote in between), and opening a store that has the table takes no
+	// write lock (an import may hold it for a minute).
+	var made bool
+	err = db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations')`).Scan(&made)
+	if err == nil && !made {
+		err = inTx(ctx, db, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+				version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)`)
+			return err
+		})
+	}
+	if err != nil {
 		return fmt.Errorf("sqlite: open database: %w", err)
 	}
 	var current int
@@ -182,8 +205,17 @@ func migrate(ctx context.Context, db *sql.DB, fsys embed.FS, dir string) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: %w", err)
 	}
+	// Each migration in a transaction that holds the write lock from its
+	// start (_txlock=immediate) and applies it only if no other process
+	// did since the read above: serve starting under systemd and an
+	// operator's first command may open a new store at once.
 	for _, m := range pending {
 		err := inTx(ctx, db, func(tx *sql.Tx) error {
+			var applied bool
+			if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = ?)`,
+				m.Version).Scan(&applied); err != nil || applied {
+				return err
+			}
 			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 				return err
 			}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/certorder/certorder"
@@ -181,5 +182,35 @@ func BenchmarkRestore(b *testing.B) {
 		b.StopTimer()
 		dst.Close()
 		b.StartTimer()
+	}
+}
+
+// Several processes opening a new store at once (serve starting under
+// systemd while an operator's first admin command runs) each apply the
+// migrations the others have not: the check of what is applied and the
+// applying are one transaction, so none fails on a table another made
+// (CI's systemd check once failed with "table sessions already exists").
+func TestConcurrentOpenNewStore(t *testing.T) {
+	t.Parallel()
+	for range 5 {
+		path := testdb.SQLite(t)
+		var wg sync.WaitGroup
+		errs := make(chan error, 4)
+		for range 4 {
+			wg.Go(func() {
+				s, err := sqlite.Open(context.Background(), path)
+				if err == nil {
+					err = s.Close()
+				}
+				errs <- err
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
