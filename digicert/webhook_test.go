@@ -48,6 +48,27 @@ func newListener(t *testing.T) *listener {
 	return l
 }
 
+// activate has CertCentral send webhook id's challenge to l, which has had
+// no event before, and answers it with the token that came.
+func (l *listener) activate(t *testing.T, c *digicert.Client, id int64) {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.SendWebhookChallenge(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	var token string
+	poll.Until(t, 10*time.Second, "the challenge", func() bool {
+		events, _ := l.got()
+		if len(events) == 1 {
+			token, _ = events[0]["data"].(map[string]any)["token"].(string)
+		}
+		return token != ""
+	})
+	if err := c.CheckWebhookChallenge(ctx, id, token); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (l *listener) got() ([]map[string]any, []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -166,20 +187,7 @@ func TestWebhookEvents(t *testing.T) {
 	}
 	o1, _ := e.sim.AddOrder(digicerttest.OrderSpec{})
 	e.sim.Issue(o1, e.clock.Now().Add(time.Hour)) // pending: no event
-	if err := e.c.SendWebhookChallenge(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	var token string
-	poll.Until(t, 10*time.Second, "the challenge", func() bool {
-		events, _ := l.got()
-		if len(events) == 1 {
-			token, _ = events[0]["data"].(map[string]any)["token"].(string)
-		}
-		return token != ""
-	})
-	if err := e.c.CheckWebhookChallenge(ctx, id, token); err != nil {
-		t.Fatal(err)
-	}
+	l.activate(t, e.c, id)
 	o2, _ := e.sim.AddOrder(digicerttest.OrderSpec{})
 	o3, _ := e.sim.AddOrder(digicerttest.OrderSpec{})
 	e.sim.Issue(o2, e.clock.Now().Add(time.Hour))
@@ -249,20 +257,7 @@ func TestSimulateControl(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.c.SendWebhookChallenge(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	var token string
-	poll.Until(t, 10*time.Second, "the challenge", func() bool {
-		events, _ := l.got()
-		if len(events) == 1 {
-			token, _ = events[0]["data"].(map[string]any)["token"].(string)
-		}
-		return token != ""
-	})
-	if err := e.c.CheckWebhookChallenge(ctx, id, token); err != nil {
-		t.Fatal(err)
-	}
+	l.activate(t, e.c, id)
 	o1, _ := e.sim.AddOrder(digicerttest.OrderSpec{ValidityYears: 2})
 	o2, _ := e.sim.AddOrder(digicerttest.OrderSpec{})
 	e.clock.Advance(time.Hour)
