@@ -70,13 +70,17 @@ func HexKey(s string) string {
 	if clean {
 		return s
 	}
-	b := make([]byte, 0, len(s))
+	var b strings.Builder // ASCII lowered as it is copied: one allocation
+	b.Grow(len(s))
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c != ':' && c != ' ' {
-			b = append(b, c)
+		switch c := s[i]; {
+		case c >= utf8.RuneSelf:
+			return strings.ToLower(strings.NewReplacer(":", "", " ", "").Replace(s)) // Unicode's rules
+		case c != ':' && c != ' ':
+			b.WriteByte(lowerASCII(c))
 		}
 	}
-	return strings.ToLower(string(b))
+	return b.String()
 }
 
 // sameSerial reports whether a and b are one serial number, SerialKey(a) ==

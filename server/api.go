@@ -289,7 +289,7 @@ func (s *Server) authenticate(ctx context.Context, name, key string, orderID int
 // member has none, through Config.Certificates (the cache, which sets the
 // store's timeout only when it reads the store). Another member's
 // certificate is not read (the query asks for the member's own, through
-// the index by member and key): its answer and work are those of an
+// the index by key and member): its answer and work are those of an
 // unknown certificate. Should one member's orders hold the serial twice (a
 // CA's serial is unique, an import might not be), the newest order's is
 // taken.

@@ -232,7 +232,7 @@ func (t *orderTx) RenewedFromOthers(ctx context.Context, ids []int64, memberID i
 }
 
 // SaveOrders writes checked orders, a multi-row upsert per
-// upsertBatchRows of them, then their history entries (SaveCertificates).
+// upsertBatchRows of them, then their history entries (saveCertificates).
 func (t *orderTx) SaveOrders(ctx context.Context, memberID int64, orders []storekit.CheckedOrder, history []certorder.CertificateEntry) error {
 	for chunk := range slices.Chunk(orders, upsertBatchRows) {
 		stmt := t.upsertBatch
@@ -251,7 +251,7 @@ func (t *orderTx) SaveOrders(ctx context.Context, memberID int64, orders []store
 			return err
 		}
 	}
-	return t.SaveCertificates(ctx, history)
+	return t.saveCertificates(ctx, history, func(int64) int64 { return memberID })
 }
 
 // Bounds of the batch statements: SQLite takes at most 32766 variables.

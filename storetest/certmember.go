@@ -12,7 +12,7 @@ import (
 )
 
 // A member's look-up of a certificate (CertificateCheck's) visits the
-// member's certificates alone, through the index by member and key: a
+// member's certificates alone, through the index by key and member: a
 // serial or thumbprint on thousands of another member's certificates costs
 // what a missing one costs (issue 46: 12 ms against 0.9), so that the time
 // of the answer says nothing of other members' certificates. The operator's

@@ -32,10 +32,11 @@ func ScanEntry(row Row, e *certorder.CertificateEntry, more ...any) error {
 // member (the operator's). It selects HistoryColumns (the entry), then the
 // order's member ID and name, its status, and whether the certificate is
 // current: no certificate with a serial number was recorded on the order
-// after it. Each key goes through its partial index (hence the terms that
-// the key is not empty): a member's through the index by member and key,
-// so that another member's certificates are not visited, and one another
-// member holds costs the look-up a missing one costs (issue 46).
+// after it. Each key goes through its partial index by key and member
+// (hence the terms that the key is not empty): a member's look-up seeks
+// both, so that another member's certificates are not visited, and one
+// another member holds costs the look-up a missing one costs (issue 46);
+// the operator's seeks the key alone.
 func certificatesQuery(in string, ofMember bool) string {
 	member := ""
 	if ofMember {
