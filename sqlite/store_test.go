@@ -214,3 +214,55 @@ func TestConcurrentOpenNewStore(t *testing.T) {
 		}
 	}
 }
+
+// A new store gets 16 KiB pages; one made before with SQLite's 4 KiB keeps
+// them (WAL mode cannot change the size) and opens, migrates and writes as
+// before.
+func TestPageSize(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pageSize := func(path string) int {
+		t.Helper()
+		db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var n int
+		if err := db.QueryRow(`PRAGMA page_size`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	fresh := testdb.SQLite(t)
+	s, err := sqlite.Open(ctx, fresh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if n := pageSize(fresh); n != 16384 {
+		t.Errorf("a new store's page size is %d, want 16384", n)
+	}
+
+	old := testdb.SQLite(t)
+	db, err := sql.Open("sqlite", "file:"+old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`PRAGMA page_size = 4096`, `PRAGMA journal_mode = WAL`, `CREATE TABLE before (x)`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	db.Close()
+	if s, err = sqlite.Open(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.AddMember(ctx, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	if n := pageSize(old); n != 4096 {
+		t.Errorf("a store made with 4096-byte pages has %d after Open, want 4096", n)
+	}
+}
