@@ -8,19 +8,34 @@ import (
 	"sync"
 )
 
+// queued is how many results a worker holds ahead of consume, and inputs
+// ahead of it. Importing 200,000 loadbench orders on 2 cores (the writer
+// and two parsing workers): with 64, the parsing stopped while the import
+// wrote a batch, and the writer then waited for most of the next one: 8.98
+// s (median of three), with 512 6.98 s and 6.12 s in two rounds of three,
+// with 1,024 no faster again (6.14 s) and 8 MB more at its peak; 256 in
+// between (8.33 s). Each queued order is some 4 KiB: 512 a worker held 8 MB
+// more at the peak than 64 (124 MB against 116 MB of RSS). Issue 44,
+// docs/PERFORMANCE.md.
+const queued = 512
+
 // Run runs work on what produce emits, on a few goroutines (as many as
 // there are CPUs, up to 4), and hands the results to consume in the order
 // produce emitted them, until consume returns false or all are consumed.
 // produce runs in a goroutine of its own and stops when emit returns
 // false. The reading of an import file and of an export share it: parsing
 // and checking each document is most of their work.
+//
+// Each worker queues up to queued results ahead of consume, so that a
+// consumer that stops to write a batch (the import's 1,000 orders) finds
+// the next batch done when it comes back, instead of waiting for it.
 func Run[In, Out any](produce func(emit func(In) bool), work func(In) Out, consume func(Out) bool) {
 	workers := min(4, max(1, runtime.GOMAXPROCS(0)))
 	in, out := make([]chan In, workers), make([]chan Out, workers)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := range workers {
-		in[w], out[w] = make(chan In, 64), make(chan Out, 64)
+		in[w], out[w] = make(chan In, queued), make(chan Out, queued)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
