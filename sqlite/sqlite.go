@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -97,7 +96,6 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if path == "" || strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("sqlite: bad database path %q", path)
 	}
-	newFilePageSize(ctx, path)
 	write, err := openMigrated(ctx, dsn(path), migrationFiles, "migrations")
 	if err != nil {
 		return nil, err
@@ -149,34 +147,6 @@ func (s *Store) prepare(ctx context.Context) (err error) {
 	s.findCredential, err = s.read.PrepareContext(ctx, `SELECT `+storekit.CredentialColumns+`, `+storekit.NoOrderColumns+`
 		FROM api_keys k JOIN members m ON m.id = k.member_id WHERE k.id = ?`)
 	return err
-}
-
-// pageSize is the page size of a new store. 16 KiB pages hold an order's
-// row (1.3 KiB of document) with less left over than SQLite's 4 KiB:
-// importing 20,000 loadbench orders, the store is 21% smaller (40.7 MB
-// against 51.6 MB) and the import takes 2.5% fewer instructions
-// (callgrind); the wall-clock figures are in docs/PERFORMANCE.md (issue 44).
-const pageSize = 16384
-
-// newFilePageSize gives a store file that does not exist yet (or is
-// empty) pageSize: the size is fixed when the first page is written, here
-// by journal_mode, so it cannot go in the DSN (the driver runs its pragmas
-// in the order of their names). A store made before keeps its size (WAL
-// mode cannot change it). It does its best and says nothing: what fails
-// here fails again, with its reason, when the store is opened.
-func newFilePageSize(ctx context.Context, path string) {
-	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 || err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return
-	}
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		return
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	if _, err := db.ExecContext(ctx, `PRAGMA page_size = `+strconv.Itoa(pageSize)); err == nil {
-		db.ExecContext(ctx, `PRAGMA journal_mode = WAL`)
-	}
 }
 
 // openMigrated opens a one-connection writer on a database file and applies
