@@ -11,12 +11,12 @@ import (
 // queued is how many results a worker holds ahead of consume, and inputs
 // ahead of it. Importing 200,000 loadbench orders on 2 cores (the writer
 // and two parsing workers): with 64, the parsing stopped while the import
-// wrote a batch, and the writer then waited for most of the next one: 8.98
-// s (median of three), with 512 6.98 s and 6.12 s in two rounds of three,
-// with 1,024 no faster again (6.14 s) and 8 MB more at its peak; 256 in
-// between (8.33 s). Each queued order is some 4 KiB: 512 a worker held 8 MB
-// more at the peak than 64 (124 MB against 116 MB of RSS). Issue 44,
-// docs/PERFORMANCE.md.
+// wrote a batch, and the writer then waited for most of the next one.
+// /usr/bin/time, medians of three alternated runs: 11.14 s with 64, 9.76 s
+// with 512 (on a store of 16 KiB pages, tried: 8.98 s with 64, 256 8.33
+// s, 512 6.98 s, 1,024 no faster again at 8 MB more). Each queued order
+// is some 4 KiB: 512 a worker held 8 MB more at the peak (124 MB of RSS
+// against 116 MB). Issue 44, docs/PERFORMANCE.md.
 const queued = 512
 
 // Run runs work on what produce emits, on a few goroutines (as many as
