@@ -72,13 +72,15 @@ func HexKey(s string) string {
 	}
 	var b strings.Builder // ASCII lowered as it is copied: one allocation
 	b.Grow(len(s))
+	unicode := false
 	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c >= utf8.RuneSelf:
-			return strings.ToLower(strings.NewReplacer(":", "", " ", "").Replace(s)) // Unicode's rules
-		case c != ':' && c != ' ':
+		if c := s[i]; c != ':' && c != ' ' {
 			b.WriteByte(lowerASCII(c))
+			unicode = unicode || c >= utf8.RuneSelf
 		}
+	}
+	if unicode {
+		return strings.ToLower(b.String()) // the rest by Unicode's rules
 	}
 	return b.String()
 }
