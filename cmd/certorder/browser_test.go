@@ -155,6 +155,12 @@ func browserOptions(t *testing.T, exe string) []chromedp.ExecAllocatorOption {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("lang", "en-US"),
+		// V8 interprets, compiling nothing: the pages and axe-core's audit of
+		// each run for a second or two, too short for the compilers' work to
+		// pay back. TestBrowser alone, the machine's CPU (/proc/stat), three
+		// alternated runs: 34.0-34.8 s with them, 29.7-30.6 s without (issue 41,
+		// docs/PERFORMANCE.md "Test suite time").
+		chromedp.Flag("js-flags", "--jitless"),
 		chromedp.UserDataDir(profileDir(t)),
 		chromedp.WindowSize(1280, 900),
 	)
