@@ -167,16 +167,14 @@ func parse(body []byte) (event, bool) {
 func (rc *Receiver) record(ctx context.Context, ev event, rec storekit.CertCentralEvent) error {
 	ctx, cancel := context.WithTimeout(ctx, rc.cfg.StoreTimeout)
 	defer cancel()
-	if rec.OrderID != 0 {
-		j, err := job(Payload{Event: ev.Name, OrderID: rec.OrderID, CertificateID: ev.Data.CertificateID, ReceivedAt: rec.At})
-		if err != nil {
-			return err
-		}
-		if _, err := rc.cfg.Store.Enqueue(ctx, j); err != nil {
-			return err
-		}
+	if rec.OrderID == 0 {
+		return rc.cfg.Store.RecordCertCentralEvent(ctx, rec)
 	}
-	return rc.cfg.Store.RecordCertCentralEvent(ctx, rec)
+	j, err := job(Payload{Event: ev.Name, OrderID: rec.OrderID, CertificateID: ev.Data.CertificateID, ReceivedAt: rec.At})
+	if err != nil {
+		return err
+	}
+	return rc.cfg.Store.RecordCertCentralEvent(ctx, rec, j)
 }
 
 // allowed applies the allow-list to the request's client address.

@@ -58,4 +58,29 @@ func testCertCentralWebhook(t *testing.T, s storekit.Store) {
 	if err != nil || len(jobs) != 2 || jobs[0].ID != b[0] {
 		t.Errorf("the order's jobs: %v, %v", jobs, err)
 	}
+
+	// The receiver records an event and queues its job in one call: another
+	// order's job is added, a copy joins the pending job, and the event is
+	// the last one.
+	other := queue.Job{Kind: queue.KindCertCentralEvent, SubjectID: 100008, Key: "100008", Payload: []byte(`{}`)}
+	for _, c := range []struct {
+		ev  storekit.CertCentralEvent
+		job queue.Job
+	}{
+		{storekit.CertCentralEvent{Event: "order_rejected", OrderID: 100008, At: at.Add(3 * time.Second)}, other},
+		{storekit.CertCentralEvent{Event: "certificate_issued", OrderID: 100006, At: at.Add(4 * time.Second)}, job},
+	} {
+		if err := s.RecordCertCentralEvent(ctx, c.ev, c.job); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if jobs, err := s.Jobs(ctx, queue.List{Kind: queue.KindCertCentralEvent, SubjectID: 100008, Limit: 10}); err != nil || len(jobs) != 1 {
+		t.Errorf("the event's job: %v, %v; want one", jobs, err)
+	}
+	if jobs, err := s.Jobs(ctx, queue.List{Kind: queue.KindCertCentralEvent, SubjectID: 100006, Limit: 10}); err != nil || len(jobs) != 2 || jobs[0].ID != b[0] {
+		t.Errorf("a copy while one waits: %v, %v; want it joined", jobs, err)
+	}
+	if w, err := s.CertCentralWebhook(ctx); err != nil || w.LastEvent != "certificate_issued" || w.LastOrderID != 100006 {
+		t.Errorf("the last event: %+v, %v", w, err)
+	}
 }
