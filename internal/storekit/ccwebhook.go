@@ -50,8 +50,9 @@ type CertCentralWebhookStore interface {
 // still outlast the store's timeout (issue 41's closing note).
 func (k *Kit) RecordCertCentralEvent(ctx context.Context, ev CertCentralEvent, jobs ...queue.Job) error {
 	err := k.Write.InTx(ctx, func(tx DB) error {
+		at := time.Now() // the jobs' creation, one time a transaction as Enqueue's
 		for _, j := range jobs {
-			if _, err := InsertJob(ctx, tx, j, time.Now()); err != nil {
+			if _, err := InsertJob(ctx, tx, j, at); err != nil {
 				return err
 			}
 		}
