@@ -150,14 +150,15 @@ func saveOwned(ctx context.Context, tx storekit.SyncTx, owner int64, existing *c
 		res.Unchanged++
 		return tx.DeleteUnassigned(ctx, o.ID) // an order imported by hand while it was unassigned
 	}
+	// The history first: it reads the certificate the stored order holds.
+	reissues, err := storekit.RecordCertificates(ctx, tx, []*certorder.Order{o})
+	if err != nil {
+		return err
+	}
 	if err := tx.SaveOrder(ctx, owner, o, renewedBy); err != nil {
 		return err
 	}
 	if err := tx.DeleteUnassigned(ctx, o.ID); err != nil {
-		return err
-	}
-	reissues, err := storekit.RecordCertificates(ctx, tx, []*certorder.Order{o})
-	if err != nil {
 		return err
 	}
 	change := certorder.OrderChange{OrderID: o.ID, MemberID: owner, Added: existing == nil, Adopted: existing == nil && wasUnassigned,

@@ -173,6 +173,6 @@ func (t *dryTx) Histories(ctx context.Context, ids []int64) (map[int64][]certord
 	return t.inner.Histories(ctx, ids)
 }
 
-// SaveCertificates and TrimCertificates change nothing (see Histories).
+// SaveCertificates and DeleteCertificates change nothing (see Histories).
 func (t *dryTx) SaveCertificates(context.Context, []certorder.CertificateEntry) error { return nil }
-func (t *dryTx) TrimCertificates(context.Context, []int64, int) error                 { return nil }
+func (t *dryTx) DeleteCertificates(context.Context, []int64) error                    { return nil }

@@ -51,6 +51,9 @@ func (r pgRow) Scan(dest ...any) error {
 	return storekit.ErrNoRows
 }
 
+// inList is the condition that column is one of a list argument (arrayArg).
+func inList(column string) string { return column + " = ANY(?)" }
+
 // arrayArg is a slice as an array argument, empty rather than nil (nonNil).
 func arrayArg(slice any) any {
 	switch xs := slice.(type) {

@@ -69,8 +69,9 @@ func (s *Store) RecordRenewal(ctx context.Context, oldID, newID int64) error {
 
 // insertOrder writes an order row; upsertOrder replaces one.
 const insertOrder = `INSERT INTO orders
-	(id, member_id, common_name, status, valid_from, valid_till, plan_till, renewed_by, doc, cert_end, doc_format, names, updated_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, NULLIF($8::BIGINT, 0), $9, $10, $11, $12, now())`
+	(id, member_id, common_name, status, valid_from, valid_till, plan_till, renewed_by, doc, cert_end, doc_format, names, updated_at,
+	serial_key, thumbprint_key)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, NULLIF($8::BIGINT, 0), $9, $10, $11, $12, now(), $13, $14)`
 
 const upsertOrder = insertOrder + onConflictUpdate
 
@@ -78,12 +79,13 @@ const onConflictUpdate = ` ON CONFLICT (id) DO UPDATE SET
 	common_name = excluded.common_name, status = excluded.status, valid_from = excluded.valid_from,
 	valid_till = excluded.valid_till, plan_till = excluded.plan_till,
 	renewed_by = excluded.renewed_by, doc = excluded.doc, cert_end = excluded.cert_end,
-	doc_format = excluded.doc_format, names = excluded.names, updated_at = excluded.updated_at`
+	doc_format = excluded.doc_format, names = excluded.names, updated_at = excluded.updated_at,
+	serial_key = excluded.serial_key, thumbprint_key = excluded.thumbprint_key`
 
 func orderRow(o *certorder.Order, memberID, renewedBy int64) []any {
 	c := &o.Certificate
 	return []any{o.ID, memberID, c.CommonName, o.Status, c.ValidFrom, c.ValidTill, o.PlanTill, renewedBy, o.Doc, o.CertEnd,
-		certorder.DocFormat, o.SearchText()}
+		certorder.DocFormat, o.SearchText(), certorder.SerialKey(c.SerialNumber), certorder.HexKey(c.Thumbprint)}
 }
 
 // orderTx checks and writes orders inside one transaction, which holds the
@@ -181,11 +183,12 @@ func (t *orderTx) RenewedFromOthers(ctx context.Context, ids []int64, memberID i
 // saveOrders is SaveOrders' statement: the orders' columns as arrays, and
 // in the same statement the new entries of their histories.
 const saveOrders = `WITH saved AS (INSERT INTO orders
-	(id, member_id, common_name, status, valid_from, valid_till, plan_till, renewed_by, doc, cert_end, doc_format, names, updated_at)
-	SELECT id, $2::BIGINT, cn, st, vf, vt, pt, NULLIF(rb, 0), doc, ce, $3::INTEGER, nm, now()
+	(id, member_id, common_name, status, valid_from, valid_till, plan_till, renewed_by, doc, cert_end, doc_format, names, updated_at,
+	serial_key, thumbprint_key)
+	SELECT id, $2::BIGINT, cn, st, vf, vt, pt, NULLIF(rb, 0), doc, ce, $3::INTEGER, nm, now(), sk, tk
 	FROM unnest($1::BIGINT[], $4::TEXT[], $5::TEXT[], $6::TEXT[], $7::BIGINT[], $8::BYTEA[], $9::INTEGER[], $10::TEXT[],
-		$11::TEXT[], $12::TEXT[])
-		AS t(id, cn, st, vt, rb, doc, ce, nm, vf, pt)
+		$11::TEXT[], $12::TEXT[], $25::TEXT[], $26::TEXT[])
+		AS t(id, cn, st, vt, rb, doc, ce, nm, vf, pt, sk, tk)
 	` + onConflictUpdate + `)
 	INSERT INTO order_certificates (order_id, cert_id, serial_number, thumbprint, common_name, dns_names, status,
 		date_issued, valid_from, valid_till, serial_key, thumbprint_key, recorded_at, member_id)
@@ -199,11 +202,11 @@ var saveOrdersOIDs = []uint32{pgtype.Int8ArrayOID, pgtype.Int8OID, pgtype.Int4OI
 	pgtype.TextArrayOID, pgtype.Int8ArrayOID, pgtype.ByteaArrayOID, pgtype.Int4ArrayOID, pgtype.TextArrayOID,
 	pgtype.TextArrayOID, pgtype.TextArrayOID,
 	pgtype.Int8ArrayOID, pgtype.Int8ArrayOID, pgtype.TextArrayOID, pgtype.TextArrayOID, pgtype.TextArrayOID, pgtype.TextArrayOID,
-	pgtype.TextArrayOID, pgtype.TextArrayOID, pgtype.TextArrayOID, pgtype.TextArrayOID, pgtype.TextArrayOID, pgtype.TextArrayOID}
+	pgtype.TextArrayOID, pgtype.TextArrayOID, pgtype.TextArrayOID, pgtype.TextArrayOID, pgtype.TextArrayOID, pgtype.TextArrayOID,
+	pgtype.TextArrayOID, pgtype.TextArrayOID}
 
-// SaveOrders writes checked orders and the new entries of their histories
-// in one statement, their columns as arrays (an entry that replaces one
-// recorded is an UPDATE of its own, as SaveCertificates does it). The
+// SaveOrders writes checked orders and the entries their histories add in
+// one statement, their columns as arrays. The
 // parameters are encoded (by pgx's type map) into a buffer the
 // transaction keeps: pgx's Exec encodes them into a buffer that it shrinks
 // back to 256 bytes after every statement, and growing it again to the
@@ -213,20 +216,18 @@ func (t *orderTx) SaveOrders(ctx context.Context, memberID int64, orders []store
 	n := len(orders)
 	ids, renewed := make([]int64, n), make([]int64, n)
 	names, statuses, validTill, search := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	validFrom, planTill := make([]string, n), make([]string, n)
+	validFrom, planTill, serialKeys, thumbprintKeys := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	docs, certEnds := make([][]byte, n), make([]int32, n)
 	for i, c := range orders {
 		o := c.Order
 		ids[i], renewed[i], docs[i], certEnds[i] = o.ID, c.RenewedBy, o.Doc, int32(o.CertEnd)
 		names[i], statuses[i], validTill[i], search[i] = o.Certificate.CommonName, o.Status, o.Certificate.ValidTill, o.SearchText()
 		validFrom[i], planTill[i] = o.Certificate.ValidFrom, o.PlanTill
+		serialKeys[i], thumbprintKeys[i] = certorder.SerialKey(o.Certificate.SerialNumber), certorder.HexKey(o.Certificate.Thumbprint)
 	}
 	var added historyArrays
-	var replaced []certorder.CertificateEntry
 	for _, e := range history {
-		if e.Seq != 0 {
-			replaced = append(replaced, e)
-		} else if err := added.add(e); err != nil {
+		if err := added.add(e); err != nil {
 			return err
 		}
 	}
@@ -237,7 +238,7 @@ func (t *orderTx) SaveOrders(ctx context.Context, memberID int64, orders []store
 	}
 	args := []any{ids, memberID, int32(certorder.DocFormat), names, statuses, validTill, renewed, docs, certEnds, search,
 		validFrom, planTill}
-	args = append(args, added.columns()...)
+	args = append(append(args, added.columns()...), serialKeys, thumbprintKeys)
 	t.buf = t.buf[:0]
 	ends := make([]int, len(args))
 	for i, a := range args {
@@ -250,10 +251,8 @@ func (t *orderTx) SaveOrders(ctx context.Context, memberID int64, orders []store
 	for i, end := range ends {
 		values[i], start = t.buf[start:end], end
 	}
-	if _, err = conn.PgConn().ExecPrepared(ctx, sd.Name, values, []int16{pgtype.BinaryFormatCode}, nil).Close(); err != nil {
-		return err
-	}
-	return t.SaveCertificates(ctx, replaced)
+	_, err = conn.PgConn().ExecPrepared(ctx, sd.Name, values, []int16{pgtype.BinaryFormatCode}, nil).Close()
+	return err
 }
 
 // AddEvents writes events to the outbox in the import's or the sync's

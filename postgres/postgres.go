@@ -91,7 +91,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	}
 	s := &Store{pool: pool, cfg: cfg}
 	s.Kit = storekit.Kit{Read: pgDB{pool}, Write: pgDB{pool}, Sessions: pgDB{pool}, AuditDB: pgDB{pool}, Wrap: s.wrap, Greatest: "GREATEST",
-		ForUpdate: " FOR UPDATE", InList: func(column string) string { return column + " = ANY(?)" },
+		ForUpdate: " FOR UPDATE", InList: inList,
 		List: arrayArg, ReadAgain: s.read,
 		LockConfirmations: fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d, %s)`, lockConfirmations, schemaKey),
 		SkipLocked:        " FOR UPDATE SKIP LOCKED", NoticeTargets: noticeTargets,

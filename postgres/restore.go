@@ -35,7 +35,8 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[storekit.Record, 
 		var rows, history [][]any
 		flush := func() error {
 			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"orders"}, []string{"id", "member_id", "common_name", "status",
-				"valid_from", "valid_till", "plan_till", "renewed_by", "doc", "cert_end", "doc_format", "names", "updated_at"},
+				"valid_from", "valid_till", "plan_till", "renewed_by", "doc", "cert_end", "doc_format", "names", "updated_at",
+				"serial_key", "thumbprint_key"},
 				pgx.CopyFromRows(rows)); err != nil {
 				return err
 			}
@@ -88,7 +89,8 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[storekit.Record, 
 				}
 				c := &o.Certificate
 				rows = append(rows, []any{o.ID, memberID, c.CommonName, o.Status, c.ValidFrom, c.ValidTill, o.PlanTill,
-					nullID(o.RenewedBy), o.Doc, int32(o.CertEnd), int32(certorder.DocFormat), o.SearchText(), stamp})
+					nullID(o.RenewedBy), o.Doc, int32(o.CertEnd), int32(certorder.DocFormat), o.SearchText(), stamp,
+					certorder.SerialKey(c.SerialNumber), certorder.HexKey(c.Thumbprint)})
 				if len(rows) < restoreBatch {
 					return nil
 				}

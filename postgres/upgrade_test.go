@@ -2,13 +2,16 @@ package postgres_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/certorder/certorder"
 	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/postgres"
 	"github.com/certorder/certorder/storetest"
@@ -55,4 +58,60 @@ func TestUpgradeToCertificateHistories(t *testing.T) {
 	}
 	defer s.Close()
 	storetest.Upgraded(t, s)
+}
+
+// A store made before an order's current certificate left its history
+// (migration 0023) keeps every history as it was read.
+func TestUpgradeToCurrentCertificate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := testdb.Postgres(t)
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob("migrations/*.sql")
+	sort.Strings(files)
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := conn.Exec(ctx, q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL)`)
+	for _, f := range files {
+		v, _ := strconv.Atoi(filepath.Base(f)[:4])
+		if filepath.Base(f) >= "0023" {
+			break
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exec(string(b))
+		exec(`INSERT INTO schema_migrations VALUES ($1, now())`, v)
+	}
+	exec(`INSERT INTO members (id, name, created_at) VALUES (1, 'alice', now())`)
+	exec(`SELECT setval('members_id_seq', 1)`)
+	up := storetest.HistoryUpgrade
+	for id, doc := range up.Docs {
+		exec(`INSERT INTO orders (id, member_id, common_name, status, valid_till, doc, cert_end, updated_at, names)
+			VALUES ($1, 1, 'host.example.com', 'issued', '', $2, 1, now(), 'host.example.com')`, id, []byte(doc))
+	}
+	for _, e := range up.Entries {
+		names, _ := json.Marshal(e.DNSNames)
+		exec(`INSERT INTO order_certificates (order_id, cert_id, serial_number, thumbprint, common_name, dns_names, status,
+			date_issued, valid_from, valid_till, serial_key, thumbprint_key, recorded_at, member_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now(), 1)`, e.OrderID, e.ID, e.SerialNumber, e.Thumbprint,
+			e.CommonName, string(names), e.Status, e.DateIssued, e.ValidFrom, e.ValidTill,
+			certorder.SerialKey(e.SerialNumber), certorder.HexKey(e.Thumbprint))
+	}
+	conn.Close(ctx)
+
+	s, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	storetest.HistoryUpgraded(t, s)
 }

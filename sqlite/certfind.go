@@ -2,9 +2,15 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 
 	"github.com/certorder/certorder/internal/storekit"
 )
+
+// querier is a transaction or the read pool.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
 
 // orderMembers is the member of each of the orders ids, which must be
 // stored: a history entry is written with its order's member (the index

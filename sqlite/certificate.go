@@ -9,33 +9,9 @@ import (
 	"github.com/certorder/certorder/internal/storekit"
 )
 
-// querier is a transaction or the read pool.
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-// histories reads the certificate histories of the orders ids, each oldest first.
-func histories(ctx context.Context, q querier, ids []int64) (map[int64][]certorder.CertificateEntry, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+storekit.HistoryColumns+` FROM order_certificates
-		WHERE order_id IN (SELECT value FROM json_each(?)) ORDER BY order_id, seq`, idsJSON(ids))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[int64][]certorder.CertificateEntry{}
-	for rows.Next() {
-		var e certorder.CertificateEntry
-		if err := storekit.ScanEntry(rows, &e); err != nil {
-			return nil, err
-		}
-		out[e.OrderID] = append(out[e.OrderID], e)
-	}
-	return out, rows.Err()
-}
-
 // Certificates returns the certificate histories of orders.
 func (s *Store) Certificates(ctx context.Context, ids []int64) (map[int64][]certorder.CertificateEntry, error) {
-	h, err := histories(ctx, s.read, ids)
+	h, err := storekit.ReadHistories(ctx, s.Kit.Read, inList, idsJSON(ids))
 	return h, s.wrap("certificates", err)
 }
 
@@ -46,16 +22,16 @@ type historyTx struct {
 }
 
 func (h *historyTx) Histories(ctx context.Context, ids []int64) (map[int64][]certorder.CertificateEntry, error) {
-	return histories(ctx, h.tx, ids)
+	return storekit.ReadHistories(ctx, sqlDB{q: h.tx}, inList, idsJSON(ids))
 }
 
-// SaveCertificates adds or replaces history entries; the new ones a
-// multi-row insert per historyBatchRows of them, prepared once a
-// transaction, as the orders' (an import adds one a new order, a restore
-// an order's history; preparing the statement for each batch, and the
-// look-up keys built with a strings.Replacer, had made an import of new
-// orders 1.6 times as long: docs/PERFORMANCE.md, issue 44). A new entry
-// takes its order's member (CertificateCheck looks up by key and member).
+// SaveCertificates adds history entries, a multi-row insert per
+// historyBatchRows of them, prepared once a transaction, as the orders'
+// (a restore adds an order's history; preparing the statement for each
+// batch, and the look-up keys built with a strings.Replacer, had made an
+// import of new orders 1.6 times as long: docs/PERFORMANCE.md, issue 44).
+// An entry takes its order's member (CertificateCheck looks up by key and
+// member).
 func (h *historyTx) SaveCertificates(ctx context.Context, entries []certorder.CertificateEntry) error {
 	members, err := orderMembers(ctx, h.tx, storekit.AddedOrders(entries))
 	if err != nil {
@@ -97,20 +73,11 @@ func (h *historyTx) saveCertificates(ctx context.Context, entries []certorder.Ce
 			return err
 		}
 		args := []any{e.OrderID, e.ID, e.SerialNumber, e.Thumbprint, e.CommonName, string(names), e.Status, e.DateIssued,
-			e.ValidFrom, e.ValidTill, certorder.SerialKey(e.SerialNumber), certorder.HexKey(e.Thumbprint), stamp}
-		if e.Seq == 0 {
-			if inserts = append(append(inserts, args...), memberOf(e.OrderID)); len(inserts) == historyBatchRows*historyFields {
-				if err := flush(); err != nil {
-					return err
-				}
+			e.ValidFrom, e.ValidTill, certorder.SerialKey(e.SerialNumber), certorder.HexKey(e.Thumbprint), stamp, memberOf(e.OrderID)}
+		if inserts = append(inserts, args...); len(inserts) == historyBatchRows*historyFields {
+			if err := flush(); err != nil {
+				return err
 			}
-			continue
-		}
-		// The entry keeps its member: its order's, which never changes.
-		if _, err = h.tx.ExecContext(ctx, `UPDATE order_certificates SET order_id = ?, cert_id = ?, serial_number = ?,
-			thumbprint = ?, common_name = ?, dns_names = ?, status = ?, date_issued = ?, valid_from = ?, valid_till = ?,
-			serial_key = ?, thumbprint_key = ?, recorded_at = ? WHERE seq = ?`, append(args, e.Seq)...); err != nil {
-			return err
 		}
 	}
 	return flush()
@@ -123,11 +90,9 @@ func (h *historyTx) close() {
 	}
 }
 
-// TrimCertificates keeps the newest keep entries of each order's history.
-func (h *historyTx) TrimCertificates(ctx context.Context, ids []int64, keep int) error {
-	_, err := h.tx.ExecContext(ctx, `DELETE FROM order_certificates WHERE order_id IN (SELECT value FROM json_each(?))
-		AND seq < (SELECT seq FROM order_certificates n WHERE n.order_id = order_certificates.order_id
-			ORDER BY seq DESC LIMIT 1 OFFSET ?)`, idsJSON(ids), keep-1)
+// DeleteCertificates deletes the history entries of the Seqs.
+func (h *historyTx) DeleteCertificates(ctx context.Context, seqs []int64) error {
+	_, err := h.tx.ExecContext(ctx, `DELETE FROM order_certificates WHERE seq IN (SELECT value FROM json_each(?))`, idsJSON(seqs))
 	return err
 }
 

@@ -77,6 +77,9 @@ func textTimes(args []any) []any {
 	return args
 }
 
+// inList is the condition that column is one of a list argument (listJSON).
+func inList(column string) string { return column + " IN (SELECT value FROM json_each(?))" }
+
 // listJSON is a slice as the JSON array json_each reads.
 func listJSON(slice any) any {
 	b, _ := json.Marshal(slice) // the lists are of strings or numbers

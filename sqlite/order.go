@@ -71,19 +71,22 @@ func (s *Store) RecordRenewal(ctx context.Context, oldID, newID int64) error {
 
 // insertOrder writes an order row; upsertOrder replaces one.
 const insertOrder = `INSERT INTO orders
-	(id, member_id, common_name, status, valid_from, valid_till, plan_till, renewed_by, doc, cert_end, doc_format, names, updated_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	(id, member_id, common_name, status, valid_from, valid_till, plan_till, renewed_by, doc, cert_end, doc_format, names, updated_at,
+	serial_key, thumbprint_key)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 const upsertOrder = insertOrder + ` ON CONFLICT (id) DO UPDATE SET
 	common_name = excluded.common_name, status = excluded.status, valid_from = excluded.valid_from,
 	valid_till = excluded.valid_till, plan_till = excluded.plan_till,
 	renewed_by = excluded.renewed_by, doc = excluded.doc, cert_end = excluded.cert_end,
-	doc_format = excluded.doc_format, names = excluded.names, updated_at = excluded.updated_at`
+	doc_format = excluded.doc_format, names = excluded.names, updated_at = excluded.updated_at,
+	serial_key = excluded.serial_key, thumbprint_key = excluded.thumbprint_key`
 
 func orderRow(o *certorder.Order, memberID, renewedBy int64, stamp string) []any {
 	c := &o.Certificate
 	return []any{o.ID, memberID, c.CommonName, o.Status, c.ValidFrom, c.ValidTill, o.PlanTill,
-		sql.NullInt64{Int64: renewedBy, Valid: renewedBy != 0}, o.Doc, o.CertEnd, certorder.DocFormat, o.SearchText(), stamp}
+		sql.NullInt64{Int64: renewedBy, Valid: renewedBy != 0}, o.Doc, o.CertEnd, certorder.DocFormat, o.SearchText(), stamp,
+		certorder.SerialKey(c.SerialNumber), certorder.HexKey(c.Thumbprint)}
 }
 
 // orderTx checks and writes orders inside one transaction. ImportOrders
@@ -232,7 +235,8 @@ func (t *orderTx) RenewedFromOthers(ctx context.Context, ids []int64, memberID i
 }
 
 // SaveOrders writes checked orders, a multi-row upsert per
-// upsertBatchRows of them, then their history entries (saveCertificates).
+// upsertBatchRows of them, then the entries their histories add
+// (saveCertificates).
 func (t *orderTx) SaveOrders(ctx context.Context, memberID int64, orders []storekit.CheckedOrder, history []certorder.CertificateEntry) error {
 	for chunk := range slices.Chunk(orders, upsertBatchRows) {
 		stmt := t.upsertBatch
@@ -256,7 +260,7 @@ func (t *orderTx) SaveOrders(ctx context.Context, memberID int64, orders []store
 
 // Bounds of the batch statements: SQLite takes at most 32766 variables.
 const (
-	orderFields     = 13 // the columns of insertOrder
+	orderFields     = 15 // the columns of insertOrder
 	upsertBatchRows = 500
 )
 

@@ -117,8 +117,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	s.read.SetMaxIdleConns(4)
 	s.Kit = storekit.Kit{Read: sqlDB{s.read, s.read}, Write: sqlDB{s.write, s.write}, Sessions: sqlDB{s.sessions, s.sessions},
 		AuditDB: sqlDB{s.audit, s.audit}, SessionsApart: true, Wrap: s.wrap, Greatest: "max", NoLimit: -1,
-		InList: func(column string) string { return column + " IN (SELECT value FROM json_each(?))" },
-		List:   listJSON, NoticeTargets: noticeTargets,
+		InList: inList, List: listJSON, NoticeTargets: noticeTargets,
 		EndpointTargets: endpointTargets, WriteEvents: writeEvents, Joined: "group_concat(%s)", Contains: "instr(o.names, %s) > 0",
 		InTypes: func(column string) string { return "',' || " + column + " || ',' LIKE '%,' || ? || ',%'" }}
 	if err := s.prepare(ctx); err != nil {

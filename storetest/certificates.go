@@ -230,3 +230,76 @@ func Upgraded(t *testing.T, s storekit.Store) {
 		t.Errorf("the first reissue after the upgrade: %v", got)
 	}
 }
+
+// HistoryUpgrade is what an upgrade test stores with the schema before an
+// order's current certificate left its history (SQLite's migration 0020,
+// PostgreSQL's 0023), for member alice (ID 1): order 1 reissued twice,
+// order 2 with a reissue pending; each history ends in the document's
+// certificate, as that schema kept it. HistoryUpgraded checks the upgrade.
+var HistoryUpgrade = struct {
+	Docs    map[int64]string
+	Entries []certorder.CertificateEntry
+}{
+	Docs: map[int64]string{
+		1: CertJSON(1, 503, "0A03", "2027-03-01", "2027-09-16", "2029-03-01"),
+		2: CertJSON(2, 602, "", "", "", "2029-03-01"),
+	},
+	Entries: []certorder.CertificateEntry{
+		{OrderID: 1, Certificate: historyCert(1, 501, "0A01", "2026-09-16")},
+		{OrderID: 1, Certificate: historyCert(1, 502, "0A02", "2027-03-19")},
+		{OrderID: 2, Certificate: historyCert(2, 601, "0B01", "2026-09-16")},
+		{OrderID: 1, Certificate: historyCert(1, 503, "0A03", "2027-09-16")},
+		{OrderID: 2, Certificate: certorder.Certificate{ID: 602, CommonName: "host2.example.com",
+			DNSNames: []string{"host2.example.com", "www.host2.example.com"}, Status: "reissue_pending"}},
+	},
+}
+
+// historyCert is the certificate of CertJSON(order, id, serial, ..., till, ...).
+func historyCert(order, id int64, serial, till string) certorder.Certificate {
+	return certorder.Certificate{ID: id, SerialNumber: serial, Thumbprint: strings.Repeat(serial[len(serial)-2:], 20),
+		CommonName: fmt.Sprintf("host%d.example.com", order), Status: "issued", ValidTill: till,
+		DNSNames: []string{fmt.Sprintf("host%d.example.com", order), fmt.Sprintf("www.host%d.example.com", order)}}
+}
+
+// HistoryUpgraded checks a store upgraded with HistoryUpgrade: the
+// histories read as before, each current certificate is found by its
+// serial and thumbprint as the current one, a replaced one as replaced,
+// and the next reissue is told with the certificate it replaces.
+func HistoryUpgraded(t *testing.T, s storekit.Store) {
+	t.Helper()
+	ctx := context.Background()
+	if got, want := history(t, s, 1), "501/0A01/issued/2026-09-16 502/0A02/issued/2027-03-19 503/0A03/issued/2027-09-16"; got != want {
+		t.Errorf("history of order 1 after the upgrade: %q, want %q", got, want)
+	}
+	if got, want := history(t, s, 2), "601/0B01/issued/2026-09-16 602//reissue_pending/"; got != want {
+		t.Errorf("history of order 2 after the upgrade: %q, want %q", got, want)
+	}
+	found := func(q certorder.CertificateQuery) string {
+		t.Helper()
+		ms, err := s.FindCertificates(ctx, q)
+		must(t, err)
+		var out []string
+		for _, m := range ms {
+			out = append(out, fmt.Sprintf("%d/%d/%v", m.OrderID, m.ID, m.Current))
+		}
+		return strings.Join(out, " ")
+	}
+	if got, want := found(certorder.CertificateQuery{MemberID: 1, Serials: []string{"a03", "a02", "b01"}}),
+		"1/502/false 1/503/true 2/601/true"; got != want {
+		t.Errorf("found by serial after the upgrade: %s, want %s", got, want)
+	}
+	if got, want := found(certorder.CertificateQuery{Thumbprints: []string{strings.Repeat("03", 20)}}), "1/503/true"; got != want {
+		t.Errorf("found by thumbprint after the upgrade: %s, want %s", got, want)
+	}
+	start := time.Now()
+	_, err := s.AddEndpoint(ctx, "alice", certorder.Endpoint{URL: "https://alice.example/hook", Secret: "whsec_x"})
+	must(t, err)
+	_, err = s.ImportOrders(ctx, "alice", Orders(t, CertJSON(1, 504, "0A04", "2027-09-01", "2028-03-19", "2029-03-01")))
+	must(t, err)
+	if got := outbox(t, s, start); len(got) != 1 || !strings.Contains(got[0], `"previous_certificate":{"id":503,"serial_number":"0A03"`) {
+		t.Errorf("the first reissue after the upgrade: %v", got)
+	}
+	if got, want := history(t, s, 1), "501/0A01/issued/2026-09-16 502/0A02/issued/2027-03-19 503/0A03/issued/2027-09-16 504/0A04/issued/2028-03-19"; got != want {
+		t.Errorf("history of order 1 after a reissue: %q, want %q", got, want)
+	}
+}

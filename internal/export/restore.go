@@ -16,10 +16,10 @@ type Restorer struct {
 	Member func(m *certorder.Member) (id int64, err error) // stores a member, returns its new ID
 	Key    func(k *certorder.Key, memberID int64) error
 	Link   func(l *certorder.ContainerLink, memberID int64) error
-	// Order stores an order with its certificate history, oldest first
-	// (certorder.RestoredHistory: the exported one ending in the current
-	// certificate).
-	Order func(o *certorder.Order, memberID int64, history []certorder.Certificate) error
+	// Order stores an order with the certificates it replaced, oldest
+	// first (certorder.RestoredHistory but the current certificate, which
+	// is the order's document's: certorder.Replaced).
+	Order func(o *certorder.Order, memberID int64, replaced []certorder.Certificate) error
 	// Endpoint stores a webhook endpoint; nil refuses exports holding one.
 	Endpoint func(e *certorder.Endpoint, memberID int64) error
 	// Notice stores a notice address as exported (confirmed or not, and
@@ -129,7 +129,7 @@ func (r *restoreRun) restore(rec storekit.Record, n int) error {
 		if rec.Order.RenewedBy != 0 {
 			r.renewals[rec.Order.ID] = rec.Order.RenewedBy
 		}
-		return r.Order(rec.Order, id, certorder.RestoredHistory(rec.Order, rec.History))
+		return r.Order(rec.Order, id, certorder.Replaced(rec.Order, certorder.RestoredHistory(rec.Order, rec.History)))
 	}
 	return nil
 }

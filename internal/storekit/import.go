@@ -28,13 +28,12 @@ type BatchWriter interface {
 	RenewedFromOthers(ctx context.Context, ids []int64, memberID int64) (map[int64]int64, error)
 	// SaveOrders writes checked orders of memberID (no ID twice),
 	// replacing those stored, and in the same batch of statements the
-	// entries of their certificate histories (certorder.PlanCertificates:
-	// added when Seq is 0, else replaced).
+	// entries their certificate histories add (certorder.PlanCertificates).
 	SaveOrders(ctx context.Context, memberID int64, orders []CheckedOrder, history []certorder.CertificateEntry) error
 	// AddEvents writes the events of the orders saved (OrderChange.Events).
 	EventWriter
 	// The certificate histories of the orders saved: read for those
-	// stored before the batch, trimmed past certorder.MaxCertificates.
+	// stored before the batch, their removed entries deleted.
 	HistoryWriter
 }
 
@@ -199,8 +198,8 @@ func importBatch(ctx context.Context, memberID int64, batch []*certorder.Order, 
 	if err := w.SaveOrders(ctx, memberID, checked, history.Entries); err != nil {
 		return err
 	}
-	if len(history.Full) > 0 {
-		if err := w.TrimCertificates(ctx, history.Full, certorder.MaxCertificates); err != nil {
+	if len(history.Removed) > 0 {
+		if err := w.DeleteCertificates(ctx, history.Removed); err != nil {
 			return err
 		}
 	}

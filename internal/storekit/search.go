@@ -33,9 +33,11 @@ func OrderSearch(q certorder.OrderQuery, contains string, arg func(any) string) 
 		alts = append(alts, "o.id = "+arg(id))
 	}
 	if serial != "" || thumbprint != "" {
-		alts = append(alts, `o.id IN (SELECT order_id FROM order_certificates WHERE serial_key = `+arg(serial)+
-			` AND serial_key <> '' UNION SELECT order_id FROM order_certificates WHERE thumbprint_key = `+arg(thumbprint)+
-			` AND thumbprint_key <> '')`)
+		alts = append(alts, `(o.serial_key = `+arg(serial)+` AND o.serial_key <> '')`,
+			`(o.thumbprint_key = `+arg(thumbprint)+` AND o.thumbprint_key <> '')`,
+			`o.id IN (SELECT order_id FROM order_certificates WHERE serial_key = `+arg(serial)+
+				` AND serial_key <> '' UNION SELECT order_id FROM order_certificates WHERE thumbprint_key = `+arg(thumbprint)+
+				` AND thumbprint_key <> '')`)
 	}
 	return "(" + strings.Join(alts, " OR ") + ")"
 }
