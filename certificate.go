@@ -46,6 +46,16 @@ func (c Certificate) same(d Certificate) bool {
 	return c.SerialNumber != "" && sameSerial(c.SerialNumber, d.SerialNumber)
 }
 
+// Keys are the look-up forms of the certificate's serial number and
+// thumbprint (SerialKey, HexKey) that a store keeps for it: none for a
+// certificate without an identity, which has no place in a history.
+func (c Certificate) Keys() (serial, thumbprint string) {
+	if !c.Identified() {
+		return "", ""
+	}
+	return SerialKey(c.SerialNumber), HexKey(c.Thumbprint)
+}
+
 // SerialKey is how a serial number is looked up: hexadecimal in lower case,
 // without colons, spaces or leading zeros (a serial is a number: Go's
 // x509 and openssl print it without them, CertCentral with them).

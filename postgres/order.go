@@ -84,8 +84,9 @@ const onConflictUpdate = ` ON CONFLICT (id) DO UPDATE SET
 
 func orderRow(o *certorder.Order, memberID, renewedBy int64) []any {
 	c := &o.Certificate
+	serial, thumbprint := c.Keys()
 	return []any{o.ID, memberID, c.CommonName, o.Status, c.ValidFrom, c.ValidTill, o.PlanTill, renewedBy, o.Doc, o.CertEnd,
-		certorder.DocFormat, o.SearchText(), certorder.SerialKey(c.SerialNumber), certorder.HexKey(c.Thumbprint)}
+		certorder.DocFormat, o.SearchText(), serial, thumbprint}
 }
 
 // orderTx checks and writes orders inside one transaction, which holds the
@@ -223,7 +224,7 @@ func (t *orderTx) SaveOrders(ctx context.Context, memberID int64, orders []store
 		ids[i], renewed[i], docs[i], certEnds[i] = o.ID, c.RenewedBy, o.Doc, int32(o.CertEnd)
 		names[i], statuses[i], validTill[i], search[i] = o.Certificate.CommonName, o.Status, o.Certificate.ValidTill, o.SearchText()
 		validFrom[i], planTill[i] = o.Certificate.ValidFrom, o.PlanTill
-		serialKeys[i], thumbprintKeys[i] = certorder.SerialKey(o.Certificate.SerialNumber), certorder.HexKey(o.Certificate.Thumbprint)
+		serialKeys[i], thumbprintKeys[i] = o.Certificate.Keys()
 	}
 	var added historyArrays
 	for _, e := range history {

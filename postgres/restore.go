@@ -88,9 +88,10 @@ func (s *Store) Restore(ctx context.Context, records iter.Seq2[storekit.Record, 
 					history = append(history, row)
 				}
 				c := &o.Certificate
+				serial, thumbprint := c.Keys()
 				rows = append(rows, []any{o.ID, memberID, c.CommonName, o.Status, c.ValidFrom, c.ValidTill, o.PlanTill,
 					nullID(o.RenewedBy), o.Doc, int32(o.CertEnd), int32(certorder.DocFormat), o.SearchText(), stamp,
-					certorder.SerialKey(c.SerialNumber), certorder.HexKey(c.Thumbprint)})
+					serial, thumbprint})
 				if len(rows) < restoreBatch {
 					return nil
 				}

@@ -27,7 +27,8 @@ func (h *historyTx) Histories(ctx context.Context, ids []int64) (map[int64][]cer
 
 // SaveCertificates adds history entries, a multi-row insert per
 // historyBatchRows of them, prepared once a transaction, as the orders'
-// (a restore adds an order's history; preparing the statement for each
+// (the import and the sync add the certificates reissues replaced, a
+// restore an order's history; preparing the statement for each
 // batch, and the look-up keys built with a strings.Replacer, had made an
 // import of new orders 1.6 times as long: docs/PERFORMANCE.md, issue 44).
 // An entry takes its order's member (CertificateCheck looks up by key and

@@ -84,9 +84,10 @@ const upsertOrder = insertOrder + ` ON CONFLICT (id) DO UPDATE SET
 
 func orderRow(o *certorder.Order, memberID, renewedBy int64, stamp string) []any {
 	c := &o.Certificate
+	serial, thumbprint := c.Keys()
 	return []any{o.ID, memberID, c.CommonName, o.Status, c.ValidFrom, c.ValidTill, o.PlanTill,
 		sql.NullInt64{Int64: renewedBy, Valid: renewedBy != 0}, o.Doc, o.CertEnd, certorder.DocFormat, o.SearchText(), stamp,
-		certorder.SerialKey(c.SerialNumber), certorder.HexKey(c.Thumbprint)}
+		serial, thumbprint}
 }
 
 // orderTx checks and writes orders inside one transaction. ImportOrders

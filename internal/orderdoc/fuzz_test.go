@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"reflect"
 	"testing"
 	"time"
 
@@ -53,6 +54,9 @@ func FuzzParse(f *testing.F) {
 		}
 		if !bytes.Equal(again.Doc, o.Doc) || again.CertEnd != o.CertEnd || again.ID != o.ID {
 			t.Fatalf("parsing is not stable:\n%s\n%s", o.Doc, again.Doc)
+		}
+		if c, err := orderdoc.StoredCertificate(o.Doc); err != nil || !reflect.DeepEqual(c, o.Certificate) {
+			t.Fatalf("the stored document's certificate %+v (%v), parsed %+v", c, err, o.Certificate)
 		}
 	})
 }

@@ -1,11 +1,9 @@
 package storekit
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	"github.com/certorder/certorder"
 )
@@ -27,23 +25,23 @@ func ScanEntry(row Row, e *certorder.CertificateEntry, more ...any) error {
 	return json.Unmarshal([]byte(names), &e.DNSNames)
 }
 
-// certificatesQueries are the queries of FindCertificates: the
-// certificates whose serial or thumbprint look-up form is one of a list
-// (in, the store's condition of a list argument with %s for the column),
-// of the member the first argument of each list names (ofMember), or of
-// every member (the operator's). The first finds the replaced
-// certificates, the history's entries: it selects HistoryColumns, then
-// the order's member ID and name, its status, and whether the entry is
-// current: no certificate with a serial number was recorded on the order
-// after it (a reissue still pending, with no serial, leaves the one it
-// replaces current). The second finds the orders' current certificates
-// (scanCurrent, then the member ID and name, the status). Each key goes
-// through its partial index by key and member (hence the terms that the
-// key is not empty): a member's look-up seeks both, so that another
-// member's certificates are not visited, and one another member holds
-// costs the look-up a missing one costs (issue 46); the operator's seeks
-// the key alone.
-func certificatesQueries(in string, ofMember bool) (replaced, current string) {
+// certificatesQuery is the query of FindCertificates: the certificates
+// whose serial or thumbprint look-up form is one of a list (in, the
+// store's condition of a list argument with %s for the column), of the
+// member the first argument of each list names (ofMember), or of every
+// member (the operator's); the replaced ones from the history's entries,
+// then the current ones from the orders' documents, in one statement so
+// that a write between two reads cannot hide a certificate that moved
+// from one to the other. It selects historyColumns, then the order's
+// member ID and name, its status, and whether the certificate is current:
+// no certificate with a serial number was recorded on the order after it
+// (a reissue still pending, with no serial, leaves the one it replaces
+// current; an order's own is current). Each key goes through its partial
+// index by key and member (hence the terms that the key is not empty): a
+// member's look-up seeks both, so that another member's certificates are
+// not visited, and one another member holds costs the look-up a missing
+// one costs (issue 46); the operator's seeks the key alone.
+func certificatesQuery(in string, ofMember bool) string {
 	member := ""
 	if ofMember {
 		member = "member_id = ? AND "
@@ -53,18 +51,17 @@ func certificatesQueries(in string, ofMember bool) (replaced, current string) {
 		UNION
 		SELECT ` + id + ` FROM ` + table + ` WHERE ` + member + fmt.Sprintf(in, "thumbprint_key") + ` AND thumbprint_key <> ''`
 	}
-	replaced = `SELECT ` + HistoryColumns + `, member_id, member, order_status, current FROM (
+	return `SELECT ` + HistoryColumns + `, NULL, 0, member_id, member, order_status, current FROM (
 	SELECT c.*, m.name AS member, o.status AS order_status,
 		o.serial_key = '' AND NOT EXISTS (SELECT 1 FROM order_certificates l WHERE l.order_id = c.order_id AND l.seq > c.seq
 			AND l.serial_number <> '') AS current
 	FROM order_certificates c JOIN orders o ON o.id = c.order_id JOIN members m ON m.id = o.member_id
 	WHERE c.seq IN (` + keys("order_certificates", "seq") + `)) f
-ORDER BY order_id, seq`
-	current = `SELECT o.id, o.doc, o.doc_format, o.member_id, m.name, o.status
+UNION ALL
+SELECT ` + currentColumns + `, o.doc, o.doc_format, o.member_id, m.name, o.status, TRUE
 	FROM orders o JOIN members m ON m.id = o.member_id
 	WHERE o.id IN (` + keys("orders", "id") + `)
-ORDER BY o.id`
-	return replaced, current
+ORDER BY 1, 2`
 }
 
 // FindCertificates finds certificates by serial number or thumbprint (the
@@ -73,33 +70,19 @@ ORDER BY o.id`
 func (k *Kit) FindCertificates(ctx context.Context, q certorder.CertificateQuery) ([]certorder.CertificateMatch, error) {
 	k.certQueries.Do(func() {
 		in := k.InList("%s")
-		k.memberCerts[0], k.memberCerts[1] = certificatesQueries(in, true)
-		k.allCerts[0], k.allCerts[1] = certificatesQueries(in, false)
+		k.memberCerts, k.allCerts = certificatesQuery(in, true), certificatesQuery(in, false)
 	})
-	queries, args := k.allCerts, []any{k.List(q.Serials), k.List(q.Thumbprints)}
+	query, args := k.allCerts, []any{k.List(q.Serials), k.List(q.Thumbprints)}
 	if q.MemberID != 0 {
-		queries, args = k.memberCerts, []any{q.MemberID, args[0], q.MemberID, args[1]}
+		query, args = k.memberCerts, []any{q.MemberID, args[0], q.MemberID, args[1]}
 	}
 	var out []certorder.CertificateMatch
 	err := k.readAgain(ctx, func() (err error) {
 		out, err = Query(ctx, k.Read, func(row Row) (certorder.CertificateMatch, error) {
 			var m certorder.CertificateMatch
-			return m, ScanEntry(row, &m.CertificateEntry, &m.MemberID, &m.Member, &m.OrderStatus, &m.Current)
-		}, queries[0], args...)
-		if err != nil {
-			return err
-		}
-		current, err := Query(ctx, k.Read, func(row Row) (certorder.CertificateMatch, error) {
-			m := certorder.CertificateMatch{Current: true}
-			e, err := scanCurrent(row, &m.MemberID, &m.Member, &m.OrderStatus)
-			m.CertificateEntry = e
-			return m, err
-		}, queries[1], args...)
-		out = append(out, current...)
+			return m, scanHistory(row, &m.CertificateEntry, &m.MemberID, &m.Member, &m.OrderStatus, &m.Current)
+		}, query, append(args, args...)...)
 		return err
-	})
-	slices.SortStableFunc(out, func(a, b certorder.CertificateMatch) int {
-		return cmp.Or(cmp.Compare(a.OrderID, b.OrderID), cmp.Compare(a.Seq, b.Seq))
 	})
 	return out, k.Wrap("find certificates", err)
 }

@@ -55,23 +55,19 @@ func RecordCertificates(ctx context.Context, w HistoryWriter, orders []*certorde
 // store's list argument; in its condition that a column is in it, as
 // Kit.InList), each oldest first: the entries stored, then the order's
 // current certificate from its document (Seq certorder.CurrentSeq), when
-// it has an identity.
+// it has an identity; in one statement, so that a write between two reads
+// cannot hide a certificate that moved from the one to the other.
 func ReadHistories(ctx context.Context, db DB, in func(column string) string, list any) (map[int64][]certorder.CertificateEntry, error) {
-	entries, err := Query(ctx, db, func(row Row) (e certorder.CertificateEntry, err error) { return e, ScanEntry(row, &e) },
-		`SELECT `+HistoryColumns+` FROM order_certificates WHERE `+in("order_id")+` ORDER BY order_id, seq`, list)
-	if err != nil {
-		return nil, err
-	}
-	currents, err := Query(ctx, db, func(row Row) (certorder.CertificateEntry, error) { return scanCurrent(row) },
-		`SELECT id, doc, doc_format FROM orders WHERE `+in("id")+` ORDER BY id`, list)
+	entries, err := Query(ctx, db, func(row Row) (e certorder.CertificateEntry, err error) { return e, scanHistory(row, &e) },
+		`SELECT `+HistoryColumns+`, NULL, 0 FROM order_certificates WHERE `+in("order_id")+`
+		UNION ALL
+		SELECT `+currentColumns+`, o.doc, o.doc_format FROM orders o WHERE `+in("o.id")+`
+		ORDER BY 1, 2`, list, list)
 	if err != nil {
 		return nil, err
 	}
 	out := map[int64][]certorder.CertificateEntry{}
 	for _, e := range entries {
-		out[e.OrderID] = append(out[e.OrderID], e)
-	}
-	for _, e := range currents {
 		if e.Identified() {
 			out[e.OrderID] = append(out[e.OrderID], e)
 		}
@@ -79,20 +75,31 @@ func ReadHistories(ctx context.Context, db DB, in func(column string) string, li
 	return out, nil
 }
 
-// scanCurrent reads an order's id, document and its format, and returns
-// its current certificate as the last entry of its history.
-func scanCurrent(row Row, more ...any) (certorder.CertificateEntry, error) {
-	var id, format int64
+// currentColumns stand in for HistoryColumns in a read of the orders
+// (alias o) that makes each one's current certificate the last entry of
+// its history: its ID, certorder.CurrentSeq and empty values, which
+// scanHistory fills in from the document that follows them.
+var currentColumns = fmt.Sprintf(`o.id, %d, 0, '', '', '', '[]', '', '', '', ''`, certorder.CurrentSeq)
+
+// scanHistory scans HistoryColumns, then an order's document and its
+// format, into e, then the columns after them into more: an entry of
+// Seq certorder.CurrentSeq is the document's certificate.
+func scanHistory(row Row, e *certorder.CertificateEntry, more ...any) error {
 	var doc []byte
-	if err := row.Scan(append([]any{&id, &doc, &format}, more...)...); err != nil {
-		return certorder.CertificateEntry{}, err
+	var format int64
+	if err := ScanEntry(row, e, append([]any{&doc, &format}, more...)...); err != nil {
+		return err
+	}
+	if e.Seq != certorder.CurrentSeq {
+		return nil
 	}
 	if format != certorder.DocFormat {
-		return certorder.CertificateEntry{}, fmt.Errorf("order %d is stored in document format %d; this binary reads %d", id, format, certorder.DocFormat)
+		return fmt.Errorf("order %d is stored in document format %d; this binary reads %d", e.OrderID, format, certorder.DocFormat)
 	}
-	o, err := orderdoc.Parse(doc)
+	c, err := orderdoc.StoredCertificate(doc)
 	if err != nil {
-		return certorder.CertificateEntry{}, fmt.Errorf("order %d: %w", id, err)
+		return fmt.Errorf("order %d: %w", e.OrderID, err)
 	}
-	return certorder.CertificateEntry{OrderID: id, Seq: certorder.CurrentSeq, Certificate: o.Certificate}, nil
+	e.Certificate = c
+	return nil
 }

@@ -65,7 +65,7 @@ type Kit struct {
 	ReadAgain func(ctx context.Context, read func() error) error
 
 	certQueries           sync.Once // FindCertificates' queries, in the store's dialect
-	memberCerts, allCerts [2]string // replaced, current
+	memberCerts, allCerts string
 }
 
 // oneRow turns a statement that touched no row into ErrNotFound.

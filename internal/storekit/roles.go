@@ -227,8 +227,9 @@ type MemberNoticeStore interface {
 // CertificateFinder finds certificates in the orders' histories
 // (CertificateCheck, certorder find-certificate).
 type CertificateFinder interface {
-	// FindCertificates returns the certificates q asks for, in one indexed
-	// query, ordered by order number and history. Another member's
+	// FindCertificates returns the certificates q asks for, in one
+	// statement through the key indexes, ordered by order number and
+	// history. Another member's
 	// certificate is never read when q.MemberID is set, so that it looks
 	// exactly like one that is not stored. A serial or thumbprint recorded
 	// on several orders gives a match for each.

@@ -11,7 +11,7 @@ ALTER TABLE orders ADD COLUMN thumbprint_key TEXT NOT NULL DEFAULT '';
 CREATE TEMP TABLE current_entries AS
 SELECT c.order_id, max(c.seq) AS seq
 FROM order_certificates c
-JOIN (SELECT id, convert_from(doc, 'UTF8')::jsonb -> 'certificate' AS d FROM orders) o ON o.id = c.order_id
+JOIN (SELECT id, convert_from(doc, 'UTF8')::json -> 'certificate' AS d FROM orders) o ON o.id = c.order_id
 WHERE c.cert_id = COALESCE((o.d ->> 'id')::BIGINT, 0) AND c.serial_number = COALESCE(o.d ->> 'serial_number', '')
 GROUP BY c.order_id;
 UPDATE orders o SET serial_key = c.serial_key, thumbprint_key = c.thumbprint_key
