@@ -2,16 +2,8 @@ package postgres_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/postgres"
 	"github.com/certorder/certorder/storetest"
 )
@@ -20,32 +12,7 @@ import (
 func TestUpgradeToJobs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dsn := testdb.Postgres(t)
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := conn.Exec(ctx, q, args...); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	files, _ := filepath.Glob("migrations/*.sql")
-	sort.Strings(files)
-	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL)`)
-	for _, f := range files {
-		v, _ := strconv.Atoi(strings.SplitN(filepath.Base(f), "_", 2)[0])
-		if v >= 16 {
-			break
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		exec(string(b))
-		exec(`INSERT INTO schema_migrations VALUES ($1, now())`, v)
-	}
+	dsn, exec, closeDB := schemaBefore(t, 16)
 	at, due := "2026-11-01T10:00:00Z", storetest.QueuedDigestAt
 	exec(`INSERT INTO members (id, name, created_at) VALUES (1, 'alice', $1)`, at)
 	exec(`INSERT INTO webhook_endpoints (id, member_id, url, secret, created_at) VALUES (1, 1, 'https://a.example/hook', 'whsec_a', $1)`, at)
@@ -63,7 +30,7 @@ func TestUpgradeToJobs(t *testing.T) {
 		"notice_messages_id_seq"} {
 		exec(`SELECT setval('` + seq + `', 2)`)
 	}
-	conn.Close(ctx)
+	closeDB()
 
 	s, err := postgres.Open(ctx, dsn)
 	if err != nil {

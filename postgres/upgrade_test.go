@@ -3,10 +3,6 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
-	"sort"
-	"strconv"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -22,35 +18,14 @@ import (
 func TestUpgradeToCertificateHistories(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dsn := testdb.Postgres(t)
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, _ := filepath.Glob("migrations/*.sql")
-	sort.Strings(files)
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := conn.Exec(ctx, q, args...); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL)`)
-	for v, f := range files[:11] {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		exec(string(b))
-		exec(`INSERT INTO schema_migrations VALUES ($1, now())`, v+1)
-	}
+	dsn, exec, closeDB := schemaBefore(t, 12)
 	exec(`INSERT INTO members (id, name, created_at) VALUES (1, 'alice', now())`)
 	exec(`INSERT INTO orders (id, member_id, common_name, status, valid_till, doc, cert_end, updated_at, names)
 		VALUES (1, 1, 'host1.example.com', 'issued', '2026-09-16', $1, 1, now(), 'host1.example.com')`,
 		[]byte(storetest.UpgradeDoc))
 	exec(`INSERT INTO expiry_notices (order_id, threshold) VALUES (1, 30)`)
 	exec(`SELECT setval('members_id_seq', 1)`)
-	conn.Close(ctx)
+	closeDB()
 
 	s, err := postgres.Open(ctx, dsn)
 	if err != nil {
@@ -65,32 +40,7 @@ func TestUpgradeToCertificateHistories(t *testing.T) {
 func TestUpgradeToCurrentCertificate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dsn := testdb.Postgres(t)
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, _ := filepath.Glob("migrations/*.sql")
-	sort.Strings(files)
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := conn.Exec(ctx, q, args...); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL)`)
-	for _, f := range files {
-		v, _ := strconv.Atoi(filepath.Base(f)[:4])
-		if filepath.Base(f) >= "0023" {
-			break
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		exec(string(b))
-		exec(`INSERT INTO schema_migrations VALUES ($1, now())`, v)
-	}
+	dsn, exec, closeDB := schemaBefore(t, 23)
 	exec(`INSERT INTO members (id, name, created_at) VALUES (1, 'alice', now())`)
 	exec(`SELECT setval('members_id_seq', 1)`)
 	up := storetest.HistoryUpgrade
@@ -106,7 +56,7 @@ func TestUpgradeToCurrentCertificate(t *testing.T) {
 			e.CommonName, string(names), e.Status, e.DateIssued, e.ValidFrom, e.ValidTill,
 			certorder.SerialKey(e.SerialNumber), certorder.HexKey(e.Thumbprint))
 	}
-	conn.Close(ctx)
+	closeDB()
 
 	s, err := postgres.Open(ctx, dsn)
 	if err != nil {
@@ -114,4 +64,30 @@ func TestUpgradeToCurrentCertificate(t *testing.T) {
 	}
 	defer s.Close()
 	storetest.HistoryUpgraded(t, s)
+}
+
+// schemaBefore makes a PostgreSQL store with the schema of the migrations
+// before version, as a release before it left it. It returns the store's
+// DSN and a function that runs a statement on it; close closes it, for
+// postgres.Open.
+func schemaBefore(t *testing.T, version int) (dsn string, exec func(q string, args ...any), close func()) {
+	t.Helper()
+	ctx := context.Background()
+	dsn = testdb.Postgres(t)
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec = func(q string, args ...any) {
+		t.Helper()
+		if _, err := conn.Exec(ctx, q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL)`)
+	for _, m := range testdb.MigrationsBefore(t, version) {
+		exec(m.SQL)
+		exec(`INSERT INTO schema_migrations VALUES ($1, now())`, m.Version)
+	}
+	return dsn, exec, func() { conn.Close(ctx) }
 }

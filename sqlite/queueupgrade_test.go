@@ -2,15 +2,8 @@ package sqlite_test
 
 import (
 	"context"
-	"database/sql"
-	"os"
-	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
 	"testing"
 
-	"github.com/certorder/certorder/internal/testdb"
 	"github.com/certorder/certorder/sqlite"
 	"github.com/certorder/certorder/storetest"
 )
@@ -19,32 +12,7 @@ import (
 func TestUpgradeToJobs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := testdb.SQLite(t)
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.ExecContext(ctx, q, args...); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	files, _ := filepath.Glob("migrations/*.sql")
-	sort.Strings(files)
-	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)`)
-	for _, f := range files {
-		v, _ := strconv.Atoi(strings.SplitN(filepath.Base(f), "_", 2)[0])
-		if v >= 13 {
-			break
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		exec(string(b))
-		exec(`INSERT INTO schema_migrations VALUES (?, '2026-11-01T00:00:00Z')`, v)
-	}
+	path, exec, closeDB := schemaBefore(t, 13)
 	at, due := "2026-11-01T10:00:00.000000000Z", "2026-11-02T00:00:00.000000000Z"
 	exec(`INSERT INTO members (id, name, created_at) VALUES (1, 'alice', ?)`, at)
 	exec(`INSERT INTO webhook_endpoints (id, member_id, url, secret, created_at) VALUES (1, 1, 'https://a.example/hook', 'whsec_a', ?)`, at)
@@ -58,7 +26,7 @@ func TestUpgradeToJobs(t *testing.T) {
 		(1, 1, 'event', '2026-11-01', 'delivered', 1, ?1, ?1), (2, 1, 'digest', '2026-11-01', 'pending', 0, ?2, ?1)`, at, due)
 	exec(`INSERT INTO notice_events (message_id, type, data, at) VALUES (1, 'order.renewed', '{}', ?1),
 		(2, 'order.status_changed', '{}', ?1), (2, 'order.renewed', '{}', ?1)`, at)
-	db.Close()
+	closeDB()
 
 	s, err := sqlite.Open(ctx, path)
 	if err != nil {

@@ -4,10 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"os"
-	"path/filepath"
-	"sort"
-	"strconv"
 	"testing"
 
 	"github.com/certorder/certorder"
@@ -21,34 +17,13 @@ import (
 func TestUpgradeToCertificateHistories(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := testdb.SQLite(t)
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, _ := filepath.Glob("migrations/*.sql")
-	sort.Strings(files)
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.ExecContext(ctx, q, args...); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)`)
-	for v, f := range files[:8] {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		exec(string(b))
-		exec(`INSERT INTO schema_migrations VALUES (?, '2026-11-01T00:00:00Z')`, v+1)
-	}
+	path, exec, closeDB := schemaBefore(t, 9)
 	exec(`INSERT INTO members (id, name, created_at) VALUES (1, 'alice', '2026-11-01T00:00:00Z')`)
 	exec(`INSERT INTO orders (id, member_id, common_name, status, valid_till, doc, cert_end, updated_at, names)
 		VALUES (1, 1, 'host1.example.com', 'issued', '2026-09-16', ?, 1, '2026-11-01T00:00:00Z', 'host1.example.com')`,
 		[]byte(storetest.UpgradeDoc))
 	exec(`INSERT INTO expiry_notices (order_id, threshold) VALUES (1, 30)`)
-	db.Close()
+	closeDB()
 
 	s, err := sqlite.Open(ctx, path)
 	if err != nil {
@@ -63,32 +38,7 @@ func TestUpgradeToCertificateHistories(t *testing.T) {
 func TestUpgradeToCurrentCertificate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := testdb.SQLite(t)
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, _ := filepath.Glob("migrations/*.sql")
-	sort.Strings(files)
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.ExecContext(ctx, q, args...); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)`)
-	for _, f := range files {
-		v, _ := strconv.Atoi(filepath.Base(f)[:4])
-		if filepath.Base(f) >= "0020" {
-			break
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		exec(string(b))
-		exec(`INSERT INTO schema_migrations VALUES (?, '2026-11-01T00:00:00Z')`, v)
-	}
+	path, exec, closeDB := schemaBefore(t, 20)
 	exec(`INSERT INTO members (id, name, created_at) VALUES (1, 'alice', '2026-11-01T00:00:00Z')`)
 	up := storetest.HistoryUpgrade
 	for id, doc := range up.Docs {
@@ -103,7 +53,7 @@ func TestUpgradeToCurrentCertificate(t *testing.T) {
 			e.CommonName, string(names), e.Status, e.DateIssued, e.ValidFrom, e.ValidTill,
 			certorder.SerialKey(e.SerialNumber), certorder.HexKey(e.Thumbprint))
 	}
-	db.Close()
+	closeDB()
 
 	s, err := sqlite.Open(ctx, path)
 	if err != nil {
@@ -111,4 +61,29 @@ func TestUpgradeToCurrentCertificate(t *testing.T) {
 	}
 	defer s.Close()
 	storetest.HistoryUpgraded(t, s)
+}
+
+// schemaBefore makes a SQLite store with the schema of the migrations
+// before version, as a release before it left it. It returns the store's
+// path and a function that runs a statement on it; close closes it, for
+// sqlite.Open.
+func schemaBefore(t *testing.T, version int) (path string, exec func(q string, args ...any), close func()) {
+	t.Helper()
+	path = testdb.SQLite(t)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec = func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.ExecContext(context.Background(), q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)`)
+	for _, m := range testdb.MigrationsBefore(t, version) {
+		exec(m.SQL)
+		exec(`INSERT INTO schema_migrations VALUES (?, '2026-11-01T00:00:00Z')`, m.Version)
+	}
+	return path, exec, func() { db.Close() }
 }
