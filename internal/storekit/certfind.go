@@ -32,8 +32,9 @@ func ScanEntry(row Row, e *certorder.CertificateEntry, more ...any) error {
 // member (the operator's); the replaced ones from the history's entries,
 // then the current ones from the orders' documents, in one statement so
 // that a write between two reads cannot hide a certificate that moved
-// from one to the other. It selects historyColumns, then the order's
-// member ID and name, its status, and whether the certificate is current:
+// from one to the other. It selects HistoryColumns and the order's
+// document and format (scanHistory), then the order's member ID and name,
+// its status, and whether the certificate is current:
 // no certificate with a serial number was recorded on the order after it
 // (a reissue still pending, with no serial, leaves the one it replaces
 // current; an order's own is current). Each key goes through its partial
