@@ -169,8 +169,8 @@ func (t *dryTx) AddEvents(context.Context, []certorder.Event) error { return nil
 
 // Histories reads the store's histories. A run applies an order once, so
 // it never reads back a history it wrote: the dry run keeps none.
-func (t *dryTx) Histories(ctx context.Context, ids []int64) (map[int64][]certorder.CertificateEntry, error) {
-	return t.inner.Histories(ctx, ids)
+func (t *dryTx) Histories(ctx context.Context, orders []*certorder.Order) (map[int64][]certorder.CertificateEntry, error) {
+	return t.inner.Histories(ctx, orders)
 }
 
 // SaveCertificates and DeleteCertificates change nothing (see Histories).

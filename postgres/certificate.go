@@ -57,15 +57,16 @@ func (h *historyArrays) columns() []any {
 
 // Certificates returns the certificate histories of orders.
 func (s *Store) Certificates(ctx context.Context, ids []int64) (map[int64][]certorder.CertificateEntry, error) {
-	h, err := storekit.ReadHistories(ctx, s.Kit.Read, inList, arrayArg(ids))
+	h, err := storekit.ReadHistories(ctx, s.Kit.Read, inList, arrayArg(ids), nil)
 	return h, s.wrap("certificates", err)
 }
 
 // historyTx is storekit.HistoryWriter on a transaction.
 type historyTx struct{ tx pgx.Tx }
 
-func (h historyTx) Histories(ctx context.Context, ids []int64) (map[int64][]certorder.CertificateEntry, error) {
-	return storekit.ReadHistories(ctx, pgDB{h.tx}, inList, arrayArg(ids))
+func (h historyTx) Histories(ctx context.Context, orders []*certorder.Order) (map[int64][]certorder.CertificateEntry, error) {
+	written, ids := storekit.ByID(orders)
+	return storekit.ReadHistories(ctx, pgDB{h.tx}, inList, arrayArg(ids), written)
 }
 
 // SaveCertificates adds history entries in one COPY.

@@ -11,7 +11,7 @@ import (
 
 // Certificates returns the certificate histories of orders.
 func (s *Store) Certificates(ctx context.Context, ids []int64) (map[int64][]certorder.CertificateEntry, error) {
-	h, err := storekit.ReadHistories(ctx, s.Kit.Read, inList, idsJSON(ids))
+	h, err := storekit.ReadHistories(ctx, s.Kit.Read, inList, idsJSON(ids), nil)
 	return h, s.wrap("certificates", err)
 }
 
@@ -21,8 +21,9 @@ type historyTx struct {
 	insert *sql.Stmt // insertCertificate for historyBatchRows rows, prepared at its first use
 }
 
-func (h *historyTx) Histories(ctx context.Context, ids []int64) (map[int64][]certorder.CertificateEntry, error) {
-	return storekit.ReadHistories(ctx, sqlDB{q: h.tx}, inList, idsJSON(ids))
+func (h *historyTx) Histories(ctx context.Context, orders []*certorder.Order) (map[int64][]certorder.CertificateEntry, error) {
+	written, ids := storekit.ByID(orders)
+	return storekit.ReadHistories(ctx, sqlDB{q: h.tx}, inList, idsJSON(ids), written)
 }
 
 // SaveCertificates adds history entries, a multi-row insert per

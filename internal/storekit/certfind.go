@@ -37,7 +37,8 @@ func ScanEntry(row Row, e *certorder.CertificateEntry, more ...any) error {
 // its status, and whether the certificate is current:
 // no certificate with a serial number was recorded on the order after it
 // (a reissue still pending, with no serial, leaves the one it replaces
-// current; an order's own is current). Each key goes through its partial
+// current; an order's own is current); FindCertificates sorts them
+// (sortHistory). Each key goes through its partial
 // index by key and member (hence the terms that the key is not empty): a
 // member's look-up seeks both, so that another member's certificates are
 // not visited, and one another member holds costs the look-up a missing
@@ -61,8 +62,7 @@ func certificatesQuery(in string, ofMember bool) string {
 UNION ALL
 SELECT ` + currentColumns + `, o.doc, o.doc_format, o.member_id, m.name, o.status, TRUE
 	FROM orders o JOIN members m ON m.id = o.member_id
-	WHERE o.id IN (` + keys("orders", "id") + `)
-ORDER BY 1, 2`
+	WHERE o.id IN (` + keys("orders", "id") + `)`
 }
 
 // FindCertificates finds certificates by serial number or thumbprint (the
@@ -81,10 +81,11 @@ func (k *Kit) FindCertificates(ctx context.Context, q certorder.CertificateQuery
 	err := k.readAgain(ctx, func() (err error) {
 		out, err = Query(ctx, k.Read, func(row Row) (certorder.CertificateMatch, error) {
 			var m certorder.CertificateMatch
-			return m, scanHistory(row, &m.CertificateEntry, &m.MemberID, &m.Member, &m.OrderStatus, &m.Current)
+			return m, scanHistory(row, &m.CertificateEntry, nil, &m.MemberID, &m.Member, &m.OrderStatus, &m.Current)
 		}, query, append(args, args...)...)
 		return err
 	})
+	sortHistory(out, func(m certorder.CertificateMatch) certorder.CertificateEntry { return m.CertificateEntry })
 	return out, k.Wrap("find certificates", err)
 }
 

@@ -213,17 +213,17 @@ func importBatch(ctx context.Context, memberID int64, batch []*certorder.Order, 
 // of new orders reads nothing.
 func planHistories(ctx context.Context, checked []CheckedOrder, stored map[int64]certorder.OrderLink, w HistoryWriter) (certorder.CertificatePlan, error) {
 	saved := make([]*certorder.Order, len(checked))
-	var ids []int64
+	var known []*certorder.Order
 	for i, c := range checked {
 		saved[i] = c.Order
 		if _, ok := stored[c.Order.ID]; ok {
-			ids = append(ids, c.Order.ID)
+			known = append(known, c.Order)
 		}
 	}
 	var histories map[int64][]certorder.CertificateEntry
-	if len(ids) > 0 {
+	if len(known) > 0 {
 		var err error
-		if histories, err = w.Histories(ctx, ids); err != nil {
+		if histories, err = w.Histories(ctx, known); err != nil {
 			return certorder.CertificatePlan{}, err
 		}
 	}
