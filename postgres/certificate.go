@@ -55,18 +55,11 @@ func (h *historyArrays) columns() []any {
 	return cols
 }
 
-// Certificates returns the certificate histories of orders.
-func (s *Store) Certificates(ctx context.Context, ids []int64) (map[int64][]certorder.CertificateEntry, error) {
-	h, err := storekit.ReadHistories(ctx, s.Kit.Read, inList, arrayArg(ids), nil)
-	return h, s.wrap("certificates", err)
-}
-
 // historyTx is storekit.HistoryWriter on a transaction.
 type historyTx struct{ tx pgx.Tx }
 
 func (h historyTx) Histories(ctx context.Context, orders []*certorder.Order) (map[int64][]certorder.CertificateEntry, error) {
-	written, ids := storekit.ByID(orders)
-	return storekit.ReadHistories(ctx, pgDB{h.tx}, inList, arrayArg(ids), written)
+	return storekit.Histories(ctx, pgDB{h.tx}, inList, arrayArg, orders)
 }
 
 // SaveCertificates adds history entries in one COPY.

@@ -9,12 +9,6 @@ import (
 	"github.com/certorder/certorder/internal/storekit"
 )
 
-// Certificates returns the certificate histories of orders.
-func (s *Store) Certificates(ctx context.Context, ids []int64) (map[int64][]certorder.CertificateEntry, error) {
-	h, err := storekit.ReadHistories(ctx, s.Kit.Read, inList, idsJSON(ids), nil)
-	return h, s.wrap("certificates", err)
-}
-
 // historyTx is storekit.HistoryWriter on a transaction.
 type historyTx struct {
 	tx     *sql.Tx
@@ -22,8 +16,7 @@ type historyTx struct {
 }
 
 func (h *historyTx) Histories(ctx context.Context, orders []*certorder.Order) (map[int64][]certorder.CertificateEntry, error) {
-	written, ids := storekit.ByID(orders)
-	return storekit.ReadHistories(ctx, sqlDB{q: h.tx}, inList, idsJSON(ids), written)
+	return storekit.Histories(ctx, sqlDB{q: h.tx}, inList, listJSON, orders)
 }
 
 // SaveCertificates adds history entries, a multi-row insert per

@@ -130,7 +130,7 @@ func Parse(data []byte) (*certorder.Order, error) {
 
 // StoredCertificate reads the current certificate of a document Parse
 // made (certorder.Order.Doc) without checking or compacting it again: a
-// history's last entry is read so (storekit.ReadHistories), at a fraction
+// history's last entry is read so (storekit.Histories), at a fraction
 // of Parse's cost.
 func StoredCertificate(doc []byte) (certorder.Certificate, error) {
 	var c certorder.Certificate

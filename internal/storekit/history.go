@@ -15,7 +15,7 @@ import (
 // transaction that saves the orders.
 type HistoryWriter interface {
 	// Histories reads the certificate histories of those of orders that
-	// have one (ReadHistories), before the orders are written.
+	// have one (storekit.Histories), before the orders are written.
 	Histories(ctx context.Context, orders []*certorder.Order) (map[int64][]certorder.CertificateEntry, error)
 	// SaveCertificates adds history entries (Seq 0), each after its
 	// order's others.
@@ -50,7 +50,26 @@ func RecordCertificates(ctx context.Context, w HistoryWriter, orders []*certorde
 	return p.Reissues, nil
 }
 
-// ReadHistories reads the certificate histories of the orders of list (the
+// Certificates returns the certificate histories of the orders ids
+// (readHistories).
+func (k *Kit) Certificates(ctx context.Context, ids []int64) (map[int64][]certorder.CertificateEntry, error) {
+	h, err := readHistories(ctx, k.Read, k.InList, k.List(ids), nil)
+	return h, k.Wrap("certificates", err)
+}
+
+// Histories is HistoryWriter.Histories in the transaction tx, in the
+// store's dialect (Kit.InList, Kit.List): the histories of those of orders
+// that have one, before they are written (readHistories).
+func Histories(ctx context.Context, tx DB, in func(column string) string, list func(any) any,
+	orders []*certorder.Order) (map[int64][]certorder.CertificateEntry, error) {
+	written, ids := make(map[int64]*certorder.Order, len(orders)), make([]int64, len(orders))
+	for i, o := range orders {
+		written[o.ID], ids[i] = o, o.ID
+	}
+	return readHistories(ctx, tx, in, list(ids), written)
+}
+
+// readHistories reads the certificate histories of the orders of list (the
 // store's list argument; in its condition that a column is in it, as
 // Kit.InList), each oldest first: the entries stored, then the order's
 // current certificate from its document (Seq certorder.CurrentSeq), when
@@ -60,7 +79,7 @@ func RecordCertificates(ctx context.Context, w HistoryWriter, orders []*certorde
 // stored document is the one to be written have their certificate, which
 // is not read again: an import of orders stored already spent a fifth of
 // its CPU reading their documents' certificates (docs/PERFORMANCE.md).
-func ReadHistories(ctx context.Context, db DB, in func(column string) string, list any, written map[int64]*certorder.Order) (map[int64][]certorder.CertificateEntry, error) {
+func readHistories(ctx context.Context, db DB, in func(column string) string, list any, written map[int64]*certorder.Order) (map[int64][]certorder.CertificateEntry, error) {
 	entries, err := Query(ctx, db, func(row Row) (e certorder.CertificateEntry, err error) {
 		return e, scanHistory(row, &e, written)
 	},
@@ -112,16 +131,6 @@ func scanHistory(row Row, e *certorder.CertificateEntry, written map[int64]*cert
 	}
 	e.Certificate = c
 	return nil
-}
-
-// ByID is orders by ID, and their IDs: what a store's Histories reads
-// (ReadHistories).
-func ByID(orders []*certorder.Order) (map[int64]*certorder.Order, []int64) {
-	m, ids := make(map[int64]*certorder.Order, len(orders)), make([]int64, len(orders))
-	for i, o := range orders {
-		m[o.ID], ids[i] = o, o.ID
-	}
-	return m, ids
 }
 
 // sortHistory sorts entries by order, each order's history oldest first:
