@@ -245,20 +245,21 @@ var HistoryUpgrade = struct {
 		2: CertJSON(2, 602, "", "", "", "2029-03-01"),
 	},
 	Entries: []certorder.CertificateEntry{
-		{OrderID: 1, Certificate: historyCert(1, 501, "0A01", "2026-09-16")},
-		{OrderID: 1, Certificate: historyCert(1, 502, "0A02", "2027-03-19")},
-		{OrderID: 2, Certificate: historyCert(2, 601, "0B01", "2026-09-16")},
-		{OrderID: 1, Certificate: historyCert(1, 503, "0A03", "2027-09-16")},
-		{OrderID: 2, Certificate: certorder.Certificate{ID: 602, CommonName: "host2.example.com",
-			DNSNames: []string{"host2.example.com", "www.host2.example.com"}, Status: "reissue_pending"}},
+		{OrderID: 1, Certificate: certificateOf(CertJSON(1, 501, "0A01", "2026-03-01", "2026-09-16", "2029-03-01"))},
+		{OrderID: 1, Certificate: certificateOf(CertJSON(1, 502, "0A02", "2026-09-01", "2027-03-19", "2029-03-01"))},
+		{OrderID: 2, Certificate: certificateOf(CertJSON(2, 601, "0B01", "2026-03-01", "2026-09-16", "2029-03-01"))},
+		{OrderID: 1, Certificate: certificateOf(CertJSON(1, 503, "0A03", "2027-03-01", "2027-09-16", "2029-03-01"))},
+		{OrderID: 2, Certificate: certificateOf(CertJSON(2, 602, "", "", "", "2029-03-01"))},
 	},
 }
 
-// historyCert is the certificate of CertJSON(order, id, serial, ..., till, ...).
-func historyCert(order, id int64, serial, till string) certorder.Certificate {
-	return certorder.Certificate{ID: id, SerialNumber: serial, Thumbprint: strings.Repeat(serial[len(serial)-2:], 20),
-		CommonName: fmt.Sprintf("host%d.example.com", order), Status: "issued", ValidTill: till,
-		DNSNames: []string{fmt.Sprintf("host%d.example.com", order), fmt.Sprintf("www.host%d.example.com", order)}}
+// certificateOf is the certificate of an order document.
+func certificateOf(doc string) certorder.Certificate {
+	o, err := orderdoc.Parse([]byte(doc))
+	if err != nil {
+		panic(err) // the package's own documents
+	}
+	return o.Certificate
 }
 
 // HistoryUpgraded checks a store upgraded with HistoryUpgrade: the
