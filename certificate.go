@@ -7,16 +7,12 @@ import (
 	"unicode/utf8"
 )
 
-// An order is a plan of one to three years (order_valid_from to
-// order_valid_till) that holds several certificates: since February 2026
-// a public TLS certificate lives at most 199 days (100 from March 2027,
-// 47 from March 2029, CA/Browser Forum ballot SC-081), so the member's ACME
-// client reissues on the same order number, and only the plan's end is a
-// contract renewal (a new order number). The order document carries the
-// current certificate; the store keeps the certificates it replaced, so
-// that the history is every certificate the order has had, written by the
-// import, the sync and a restore through the rule of PlanCertificates
-// (storekit.RecordCertificates writes by it).
+// An order is a plan of one to three years that holds several
+// certificates: a public TLS certificate lives at most 199 days since
+// February 2026 (CA/Browser Forum ballot SC-081), so the member's ACME
+// client reissues on the same order number; only the plan's end is a
+// renewal (a new order number). The history of an order is every
+// certificate it has had, recorded by the rule of PlanCertificates.
 
 // Certificate is one certificate of an order, as CertCentral gave it.
 type Certificate struct {
@@ -148,9 +144,8 @@ type CertificateEntry struct {
 // CurrentSeq is the Seq of an order's current certificate in its history:
 // the last entry, after every replaced one. A store keeps the current
 // certificate in the order's document, its look-up keys on the order's
-// row, and only the replaced certificates as history entries of their own
-// (a new order writes no entry: importing 200,000 orders wrote 16,000
-// pages fewer, issue 44, docs/PERFORMANCE.md).
+// row, and only the replaced certificates as entries of their own (a new
+// order writes none; issue 44, docs/PERFORMANCE.md).
 const CurrentSeq int64 = math.MaxInt64
 
 // MaxCertificates bounds an order's history: the newest are kept. A
@@ -256,8 +251,7 @@ func PlanCertificates(histories map[int64][]CertificateEntry, orders []*Order) C
 // MaxCertificates entries to compare with, so a restore is linear in the
 // certificates exported (a certificate that has left the history is
 // recorded anew, as the import would record it). When o's certificate has
-// an identity it is the last entry, which the store keeps in o's document
-// (Replaced).
+// an identity it is the last entry, which the store keeps in o's document.
 func RestoredHistory(o *Order, exported []Certificate) []Certificate {
 	var history []CertificateEntry
 	for _, c := range append(slices.Clone(exported), o.Certificate) {
@@ -276,15 +270,6 @@ func RestoredHistory(o *Order, exported []Certificate) []Certificate {
 		out[i] = h.Certificate
 	}
 	return out
-}
-
-// Replaced is the entries of o's history (RestoredHistory) that a store
-// keeps apart from o's document: all but o's current certificate.
-func Replaced(o *Order, history []Certificate) []Certificate {
-	if o.Certificate.Identified() && len(history) > 0 {
-		return history[:len(history)-1]
-	}
-	return history
 }
 
 // ReissuedData is the data of order.reissued: order OrderID has a new

@@ -18,7 +18,7 @@ type Restorer struct {
 	Link   func(l *certorder.ContainerLink, memberID int64) error
 	// Order stores an order with the certificates it replaced, oldest
 	// first (certorder.RestoredHistory but the current certificate, which
-	// is the order's document's: certorder.Replaced).
+	// is the order's document's: replaced).
 	Order func(o *certorder.Order, memberID int64, replaced []certorder.Certificate) error
 	// Endpoint stores a webhook endpoint; nil refuses exports holding one.
 	Endpoint func(e *certorder.Endpoint, memberID int64) error
@@ -129,7 +129,16 @@ func (r *restoreRun) restore(rec storekit.Record, n int) error {
 		if rec.Order.RenewedBy != 0 {
 			r.renewals[rec.Order.ID] = rec.Order.RenewedBy
 		}
-		return r.Order(rec.Order, id, certorder.Replaced(rec.Order, certorder.RestoredHistory(rec.Order, rec.History)))
+		return r.Order(rec.Order, id, replaced(rec.Order, certorder.RestoredHistory(rec.Order, rec.History)))
 	}
 	return nil
+}
+
+// replaced is the entries of o's history (certorder.RestoredHistory) that
+// a store keeps apart from o's document: all but o's current certificate.
+func replaced(o *certorder.Order, history []certorder.Certificate) []certorder.Certificate {
+	if o.Certificate.Identified() && len(history) > 0 {
+		return history[:len(history)-1]
+	}
+	return history
 }
