@@ -13,13 +13,14 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/certorder/certorder/internal/migrations"
 )
 
 // EnvDSN names the variable that points the tests at a PostgreSQL server.
@@ -192,36 +193,18 @@ func WaitBoundParallelAt(n int) {
 	}
 }
 
-// Migration is one migration file of a store's migrations/ folder.
-type Migration struct {
-	Version int
-	SQL     string
-}
-
 // MigrationsBefore reads the migrations in the test's migrations/ folder
-// numbered below version, in order: an upgrade test makes the schema a
-// release before that one left, with them, and fills it.
-func MigrationsBefore(t testing.TB, version int) []Migration {
+// (migrations.List) numbered below version, in order: an upgrade test makes
+// the schema a release before that one left, with them, and fills it.
+func MigrationsBefore(t testing.TB, version int) []migrations.Migration {
 	t.Helper()
-	files, err := filepath.Glob("migrations/*.sql")
-	if err != nil || len(files) == 0 {
+	ms, err := migrations.List(os.DirFS("migrations"))
+	if err != nil || len(ms) == 0 {
 		t.Fatalf("no migrations/*.sql here: %v", err)
 	}
-	sort.Strings(files)
-	var out []Migration
-	for _, f := range files {
-		v, err := strconv.Atoi(strings.SplitN(filepath.Base(f), "_", 2)[0])
-		if err != nil {
-			t.Fatalf("migration %s: not numbered", f)
-		}
-		if v >= version {
-			break
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, Migration{v, string(b)})
+	n := 0
+	for n < len(ms) && ms[n].Version < version {
+		n++
 	}
-	return out
+	return ms[:n]
 }
