@@ -87,7 +87,7 @@ func (h *historyTx) close() {
 
 // DeleteCertificates deletes the history entries of the Seqs.
 func (h *historyTx) DeleteCertificates(ctx context.Context, seqs []int64) error {
-	_, err := h.tx.ExecContext(ctx, `DELETE FROM order_certificates WHERE seq IN (SELECT value FROM json_each(?))`, idsJSON(seqs))
+	_, err := h.tx.ExecContext(ctx, `DELETE FROM order_certificates WHERE `+inList("seq"), idsJSON(seqs))
 	return err
 }
 
