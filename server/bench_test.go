@@ -30,7 +30,7 @@ func benchHandler(b *testing.B, n int) (http.Handler, string) {
 }
 
 // benchStore is a SQLite store of n orders for alice, and alice's key.
-func benchStore(b *testing.B, n int) (storekit.Store, string) {
+func benchStore(b testing.TB, n int) (storekit.Store, string) {
 	ctx := context.Background()
 	s, err := stores.Open(ctx, testdb.SQLite(b))
 	if err != nil {

@@ -98,6 +98,40 @@ func BenchmarkHotPath(b *testing.B) {
 	})
 }
 
+// TestHotPathAllocations holds what a cached OrderInfo allocates in the
+// handler (BenchmarkHotPath/handler's request, the audit trail off: its
+// writer allocates in the background) at today's 8, so that a new
+// allocation on the hot path fails a test rather than waiting for a
+// benchmark: the request ID and its header's slice (1), the decoded
+// AccessName and AccessKey (2), the response header map's first entry
+// (1), the cache's decoded order and its document (2), the test's
+// header map and body reader (2).
+func TestHotPathAllocations(t *testing.T) {
+	h, key := benchServer(t, 10, 64<<20, server.Config{NoAccessLog: true, Metrics: prometheus.NewRegistry(),
+		Limits: server.Limits{MaxInFlight: 512, BodyTimeout: 5 * time.Second}})
+	body := []byte(`{"AccessName":"alice","AccessKey":"` + key + `","action":"OrderInfo","orderId":3}`)
+	r, err := http.NewRequest(http.MethodPost, "/api/digicert/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.RemoteAddr = "127.0.0.1:40000"
+	var rd bytes.Reader
+	w := &discardWriter{}
+	serve := func() {
+		rd.Reset(body)
+		r.Body, r.ContentLength = io.NopCloser(&rd), rd.Size()
+		w.h, w.status = http.Header{}, 0
+		h.ServeHTTP(w, r)
+	}
+	serve() // the order cached
+	if w.status != http.StatusOK {
+		t.Fatalf("status %d", w.status)
+	}
+	if n := testing.AllocsPerRun(200, serve); n > 8 {
+		t.Errorf("a cached OrderInfo allocates %.1f times in the handler, more than 8", n)
+	}
+}
+
 // discardWriter is a ResponseWriter that keeps the status (and the body
 // when keep is set). It takes a read deadline, as net/http's does, so that
 // readBody's costs what it does under net/http (an unsupported one costs an
@@ -190,7 +224,7 @@ func readAnswer(rd *bufio.Reader, body []byte) ([]byte, error) {
 
 // benchServer is the service on a SQLite store of n orders for alice (the
 // store's cache on with cacheBytes, if not 0), and alice's key.
-func benchServer(b *testing.B, n, cacheBytes int, cfg server.Config) (*server.Server, string) {
+func benchServer(b testing.TB, n, cacheBytes int, cfg server.Config) (*server.Server, string) {
 	ctx := context.Background()
 	s, text := benchStore(b, n)
 	var src credcache.Source
