@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -20,7 +21,9 @@ import (
 //     store, orders a second;
 //   - OrderInfo: each binary's serve on a store of its own with the same
 //     orders, drawn by Zipf's law, as a ratio to a bare net/http handler
-//     that answers that serve's bytes, measured right before it.
+//     that answers that serve's bytes, measured right before it; with
+//     --slice, the four (each binary's serve and bare handler) run together
+//     and are driven in turn, a slice at a time (abInterleaved).
 //
 // Each line carries the load average (/proc/loadavg) before it; the
 // summary gives each ratio of the working tree to the base. It prints
@@ -33,6 +36,7 @@ func ab(args []string) error {
 	infoN := fs.Int("info-orders", 10000, "orders in the store OrderInfo reads")
 	bigN := fs.Int("import-orders", 0, "also time one import of this many orders by each binary (e.g. 1000000), after the rounds")
 	rounds := fs.Int("rounds", 2, "rounds; each measures both binaries, the base first in odd rounds, the working tree in even ones")
+	slice := fs.Duration("slice", 0, "measure OrderInfo interleaved: both serves and their bare handlers up together, each driven for this long in turn until each had --duration (whole seconds; 0: one run of each in turn)")
 	var c config
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "measured time of each OrderInfo and bare run")
 	fs.DurationVar(&c.warmup, "warmup", 2*time.Second, "unmeasured time before each")
@@ -101,6 +105,16 @@ func ab(args []string) error {
 				return err
 			}
 			b.imports = append(b.imports, rate)
+		}
+		if *slice > 0 {
+			ratios, err := abInterleaved(&c, bins, dir, r, *slice)
+			if err != nil {
+				return err
+			}
+			for i, b := range bins {
+				b.ratios = append(b.ratios, ratios[i])
+			}
+			continue
 		}
 		for _, b := range order {
 			ratio, err := abOrderInfo(&c, b, dir, r)
@@ -200,28 +214,11 @@ func abImport(b *abBinary, dir, file string, n int, label string) (float64, erro
 // abOrderInfo measures b's serve under OrderInfo (Zipf) and, right before,
 // the bare handler answering its bytes; it returns the ratio of the two.
 func abOrderInfo(c *config, b *abBinary, dir string, round int) (float64, error) {
-	srv, err := startServe(b.bin, b.infoDB, c.serveArgs)
+	srv, bareURL, stopAll, err := startPair(b, dir, c)
 	if err != nil {
 		return 0, err
 	}
-	defer stop(srv.cmd)
-	sample, err := post(http.DefaultClient, srv.url, orderInfo(b.key, 1))
-	if err != nil {
-		return 0, err
-	}
-	sampleFile := filepath.Join(dir, b.name+"-answer.json")
-	if err := os.WriteFile(sampleFile, sample, 0o600); err != nil {
-		return 0, err
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return 0, err
-	}
-	bareProc, bareURL, err := startProcess(self, []string{"bare", "--body", sampleFile}, `listening on (\S+)`)
-	if err != nil {
-		return 0, err
-	}
-	defer stop(bareProc)
+	defer stopAll()
 	var rps [2]float64
 	var loads [2]string
 	for i, url := range []string{bareURL, srv.url} {
@@ -243,4 +240,95 @@ func abOrderInfo(c *config, b *abBinary, dir string, round int) (float64, error)
 	fmt.Printf("round %d: OrderInfo, %s %s: %.0f req/s against bare's %.0f: %.3f of bare; load average before %s (bare's %s)\n",
 		round+1, b.name, b.rev, rps[1], rps[0], ratio, loads[1], loads[0])
 	return ratio, nil
+}
+
+// startPair starts b's serve on its OrderInfo store and a bare handler
+// answering that serve's bytes; stopAll stops both.
+func startPair(b *abBinary, dir string, c *config) (srv *server, bareURL string, stopAll func(), err error) {
+	if srv, err = startServe(b.bin, b.infoDB, c.serveArgs); err != nil {
+		return nil, "", nil, err
+	}
+	stopAll = func() { stop(srv.cmd) }
+	sample, err := post(http.DefaultClient, srv.url, orderInfo(b.key, 1))
+	sampleFile := filepath.Join(dir, b.name+"-answer.json")
+	if err == nil {
+		err = os.WriteFile(sampleFile, sample, 0o600)
+	}
+	self, eerr := os.Executable()
+	if err == nil {
+		err = eerr
+	}
+	var bareProc *exec.Cmd
+	if err == nil {
+		bareProc, bareURL, err = startProcess(self, []string{"bare", "--body", sampleFile}, `listening on (\S+)`)
+	}
+	if err != nil {
+		stopAll()
+		return nil, "", nil, err
+	}
+	stopAll = func() { stop(bareProc); stop(srv.cmd) }
+	return srv, bareURL, stopAll, nil
+}
+
+// abInterleaved measures OrderInfo for both binaries at once: their serves
+// and bare handlers run together, idle but for the one wrk drives, and each
+// is driven for slice at a time in turn (the order rotating each pass, one
+// warm-up each first) until each had c.duration. A drift of the machine's
+// speed over minutes, larger here than the differences looked for, then
+// falls on the four alike. It returns each binary's ratio to its bare
+// handler, requests a second over all its slices.
+func abInterleaved(c *config, bins []*abBinary, dir string, round int, slice time.Duration) ([]float64, error) {
+	type target struct {
+		label, scenario, url, key string
+		rps                       []float64
+	}
+	var targets []*target
+	for _, b := range bins {
+		srv, bareURL, stopAll, err := startPair(b, dir, c)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", b.name, err)
+		}
+		defer stopAll()
+		targets = append(targets, &target{label: b.name + " " + b.rev + " bare", scenario: "bare", url: bareURL, key: b.key},
+			&target{label: b.name + " " + b.rev, scenario: "orderinfo", url: srv.url, key: b.key})
+	}
+	slice = max(time.Second, slice.Round(time.Second)) // wrk's -d is whole seconds
+	passes := max(1, int(c.duration/slice))
+	for _, t := range targets {
+		if _, err := drive(c, dir, t.url, t.scenario, "zipf", t.key, 1000*round+1, c.warmup); err != nil {
+			return nil, err
+		}
+	}
+	load, _ := loadAvg()
+	for i := range passes {
+		for j := range targets {
+			t := targets[(i+j)%len(targets)]
+			r, err := drive(c, dir, t.url, t.scenario, "zipf", t.key, 1000*round+10+i, slice)
+			if err != nil {
+				return nil, err
+			}
+			if bad := unexpected(t.scenario, r); bad > 0 {
+				return nil, fmt.Errorf("%s: %d unexpected answers", t.label, bad)
+			}
+			t.rps = append(t.rps, r.rps)
+		}
+	}
+	end, _ := loadAvg()
+	ratios := make([]float64, len(bins))
+	for i := range bins {
+		bare, info := mean(targets[2*i].rps), mean(targets[2*i+1].rps)
+		ratios[i] = info / bare
+		fmt.Printf("round %d: OrderInfo interleaved (%d slices of %v each), %s: %.0f req/s (slices %.0f–%.0f) against bare's %.0f (%.0f–%.0f): %.3f of bare; load average %s before, %s after\n",
+			round+1, passes, slice, targets[2*i+1].label, info, slices.Min(targets[2*i+1].rps), slices.Max(targets[2*i+1].rps),
+			bare, slices.Min(targets[2*i].rps), slices.Max(targets[2*i].rps), ratios[i], load, end)
+	}
+	return ratios, nil
+}
+
+func mean(v []float64) float64 {
+	sum := 0.0
+	for _, x := range v {
+		sum += x
+	}
+	return sum / float64(max(1, len(v)))
 }
