@@ -248,26 +248,30 @@ func startPair(b *abBinary, dir string, c *config) (srv *server, bareURL string,
 	if srv, err = startServe(b.bin, b.infoDB, c.serveArgs); err != nil {
 		return nil, "", nil, err
 	}
-	stopAll = func() { stop(srv.cmd) }
-	sample, err := post(http.DefaultClient, srv.url, orderInfo(b.key, 1))
-	sampleFile := filepath.Join(dir, b.name+"-answer.json")
-	if err == nil {
-		err = os.WriteFile(sampleFile, sample, 0o600)
-	}
-	self, eerr := os.Executable()
-	if err == nil {
-		err = eerr
-	}
-	var bareProc *exec.Cmd
-	if err == nil {
-		bareProc, bareURL, err = startProcess(self, []string{"bare", "--body", sampleFile}, `listening on (\S+)`)
-	}
+	bareProc, bareURL, err := startBare(srv.url, b, dir)
 	if err != nil {
-		stopAll()
+		stop(srv.cmd)
 		return nil, "", nil, err
 	}
-	stopAll = func() { stop(bareProc); stop(srv.cmd) }
-	return srv, bareURL, stopAll, nil
+	return srv, bareURL, func() { stop(bareProc); stop(srv.cmd) }, nil
+}
+
+// startBare starts loadbench's bare handler answering the bytes of the
+// serve at url's OrderInfo.
+func startBare(url string, b *abBinary, dir string) (*exec.Cmd, string, error) {
+	sample, err := post(http.DefaultClient, url, orderInfo(b.key, 1))
+	if err != nil {
+		return nil, "", err
+	}
+	file := filepath.Join(dir, b.name+"-answer.json")
+	if err := os.WriteFile(file, sample, 0o600); err != nil {
+		return nil, "", err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, "", err
+	}
+	return startProcess(self, []string{"bare", "--body", file}, `listening on (\S+)`)
 }
 
 // abInterleaved measures OrderInfo for both binaries at once: their serves
