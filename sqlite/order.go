@@ -82,11 +82,15 @@ const upsertOrder = insertOrder + ` ON CONFLICT (id) DO UPDATE SET
 	doc_format = excluded.doc_format, names = excluded.names, updated_at = excluded.updated_at,
 	serial_key = excluded.serial_key, thumbprint_key = excluded.thumbprint_key`
 
+// orderRow is the values of insertOrder for o, its document compressed
+// (storekit.PackDoc). PostgreSQL stores documents as they are: its import
+// was not measured with them compressed.
 func orderRow(o *certorder.Order, memberID, renewedBy int64, stamp string) []any {
 	c := &o.Certificate
 	serial, thumbprint := c.Keys()
+	doc, format := storekit.PackDoc(o.Doc)
 	return []any{o.ID, memberID, c.CommonName, o.Status, c.ValidFrom, c.ValidTill, o.PlanTill,
-		sql.NullInt64{Int64: renewedBy, Valid: renewedBy != 0}, o.Doc, o.CertEnd, certorder.DocFormat, o.SearchText(), stamp,
+		sql.NullInt64{Int64: renewedBy, Valid: renewedBy != 0}, doc, o.CertEnd, format, o.SearchText(), stamp,
 		serial, thumbprint}
 }
 

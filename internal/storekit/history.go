@@ -118,8 +118,9 @@ func scanHistory(row Row, e *certorder.CertificateEntry, written map[int64]*cert
 	if e.Seq != certorder.CurrentSeq {
 		return nil
 	}
-	if format != certorder.DocFormat {
-		return fmt.Errorf("order %d is stored in document format %d; this binary reads %d", e.OrderID, format, certorder.DocFormat)
+	doc, err := Document("order", e.OrderID, doc, format)
+	if err != nil {
+		return err
 	}
 	if o := written[e.OrderID]; o != nil && bytes.Equal(o.Doc, doc) {
 		e.Certificate = o.Certificate

@@ -36,12 +36,13 @@ func (r *OrderRow) Order() (*certorder.Order, error) {
 	if r.ID == 0 {
 		return nil, nil
 	}
-	if r.Format != certorder.DocFormat {
-		return nil, fmt.Errorf("order %d is stored in document format %d; this binary reads %d", r.ID, r.Format, certorder.DocFormat)
+	doc, err := Document("order", r.ID, r.Doc, r.Format)
+	if err != nil {
+		return nil, err
 	}
 	return &certorder.Order{ID: r.ID, MemberID: r.MemberID, Status: r.Status,
 		Certificate: certorder.Certificate{CommonName: r.CommonName, ValidTill: r.ValidTill},
-		RenewedBy:   r.RenewedBy, Doc: r.Doc, CertEnd: int(r.CertEnd)}, nil
+		RenewedBy:   r.RenewedBy, Doc: doc, CertEnd: int(r.CertEnd)}, nil
 }
 
 // MemberOrder is the order of a credential's read (OrderColumns joined to

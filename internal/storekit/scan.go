@@ -96,8 +96,9 @@ func ScanUnassigned(row Row) (*UpstreamOrder, error) {
 	if err := row.Scan(&id, &container, &renewedBy, &doc, &format); err != nil {
 		return nil, err
 	}
-	if format != certorder.DocFormat {
-		return nil, fmt.Errorf("unassigned order %d is stored in document format %d; this binary reads %d", id, format, certorder.DocFormat)
+	doc, err := Document("unassigned order", id, doc, format)
+	if err != nil {
+		return nil, err
 	}
 	o, err := orderdoc.Parse(doc)
 	if err != nil {
