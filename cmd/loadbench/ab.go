@@ -107,12 +107,8 @@ func ab(args []string) error {
 			b.imports = append(b.imports, rate)
 		}
 		if *slice > 0 {
-			ratios, err := abInterleaved(&c, bins, dir, r, *slice)
-			if err != nil {
+			if err := abInterleaved(&c, bins, dir, r, *slice); err != nil {
 				return err
-			}
-			for i, b := range bins {
-				b.ratios = append(b.ratios, ratios[i])
 			}
 			continue
 		}
@@ -145,6 +141,13 @@ func ab(args []string) error {
 		fmt.Printf("| OrderInfo %d orders Zipf, ratio to bare, round %d | %.3f | %.3f | **%.2f** |\n", *infoN, r+1,
 			bins[0].ratios[r], bins[1].ratios[r], bins[1].ratios[r]/bins[0].ratios[r])
 	}
+	// Interleaved, the two serves were driven in the same passes, so their
+	// requests a second compare as they are; the two bare handlers answer
+	// the same way, so theirs say how far a ratio to bare moves by noise.
+	for r := range len(bins[0].rps) {
+		fmt.Printf("| OrderInfo, req/s, round %d (bare: %.0f and %.0f, %.2f) | %.0f | %.0f | **%.2f** |\n", r+1,
+			bins[0].bares[r], bins[1].bares[r], bins[1].bares[r]/bins[0].bares[r], bins[0].rps[r], bins[1].rps[r], bins[1].rps[r]/bins[0].rps[r])
+	}
 	fmt.Printf("\nload average at the end: %s; %.0fs in all\n", load, time.Since(start).Seconds())
 	return nil
 }
@@ -155,6 +158,7 @@ type abBinary struct {
 	infoDB, key    string
 	imports        []float64 // orders/s, by round
 	ratios         []float64 // OrderInfo's ratio to bare, by round
+	rps, bares     []float64 // OrderInfo's and its bare handler's requests a second, by round (--slice only)
 }
 
 // buildAB builds certorder at rev (in a git worktree of its own, removed
@@ -279,9 +283,10 @@ func startBare(url string, b *abBinary, dir string) (*exec.Cmd, string, error) {
 // is driven for slice at a time in turn (the order rotating each pass, one
 // warm-up each first) until each had c.duration. A drift of the machine's
 // speed over minutes, larger here than the differences looked for, then
-// falls on the four alike. It returns each binary's ratio to its bare
-// handler, requests a second over all its slices.
-func abInterleaved(c *config, bins []*abBinary, dir string, round int, slice time.Duration) ([]float64, error) {
+// falls on the four alike. It adds to each binary's ratios its ratio to
+// its bare handler, requests a second over all its slices, and to its rps
+// and bares those requests a second.
+func abInterleaved(c *config, bins []*abBinary, dir string, round int, slice time.Duration) error {
 	type target struct {
 		label, scenario, url, key string
 		rps                       []float64
@@ -290,7 +295,7 @@ func abInterleaved(c *config, bins []*abBinary, dir string, round int, slice tim
 	for _, b := range bins {
 		srv, bareURL, stopAll, err := startPair(b, dir, c)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", b.name, err)
+			return fmt.Errorf("%s: %w", b.name, err)
 		}
 		defer stopAll()
 		targets = append(targets, &target{label: b.name + " " + b.rev + " bare", scenario: "bare", url: bareURL, key: b.key},
@@ -300,7 +305,7 @@ func abInterleaved(c *config, bins []*abBinary, dir string, round int, slice tim
 	passes := max(1, int(c.duration/slice))
 	for _, t := range targets {
 		if _, err := drive(c, dir, t.url, t.scenario, "zipf", t.key, 1000*round+1, c.warmup); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	load, _ := loadAvg()
@@ -309,24 +314,23 @@ func abInterleaved(c *config, bins []*abBinary, dir string, round int, slice tim
 			t := targets[(i+j)%len(targets)]
 			r, err := drive(c, dir, t.url, t.scenario, "zipf", t.key, 1000*round+10+i, slice)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if bad := unexpected(t.scenario, r); bad > 0 {
-				return nil, fmt.Errorf("%s: %d unexpected answers", t.label, bad)
+				return fmt.Errorf("%s: %d unexpected answers", t.label, bad)
 			}
 			t.rps = append(t.rps, r.rps)
 		}
 	}
 	end, _ := loadAvg()
-	ratios := make([]float64, len(bins))
-	for i := range bins {
+	for i, b := range bins {
 		bare, info := mean(targets[2*i].rps), mean(targets[2*i+1].rps)
-		ratios[i] = info / bare
+		b.ratios, b.rps, b.bares = append(b.ratios, info/bare), append(b.rps, info), append(b.bares, bare)
 		fmt.Printf("round %d: OrderInfo interleaved (%d slices of %v each), %s: %.0f req/s (slices %.0f–%.0f) against bare's %.0f (%.0f–%.0f): %.3f of bare; load average %s before, %s after\n",
 			round+1, passes, slice, targets[2*i+1].label, info, slices.Min(targets[2*i+1].rps), slices.Max(targets[2*i+1].rps),
-			bare, slices.Min(targets[2*i].rps), slices.Max(targets[2*i].rps), ratios[i], load, end)
+			bare, slices.Min(targets[2*i].rps), slices.Max(targets[2*i].rps), info/bare, load, end)
 	}
-	return ratios, nil
+	return nil
 }
 
 func mean(v []float64) float64 {
