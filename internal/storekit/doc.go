@@ -10,7 +10,8 @@ import (
 // Compressed marks, in a row's doc_format, a document stored compressed
 // with S2: the format is certorder.DocFormat|Compressed (257), so that
 // the layout's version (certorder.DocFormat) and the compression are told
-// apart, and a binary that knows neither refuses the row.
+// apart, and a binary that does not know the compression refuses the row
+// rather than answer it wrong.
 const Compressed = 1 << 8
 
 // PackDoc is a document as SQLite writes it, with its doc_format. An
