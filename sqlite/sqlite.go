@@ -26,10 +26,11 @@ import (
 	"github.com/certorder/certorder/internal/storekit"
 )
 
-// The store's migrations. Since 0020 an order's document may be stored
-// compressed (orders.doc_format 257, storekit.PackDoc): a migration that
-// reads documents in SQL (as 0009 did with json_extract) must first be
-// Go that reads them through storekit.Document.
+// The store's migrations. An order's document may be stored compressed
+// (orders.doc_format 257, storekit.PackDoc) or not (1, as written before
+// the compression): a migration that reads documents in SQL (as 0009 did
+// with json_extract) cannot; it would be Go reading them through
+// storekit.Document.
 //
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
