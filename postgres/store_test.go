@@ -296,3 +296,30 @@ func TestCacheConcurrentMisses(t *testing.T) {
 		t.Fatal(e)
 	}
 }
+
+func TestDocumentFormats(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := testdb.Postgres(t)
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	storetest.DocumentFormats(t, false, func() storekit.Store {
+		s, err := postgres.Open(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}, func(id int64) (format, length int64) {
+		if err := conn.QueryRow(ctx, `SELECT doc_format, length(doc) FROM orders WHERE id = $1`, id).Scan(&format, &length); err != nil {
+			t.Fatal(err)
+		}
+		return format, length
+	}, func(id int64, doc []byte, format int64) {
+		if _, err := conn.Exec(ctx, `UPDATE orders SET doc = $1, doc_format = $2 WHERE id = $3`, doc, format, id); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -83,8 +83,8 @@ const upsertOrder = insertOrder + ` ON CONFLICT (id) DO UPDATE SET
 	serial_key = excluded.serial_key, thumbprint_key = excluded.thumbprint_key`
 
 // orderRow is the values of insertOrder for o, its document compressed
-// (storekit.PackDoc). PostgreSQL stores documents as they are: its import
-// was not measured with them compressed.
+// (storekit.PackDoc). PostgreSQL reads compressed documents but writes
+// them plain, for now: docs/OPERATIONS.md says why.
 func orderRow(o *certorder.Order, memberID, renewedBy int64, stamp string) []any {
 	c := &o.Certificate
 	serial, thumbprint := c.Keys()

@@ -1,10 +1,8 @@
 package sqlite_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -217,55 +215,29 @@ func TestConcurrentOpenNewStore(t *testing.T) {
 	}
 }
 
-// An order's document is stored compressed (storekit.PackDoc) and read as
-// imported; a row a release before left in the plain format reads the
-// same beside it.
-func TestDocumentsCompressed(t *testing.T) {
+func TestDocumentFormats(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := testdb.SQLite(t)
-	s, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.AddMember(ctx, "alice"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ImportOrders(ctx, "alice", storetest.Orders(t, storetest.OrderJSON(1, 0, "2030-01-01"), storetest.OrderJSON(2, 0, "2030-01-01"))); err != nil {
-		t.Fatal(err)
-	}
-	want, err := s.FindOrder(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	var format, stored int64
-	if err := db.QueryRowContext(ctx, `SELECT doc_format, length(doc) FROM orders WHERE id = 1`).Scan(&format, &stored); err != nil {
-		t.Fatal(err)
-	}
-	if format != certorder.DocFormat|storekit.Compressed || stored >= int64(len(want.Doc)) {
-		t.Fatalf("stored in format %d, %d bytes for a document of %d", format, stored, len(want.Doc))
-	}
-	// Order 2 as a release before stored it.
-	if _, err := db.ExecContext(ctx, `UPDATE orders SET doc = ?, doc_format = ? WHERE id = 2`,
-		bytes.Replace(want.Doc, []byte(`"OrderId":1`), []byte(`"OrderId":2`), 1), certorder.DocFormat); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	if s, err = sqlite.Open(ctx, path); err != nil { // nothing cached
-		t.Fatal(err)
-	}
-	defer s.Close()
-	for _, id := range []int64{1, 2} {
-		got, err := s.FindOrder(ctx, id)
-		if err != nil || got.CertEnd != want.CertEnd || !bytes.Contains(got.Doc, []byte(fmt.Sprintf(`"OrderId":%d`, id))) ||
-			len(got.Doc) != len(want.Doc) {
-			t.Fatalf("order %d: %+v, %v", id, got, err)
+	storetest.DocumentFormats(t, true, func() storekit.Store {
+		s, err := sqlite.Open(ctx, path)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		return s
+	}, func(id int64) (format, length int64) {
+		if err := db.QueryRowContext(ctx, `SELECT doc_format, length(doc) FROM orders WHERE id = ?`, id).Scan(&format, &length); err != nil {
+			t.Fatal(err)
+		}
+		return format, length
+	}, func(id int64, doc []byte, format int64) {
+		if _, err := db.ExecContext(ctx, `UPDATE orders SET doc = ?, doc_format = ? WHERE id = ?`, doc, format, id); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

@@ -331,3 +331,43 @@ func testImportBatches(t *testing.T, s storekit.Store) {
 		t.Fatalf("alice has %d orders", count())
 	}
 }
+
+// DocumentFormats checks that a store writes an order's document in the
+// format it says (compressed: storekit.PackDoc; or plain) and reads it as
+// imported, and that a row of the other format reads the same beside it:
+// a plain one as a release before wrote it, a compressed one as a store
+// that compresses writes it. open opens the store (again: nothing
+// cached); stored reads an order's doc_format and the length of its
+// stored document; set stores an order's document as it is, in format.
+func DocumentFormats(t *testing.T, compressed bool, open func() storekit.Store, stored func(id int64) (format, length int64), set func(id int64, doc []byte, format int64)) {
+	ctx := context.Background()
+	s := open()
+	_, err := s.AddMember(ctx, "alice")
+	must(t, err)
+	_, err = s.ImportOrders(ctx, "alice", Orders(t, OrderJSON(1, 0, "2030-01-01"), OrderJSON(2, 0, "2030-01-01")))
+	must(t, err)
+	want, err := s.FindOrder(ctx, 1)
+	must(t, err)
+	s.Close()
+	format, length := stored(1)
+	if compressed && (format != certorder.DocFormat|storekit.Compressed || length >= int64(len(want.Doc))) ||
+		!compressed && (format != certorder.DocFormat || length != int64(len(want.Doc))) {
+		t.Fatalf("stored in format %d, %d bytes for a document of %d", format, length, len(want.Doc))
+	}
+	other := bytes.Replace(want.Doc, []byte(`"OrderId":1`), []byte(`"OrderId":2`), 1)
+	if compressed {
+		set(2, other, certorder.DocFormat)
+	} else {
+		packed, format := storekit.PackDoc(other)
+		set(2, packed, format)
+	}
+	s = open()
+	defer s.Close()
+	for _, id := range []int64{1, 2} {
+		got, err := s.FindOrder(ctx, id)
+		if err != nil || got.CertEnd != want.CertEnd || len(got.Doc) != len(want.Doc) ||
+			!bytes.Contains(got.Doc, []byte(fmt.Sprintf(`"OrderId":%d`, id))) {
+			t.Fatalf("order %d: %+v, %v", id, got, err)
+		}
+	}
+}
