@@ -28,9 +28,9 @@ import (
 
 // The store's migrations. An order's document may be stored compressed
 // (orders.doc_format 257, storekit.PackDoc) or not (1, as written before
-// the compression): a migration that reads documents in SQL (as 0009 did
-// with json_extract) cannot; it would be Go reading them through
-// storekit.Document.
+// the compression): a migration that reads documents in SQL (as 0009
+// and 0020 did, with json_extract) cannot; it would be Go reading them
+// through storekit.Document.
 //
 //go:embed migrations/*.sql
 var migrationFiles embed.FS

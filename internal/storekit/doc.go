@@ -36,7 +36,16 @@ func Document(kind string, id int64, doc []byte, format int64) ([]byte, error) {
 	if format&Compressed == 0 {
 		return doc, nil
 	}
-	d, err := s2.Decode(nil, doc)
+	// Decode allocates the length the header claims before it reads the
+	// rest: bounded first, so that a damaged row cannot cost gigabytes.
+	var d []byte
+	n, err := s2.DecodedLen(doc)
+	if err == nil && n > certorder.MaxOrderBytes {
+		err = fmt.Errorf("%w: %d bytes", s2.ErrTooLarge, n)
+	}
+	if err == nil {
+		d, err = s2.Decode(nil, doc)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s %d: stored document: %w", kind, id, err)
 	}

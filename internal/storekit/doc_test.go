@@ -36,6 +36,8 @@ func TestDocument(t *testing.T) {
 		{packed, (certorder.DocFormat + 1) | Compressed, "order 7 is stored in document format 258"},
 		{doc, format, "order 7: stored document:"},
 		{packed[:len(packed)/2], format, "order 7: stored document:"},
+		// A header that claims 4 GiB is refused before anything is allocated.
+		{append([]byte{0xff, 0xff, 0xff, 0xff, 0x0f}, packed[1:]...), format, "order 7: stored document: s2: decoded block is too large: 4294967295 bytes"},
 	} {
 		if _, err := Document("order", 7, tc.stored, tc.format); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("format %d, %d bytes: %v, want %q", tc.format, len(tc.stored), err, tc.want)
