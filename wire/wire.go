@@ -11,7 +11,6 @@
 package wire
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -200,7 +199,7 @@ func DecodeRequest(body []byte) (Request, *Failure) {
 	// one pass; any other is checked by json.Valid and read by jsonscan.
 	if !flatMembers(body, member) {
 		req, okName, okKey = Request{}, false, false
-		body = bytes.Trim(body, " \t\r\n")
+		body = jsonscan.TrimSpace(body)
 		if len(body) == 0 || body[0] != '{' || !json.Valid(body) {
 			return Request{}, Fail(MalformedRequest)
 		}

@@ -33,7 +33,7 @@ func EachMember(obj []byte, fn func(key, value []byte)) {
 		i = skipSpace(obj, i+1) // past ':'
 		start := i
 		i = valueEnd(obj, i)
-		fn(key, bytes.TrimRight(obj[start:i], " \t\r\n"))
+		fn(key, TrimSpace(obj[start:i]))
 		i = skipSpace(obj, i)
 		if i < len(obj) && obj[i] == ',' {
 			i = skipSpace(obj, i+1)
@@ -41,12 +41,25 @@ func EachMember(obj []byte, fn func(key, value []byte)) {
 	}
 }
 
+// TrimSpace is b without JSON's whitespace (space, tab, CR, LF) at either
+// end. bytes.Trim with that cutset builds its set of bytes on every call:
+// 4% of BenchmarkParse (orderdoc), which trims each member it reads.
+func TrimSpace(b []byte) []byte {
+	i, end := skipSpace(b, 0), len(b)
+	for end > i && isSpace(b[end-1]) {
+		end--
+	}
+	return b[i:end]
+}
+
 func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+	for i < len(b) && isSpace(b[i]) {
 		i++
 	}
 	return i
 }
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // stringEnd returns the index just past the string that starts at b[i]:
 // past the first quote after it with an even run of backslashes before it

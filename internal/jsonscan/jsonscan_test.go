@@ -61,3 +61,24 @@ func FuzzEachMember(f *testing.F) {
 	}
 	f.Fuzz(checkEachMember)
 }
+
+// TrimSpace trims JSON's four whitespace bytes and nothing else: a
+// vertical tab or form feed before a document leaves it invalid JSON, as
+// json.Valid says, rather than trimmed into a valid one.
+func TestTrimSpace(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                  "",
+		" \t\r\n":           "",
+		" \t{\"a\":1}\r\n ": `{"a":1}`,
+		"1":                 "1",
+		"\v{}\f":            "\v{}\f",
+		" \v{} ":            "\v{}",
+		"\"x \" \n":         `"x "`,
+		" [1, 2 ]\t":        "[1, 2 ]",
+		"\u00a0{}\u00a0":    "\u00a0{}\u00a0",
+	} {
+		if got := string(TrimSpace([]byte(in))); got != want {
+			t.Errorf("TrimSpace(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

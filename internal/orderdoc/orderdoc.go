@@ -36,7 +36,7 @@ type field struct {
 // member names are refused: which one would count is anybody's guess.
 // checked says data already passed valid (a member of a checked object).
 func readObject(data []byte, checked bool) ([]field, error) {
-	data = bytes.Trim(data, " \t\r\n")
+	data = jsonscan.TrimSpace(data)
 	if !checked && !valid(data) {
 		var v any
 		err := json.Unmarshal(data, &v) // for a message that says where
@@ -161,7 +161,8 @@ func build(o *certorder.Order, top []field, size int) error {
 	doc.WriteByte('{')
 	isRenewed := false
 	for _, f := range top {
-		if err := sameCase("", f.key, orderSchema, "OrderId", fieldIsRenewed, fieldRenewedBy); err != nil {
+		rule, typed, err := ruleOf("", f.key, orderSchema, "OrderId", fieldIsRenewed, fieldRenewedBy)
+		if err != nil {
 			return err
 		}
 		switch f.key {
@@ -188,7 +189,7 @@ func build(o *certorder.Order, top []field, size int) error {
 		case "order_valid_till":
 			o.PlanTill, _ = text(f.value) // checked by the schema below
 		}
-		if rule, ok := orderSchema[f.key]; ok {
+		if typed {
 			if err := rule.check("", f.key, f.value); err != nil {
 				return err
 			}
@@ -234,13 +235,14 @@ func writeCertificate(o *certorder.Order, doc *bytes.Buffer, value json.RawMessa
 	doc.WriteByte('{')
 	n := 0
 	for _, f := range fields {
-		if err := sameCase("certificate.", f.key, certificateSchema, fieldDaysRemaining); err != nil {
+		rule, typed, err := ruleOf("certificate.", f.key, certificateSchema, fieldDaysRemaining)
+		if err != nil {
 			return err
 		}
 		if f.key == fieldDaysRemaining {
 			continue
 		}
-		if rule, ok := certificateSchema[f.key]; ok {
+		if typed {
 			if err := rule.check("certificate.", f.key, f.value); err != nil {
 				return err
 			}
