@@ -52,7 +52,6 @@ func TestParseRefuses(t *testing.T) {
 		"pending, '' till":   `{"OrderId":5,"status":"pending","certificate":{"valid_till":""}}`,
 		"bad valid_till":     `{"OrderId":5,"certificate":{"valid_till":"01/01/2030"}}`,
 		"dns_names a string": `{"OrderId":5,"certificate":{"valid_till":"2030-01-01","dns_names":"a.example"}}`,
-		"duplicate field":    `{"OrderId":5,"OrderId":6,"certificate":{"valid_till":"2030-01-01"}}`,
 		"renewed, no order":  `{"OrderId":5,"is_renewed":true,"certificate":{"valid_till":"2030-01-01"}}`,
 		"order, not renewed": `{"OrderId":5,"is_renewed":false,"was_renewed_by_order_id":6,"certificate":{"valid_till":"2030-01-01"}}`,
 		"renews itself":      `{"OrderId":5,"is_renewed":true,"was_renewed_by_order_id":5,"certificate":{"valid_till":"2030-01-01"}}`,
@@ -72,6 +71,30 @@ func TestParseRefuses(t *testing.T) {
 		if _, err := orderdoc.Parse([]byte(doc)); err == nil {
 			t.Errorf("%s: accepted %s", name, doc)
 		}
+	}
+}
+
+// A name twice in one object is refused, whether the spec knows it or
+// not, written plain or escaped, in the order, its certificate or an
+// object inside them; the same name in two objects is not twice.
+func TestParseDuplicates(t *testing.T) {
+	for name, doc := range map[string]string{
+		"OrderId":             `{"OrderId":5,"OrderId":6,"certificate":{"valid_till":"2030-01-01"}}`,
+		"escaped":             `{"OrderId":5,"x":0,"Order\u0049d":5,"certificate":{"valid_till":"2030-01-01"}}`,
+		"unknown":             `{"OrderId":5,"x":1,"y":1,"x":2,"certificate":{"valid_till":"2030-01-01"}}`,
+		"unknown, escaped":    `{"OrderId":5,"x":1,"\u0078":1,"certificate":{"valid_till":"2030-01-01"}}`,
+		"certificate's":       `{"OrderId":5,"certificate":{"common_name":"a","valid_till":"2030-01-01","common_name":"b"}}`,
+		"certificate unknown": `{"OrderId":5,"certificate":{"z":1,"valid_till":"2030-01-01","z":1}}`,
+		"product's":           `{"OrderId":5,"product":{"name":"a","name":"b"},"certificate":{"valid_till":"2030-01-01"}}`,
+	} {
+		if _, err := orderdoc.Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), "appears twice") {
+			t.Errorf("%s: %s: %v, want \"appears twice\"", name, doc, err)
+		}
+	}
+	ok := `{"OrderId":5,"status":"issued","x":1,"product":{"name":"a","status":1,"x":2},` +
+		`"certificate":{"status":"issued","x":3,"valid_till":"2030-01-01","ca_cert":{"name":"b"}}}`
+	if _, err := orderdoc.Parse([]byte(ok)); err != nil {
+		t.Errorf("the same names in different objects: %v", err)
 	}
 }
 
