@@ -92,7 +92,7 @@ type knownName struct {
 // maxKnown is how many names knownNames can hold.
 const maxKnown = 128
 
-// knownNames holds every field name the schema or Parse knows (40), each
+// knownNames holds every field name the schema or Parse knows, each
 // printable ASCII that JSON writes as it is (writeKey).
 var knownNames = func() map[string]knownName {
 	m := map[string]knownName{}
