@@ -1,5 +1,7 @@
 package wire
 
+import "github.com/certorder/certorder/internal/jsonscan"
+
 // flatMembers calls fn with the name and the value of each member of body
 // in turn, when body is a JSON object whose values are all strings without
 // escapes, numbers, true, false or null (JSON whitespace around it): the
@@ -13,13 +15,13 @@ package wire
 // never accepts what json.Valid refuses, FuzzFlatMembers that it sees
 // what jsonscan.EachMember sees.
 func flatMembers(b []byte, fn func(name, value []byte)) bool {
-	i := skipWS(b, 0)
+	i := jsonscan.SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
 	}
-	i = skipWS(b, i+1)
+	i = jsonscan.SkipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
-		return skipWS(b, i+1) == len(b)
+		return jsonscan.SkipSpace(b, i+1) == len(b)
 	}
 	for {
 		name := i
@@ -27,33 +29,26 @@ func flatMembers(b []byte, fn func(name, value []byte)) bool {
 			return false
 		}
 		nameEnd := i
-		if i = skipWS(b, i); i >= len(b) || b[i] != ':' {
+		if i = jsonscan.SkipSpace(b, i); i >= len(b) || b[i] != ':' {
 			return false
 		}
-		value := skipWS(b, i+1)
+		value := jsonscan.SkipSpace(b, i+1)
 		if i = scalar(b, value); i < 0 {
 			return false
 		}
 		fn(b[name+1:nameEnd-1], b[value:i])
-		if i = skipWS(b, i); i >= len(b) {
+		if i = jsonscan.SkipSpace(b, i); i >= len(b) {
 			return false
 		}
 		switch b[i] {
 		case ',':
-			i = skipWS(b, i+1)
+			i = jsonscan.SkipSpace(b, i+1)
 		case '}':
-			return skipWS(b, i+1) == len(b)
+			return jsonscan.SkipSpace(b, i+1) == len(b)
 		default:
 			return false
 		}
 	}
-}
-
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
 }
 
 // plainString returns the end of a string without escapes at b[i:], or -1.
