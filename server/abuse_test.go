@@ -36,50 +36,40 @@ import (
 // twice in full runs; TestBodyDeadlineAndPerIP tests the deadline.)
 func TestSlowBodies(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, testdb.SQLite(t), server.Config{Limits: server.Limits{
+	reg := prometheus.NewRegistry()
+	f := newFixture(t, testdb.SQLite(t), server.Config{Metrics: reg, Limits: server.Limits{
 		MaxInFlight: 8, MaxPerIP: 8, BodyTimeout: time.Minute}})
 	host := strings.TrimPrefix(strings.TrimSuffix(f.url, "/api/digicert/"), "http://")
 	const addresses, perAddress = 6, 8
 	var slow sync.WaitGroup
 	stop := make(chan struct{})
+	defer func() { close(stop); slow.Wait() }()
 	opened := make(chan bool, addresses*perAddress)
-	var resent atomic.Int64
+	var answered atomic.Int64
 	for a := range addresses {
 		for range perAddress {
 			slow.Add(1)
 			go func() {
 				defer slow.Done()
 				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(2+a))}, Timeout: 2 * time.Second}
-				// A slow request is sent again if it is answered: a probe
-				// below may take the address's last place before the
-				// server has read this request, which it then refuses
-				// (seen 1 run in 8 on a 2-core machine).
-				for attempt := 0; attempt < 20; attempt++ {
-					conn, err := d.Dial("tcp", host)
-					if err != nil {
-						if attempt == 0 {
-							opened <- false
-						}
-						return
-					}
-					// Connection: close, so that a refused request is answered at
-					// once (the server would read the rest of the body first, to
-					// keep the connection, and the refusal would go unseen).
-					fmt.Fprintf(conn, "POST /api/digicert/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
-					if attempt == 0 {
-						opened <- true
-					}
-					answered := make(chan struct{})
-					go func() {
-						conn.Read(make([]byte, 1)) // an answer, or the connection closed
-						close(answered)
-					}()
-					if !slowBody(conn, stop, answered) {
-						conn.Close()
-						return
-					}
-					conn.Close()
-					resent.Add(1)
+				conn, err := d.Dial("tcp", host)
+				if err != nil {
+					opened <- false
+					return
+				}
+				defer conn.Close()
+				// Connection: close, so that a refused request is answered at
+				// once (the server would read the rest of the body first, to
+				// keep the connection, and the refusal would go unseen).
+				fmt.Fprintf(conn, "POST /api/digicert/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
+				opened <- true
+				done := make(chan struct{})
+				go func() {
+					conn.Read(make([]byte, 1)) // an answer, or the connection closed
+					close(done)
+				}()
+				if slowBody(conn, stop, done) {
+					answered.Add(1)
 				}
 			}()
 		}
@@ -89,19 +79,24 @@ func TestSlowBodies(t *testing.T) {
 			t.Skip("cannot bind 127.0.0.x source addresses here")
 		}
 	}
-	// Until the slow requests are all being read: each address holds its
-	// places, and one request more from it is refused.
+	// Until the server reads every slow body (the gauge: a probe before
+	// then could take an address's last place, and a slow request arriving
+	// after it would be refused), then one request more from each address
+	// is refused.
+	poll.Until(t, 10*time.Second, "the slow requests all being read", func() bool {
+		return metric(t, reg, "certorder_requests_open") == addresses*perAddress
+	})
 	for a := range addresses {
 		probe := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
 			DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(2+a))}}).DialContext}}
-		poll.Until(t, 10*time.Second, fmt.Sprintf("127.0.0.%d's slow requests all being read", 2+a), func() bool {
-			resp, err := probe.Post(f.url, "application/json", strings.NewReader(f.alice("Auth")))
-			if err != nil {
-				return false
-			}
-			resp.Body.Close()
-			return resp.StatusCode == http.StatusTooManyRequests
-		})
+		resp, err := probe.Post(f.url, "application/json", strings.NewReader(f.alice("Auth")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("a ninth request from 127.0.0.%d: %d", 2+a, resp.StatusCode)
+		}
 	}
 	var latencies []time.Duration
 	for range 32 {
@@ -112,15 +107,16 @@ func TestSlowBodies(t *testing.T) {
 			t.Fatalf("a normal request beside %d slow bodies: %d %s", addresses*perAddress, status, got)
 		}
 	}
-	close(stop)
-	slow.Wait()
+	if n := answered.Load(); n != 0 {
+		t.Fatalf("%d slow requests were answered before their bodies came", n)
+	}
 	slices.Sort(latencies)
-	t.Logf("slow-body: %d addresses x %d connections (%d sent again); normal clients 32/32 OK, p50 %v, max %v",
-		addresses, perAddress, resent.Load(), latencies[len(latencies)/2], latencies[len(latencies)-1])
+	t.Logf("slow-body: %d addresses x %d connections; normal clients 32/32 OK, p50 %v, max %v",
+		addresses, perAddress, latencies[len(latencies)/2], latencies[len(latencies)-1])
 }
 
-// slowBody sends conn's body a space every 200 ms, for at most 60 s (the
-// probes' 10 s each), until stop is closed (false) or the request is
+// slowBody sends conn's body a space every 200 ms, for at most 60 s (far
+// beyond the test), until stop is closed (false) or the request is
 // answered (true).
 func slowBody(conn net.Conn, stop, answered <-chan struct{}) bool {
 	tick := time.NewTicker(200 * time.Millisecond)
@@ -159,17 +155,25 @@ func TestBodyDeadlineAndPerIP(t *testing.T) {
 	}
 	var status int
 	var got string
-	held := newFixture(t, testdb.SQLite(t), server.Config{Limits: server.Limits{MaxPerIP: 2, BodyTimeout: time.Minute}})
+	reg := prometheus.NewRegistry()
+	held := newFixture(t, testdb.SQLite(t), server.Config{Metrics: reg, Limits: server.Limits{MaxPerIP: 2, BodyTimeout: time.Minute}})
 	a, b := open(held), open(held)
-	// Until both hold the address's places: a third request is refused.
-	if !poll.Within(10*time.Second, func() bool { status, got = held.post(t, held.alice("Auth")); return status == 429 }) ||
-		got != rateLimited {
+	// Until the server reads both bodies (the gauge; a request sent before
+	// then could take the address's last place: 1 run of the server's
+	// tests in 24 at load 5), a third request is refused.
+	poll.Until(t, 10*time.Second, "both slow requests being read", func() bool {
+		return metric(t, reg, "certorder_requests_open") == 2
+	})
+	if status, got = held.post(t, held.alice("Auth")); status != 429 || got != rateLimited {
 		t.Fatalf("a third request from the address: %d %s", status, got)
 	}
 	a.Close()
 	b.Close()
 	// Until both places are free again.
-	if !poll.Within(10*time.Second, func() bool { status, got = held.post(t, held.alice("Auth")); return status == 200 }) {
+	poll.Until(t, 10*time.Second, "the places given back", func() bool {
+		return metric(t, reg, "certorder_requests_open") == 0
+	})
+	if status, got = held.post(t, held.alice("Auth")); status != 200 {
 		t.Fatalf("after the slow requests went: %d %s", status, got)
 	}
 
@@ -240,7 +244,7 @@ func TestAuditFlood(t *testing.T) {
 	if counted != total || rows > 20 || realRows != real {
 		t.Fatalf("flood of %d refused: %d rows counting %d; real traffic %d of %d rows", total, rows, counted, realRows, real)
 	}
-	if got := counter(t, reg, "certorder_audit_dropped_total"); got != 0 {
+	if got := metric(t, reg, "certorder_audit_dropped_total"); got != 0 {
 		t.Fatalf("audit entries dropped: %v", got)
 	}
 	t.Logf("flood: %d requests refused, written as %d audit rows; %d real entries, 0 dropped", total, rows, realRows)

@@ -268,11 +268,11 @@ func TestMetricsAndHealth(t *testing.T) {
 	for _, labels := range [][]string{{"Auth", "ok"}, {"OrderInfo", "ok"}, {"OrderInfo", "no_such_order"},
 		{"Auth", "credentials_rejected"}, {"other", "unknown_action"}, {"CertificateCheck", "bad_serial_number"},
 		{"CertificateCheck", "no_such_thumbprint"}} {
-		if got := counter(t, reg, "certorder_requests_total", labels...); got != 1 {
+		if got := metric(t, reg, "certorder_requests_total", labels...); got != 1 {
 			t.Errorf("certorder_requests_total%v = %v, want 1", labels, got)
 		}
 	}
-	if got := counter(t, reg, "certorder_auth_failures_total"); got != 1 {
+	if got := metric(t, reg, "certorder_auth_failures_total"); got != 1 {
 		t.Errorf("certorder_auth_failures_total = %v", got)
 	}
 	// Every action's latency series exists from the start (the handles are made once).
@@ -291,8 +291,9 @@ func TestMetricsAndHealth(t *testing.T) {
 	}
 }
 
-// counter reads the value of a counter vector's child by its label values; 0 if absent.
-func counter(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
+// metric reads the value of a counter or gauge (a vector's child by its
+// label values); 0 if absent.
+func metric(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -308,7 +309,7 @@ func counter(t *testing.T, reg *prometheus.Registry, name string, labels ...stri
 				match = match && lp.GetValue() == labels[i]
 			}
 			if match {
-				return m.GetCounter().GetValue()
+				return m.GetCounter().GetValue() + m.GetGauge().GetValue()
 			}
 		}
 	}

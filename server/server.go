@@ -156,6 +156,12 @@ func New(store Store, cfg Config) (*Server, error) {
 	if l.MaxInFlight > 0 {
 		s.maxInFlight = int64(l.MaxInFlight)
 	}
+	if s.perIP != nil && cfg.Metrics != nil {
+		cfg.Metrics.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "certorder_requests_open",
+			Help: "API requests held open now, bodies still arriving included (what max-per-ip bounds for each address).",
+		}, s.perIP.count))
+	}
 	uncached := credcache.NewStore(store, nil, 0, cfg.StoreTimeout)
 	if s.creds = cfg.Credentials; s.creds == nil {
 		s.creds = uncached
